@@ -1,0 +1,3 @@
+from qwen_triage.cli import main
+
+main()

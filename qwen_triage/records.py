@@ -1,0 +1,41 @@
+"""One normalised input line.
+
+A slotted dataclass rather than a pydantic model: records are built on the hot
+path (every candidate line, and every line in live mode), and they never cross
+a trust boundary — reports convert what they keep into pydantic models.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class LineRecord:
+    path: str  # origin: file path, "<stdin>", or "<child>"
+    line: int  # 1-based line number in that origin
+    message: str  # the text rules match, wrappers removed
+    text: str  # the whole line as read (decoded, ANSI removed)
+    formats: tuple[str, ...] = ()  # recognised wrappers, outermost first
+    timestamp: str | None = None
+    host: str | None = None
+    program: str | None = None  # program or unit ("kernel" for kernel lines)
+    pid: int | None = None
+    process: str | None = None  # vLLM process label (VllmWorker, EngineCore_0, …)
+    rank: int | None = None
+    gpu: int | None = None
+    level: str | None = None  # debug, info, warning, error, critical
+    truncated: bool = False
+    source_index: int = 0  # which input of the scan it came from
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def format(self) -> str:
+        return ">".join(self.formats) if self.formats else "plain"
+
+    def field(self, name: str) -> str | None:
+        """A field by name as text, for rules' `where` constraints."""
+        if name == "format":
+            return self.format
+        value = getattr(self, name)
+        return None if value is None else str(value)

@@ -1,0 +1,151 @@
+"""Safe YAML loading with a position for every value.
+
+Rule files come from contributors, so loading is strict: no tags beyond the
+YAML core types (nothing can build a Python object), no anchors or aliases
+(no alias bombs), no duplicate keys. Every value keeps its file:line:column so
+that schema errors point at the offending spot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from ruamel.yaml import YAML
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.events import AliasEvent, CollectionStartEvent, ScalarEvent
+from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+_CORE_TAGS = {
+    "tag:yaml.org,2002:str",
+    "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float",
+    "tag:yaml.org,2002:bool",
+    "tag:yaml.org,2002:null",
+    "tag:yaml.org,2002:map",
+    "tag:yaml.org,2002:seq",
+}
+
+MAX_RULE_FILE_BYTES = 8 * 2**20
+
+Path_ = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Position:
+    line: int  # 1-based
+    column: int  # 1-based
+
+
+class RuleFileError(Exception):
+    """A problem in a rule file, with its place: ``file:line:col: reason``."""
+
+    def __init__(self, path: str | Path, line: int, column: int, reason: str):
+        self.path = str(path)
+        self.line = line
+        self.column = column
+        self.reason = reason
+        super().__init__(f"{self.path}:{line}:{column}: {reason}")
+
+
+@dataclass
+class LoadedYaml:
+    path: str
+    data: Any
+    positions: dict[Path_, Position]
+
+    def position_of(self, loc: Path_) -> Position:
+        """Position of the deepest known node on ``loc`` (pydantic error locations)."""
+        loc = tuple(loc)
+        while loc:
+            if loc in self.positions:
+                return self.positions[loc]
+            loc = loc[:-1]
+        return self.positions.get((), Position(1, 1))
+
+    def validate(self, model: type[BaseModel]) -> Any:
+        try:
+            return model.model_validate(self.data)
+        except ValidationError as exc:
+            err = exc.errors(include_url=False)[0]
+            loc = tuple(err["loc"])
+            pos = self.position_of(_data_path(self.data, loc))
+            where = ".".join(str(p) for p in loc)
+            raise RuleFileError(self.path, pos.line, pos.column, f"{where}: {err['msg']}") from None
+
+
+def _data_path(data: Any, loc: Path_) -> Path_:
+    """The part of a pydantic error location that exists in the data.
+
+    Discriminated unions and validators add names (the tag, ``function-after``)
+    that are not keys of the document; they are skipped.
+    """
+    out: list[Any] = []
+    node = data
+    for part in loc:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+            out.append(part)
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+            out.append(part)
+    return tuple(out)
+
+
+def load_yaml(path: str | Path, text: str | None = None) -> LoadedYaml:
+    path = str(path)
+    if text is None:
+        try:
+            raw = Path(path).read_bytes()
+        except OSError as exc:
+            raise RuleFileError(path, 1, 1, f"cannot read: {exc.strerror or exc}") from None
+        if len(raw) > MAX_RULE_FILE_BYTES:
+            raise RuleFileError(path, 1, 1, f"file is {len(raw)} bytes; rule files are limited to {MAX_RULE_FILE_BYTES}")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise RuleFileError(path, 1, 1, f"not UTF-8 (byte {exc.start})") from None
+    yaml = YAML(typ="safe", pure=True)
+    try:
+        for event in yaml.parse(text):
+            mark = event.start_mark
+            if isinstance(event, AliasEvent):
+                raise RuleFileError(path, mark.line + 1, mark.column + 1, "aliases are not allowed in rule files")
+            if isinstance(event, (ScalarEvent, CollectionStartEvent)) and event.anchor:
+                raise RuleFileError(path, mark.line + 1, mark.column + 1, "anchors are not allowed in rule files")
+        node = yaml.compose(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        reason = " ".join(str(p) for p in (exc.context, exc.problem) if p) or "invalid YAML"
+        raise RuleFileError(path, line, col, f"YAML syntax: {reason}") from None
+    except YAMLError as exc:
+        raise RuleFileError(path, 1, 1, f"YAML: {exc}") from None
+    positions: dict[Path_, Position] = {}
+    if node is None:
+        return LoadedYaml(path, None, {(): Position(1, 1)})
+    data = _to_python(yaml, path, node, (), positions)
+    return LoadedYaml(path, data, positions)
+
+
+def _to_python(yaml: YAML, path: str, node: Node, at: Path_, positions: dict[Path_, Position]) -> Any:
+    mark = node.start_mark
+    positions[at] = Position(mark.line + 1, mark.column + 1)
+    if node.tag not in _CORE_TAGS:
+        raise RuleFileError(path, mark.line + 1, mark.column + 1, f"tag {node.tag!r} is not allowed in rule files")
+    if isinstance(node, MappingNode):
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            km = key_node.start_mark
+            if not isinstance(key_node, ScalarNode) or key_node.tag not in _CORE_TAGS:
+                raise RuleFileError(path, km.line + 1, km.column + 1, "mapping keys must be plain scalars")
+            key = yaml.constructor.construct_object(key_node, deep=True)
+            if key in out:
+                raise RuleFileError(path, km.line + 1, km.column + 1, f"duplicate key {key!r}")
+            out[key] = _to_python(yaml, path, value_node, at + (key,), positions)
+        return out
+    if isinstance(node, SequenceNode):
+        return [_to_python(yaml, path, item, at + (i,), positions) for i, item in enumerate(node.value)]
+    return yaml.constructor.construct_object(node, deep=True)
