@@ -48,9 +48,14 @@ def _probes(pattern: str, examples: list[str]) -> list[str]:
     """Lines that make a backtracking-prone pattern blow up."""
     probes = [c * 20_000 for c in ("a", " ", "0", ".", ":", "-", "x/")]
     req = required_literals(pattern)
-    if req:
-        lit = req.alternatives[0]
+    lit = req.alternatives[0] if req else ""
+    if lit:
         probes += [lit * (20_000 // max(len(lit), 1)), (lit + " ") * 3000, lit + " " * 20_000, lit + "a" * 20_000]
+    # Runs of each character the pattern mentions, after its literal: what an
+    # overlapping alternation or nested repeat chokes on.
+    for ch in sorted({c for c in pattern if c.isprintable() and c not in "\\()[]{}|+*?^$"})[:40]:
+        probes.append(lit + " " + ch * 5000)
+        probes.append(lit + ch * 5000)
     for ex in examples[:3]:
         probes.append((ex + " ") * 50)
         probes.append(ex[: len(ex) // 2] + "a" * 20_000)

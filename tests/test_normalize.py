@@ -1,0 +1,101 @@
+"""Each recognised line format lifts its fields into the record."""
+
+from __future__ import annotations
+
+import pytest
+
+from qwen_triage.normalize import decode_line, normalize
+
+CASES = [
+    (
+        "Nov 29 10:00:01 host1 ollama[1234]: time=2024-11-29T10:00:01.123Z level=ERROR source=server.go:612 "
+        'msg="llama runner terminated" error="signal: segmentation fault (core dumped)"',
+        {"formats": ("journald", "logfmt"), "host": "host1", "program": "ollama", "pid": 1234, "level": "error",
+         "timestamp": "Nov 29 10:00:01",
+         "message": 'llama runner terminated error="signal: segmentation fault (core dumped)"'},
+    ),
+    (
+        "2024-11-29T10:00:01+0000 host1 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.",
+        {"formats": ("journald-iso",), "host": "host1", "program": "kernel",
+         "message": "NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus."},
+    ),
+    (
+        "[ 1234.567890] NVRM: Xid (PCI:0000:3b:00): 79",
+        {"formats": ("dmesg",), "program": "kernel", "timestamp": "1234.567890", "message": "NVRM: Xid (PCI:0000:3b:00): 79"},
+    ),
+    (
+        "[Sun Mar 24 23:54:53 2024] python invoked oom-killer: gfp_mask=0x140cca",
+        {"formats": ("dmesg-T",), "program": "kernel", "timestamp": "Sun Mar 24 23:54:53 2024",
+         "message": "python invoked oom-killer: gfp_mask=0x140cca"},
+    ),
+    (
+        'time=2024-11-29T10:00:01.123+08:00 level=WARN source=gpu.go:220 msg="no compatible GPUs were discovered"',
+        {"formats": ("logfmt",), "level": "warning", "message": "no compatible GPUs were discovered",
+         "timestamp": "2024-11-29T10:00:01.123+08:00"},
+    ),
+    (
+        "INFO 11-29 10:00:01 [api_server.py:1043] vLLM API server version 0.9.1",
+        {"formats": ("vllm",), "level": "info", "timestamp": "11-29 10:00:01",
+         "message": "vLLM API server version 0.9.1"},
+    ),
+    (
+        "INFO 01-23 21:45:51 api_server.py:712] vLLM API server version 0.6.6.post1",
+        {"formats": ("vllm",), "level": "info", "message": "vLLM API server version 0.6.6.post1"},
+    ),
+    (
+        "(VllmWorker rank=3 pid=4242) ERROR 11-29 10:00:01 [multiproc_executor.py:470] WorkerProc failed to start.",
+        {"formats": ("vllm-process", "vllm"), "process": "VllmWorker", "rank": 3, "pid": 4242, "level": "error",
+         "message": "WorkerProc failed to start."},
+    ),
+    (
+        "(EngineCore_0 pid=77) ERROR 11-29 10:00:01 [core.py:586] EngineCore failed to start.",
+        {"formats": ("vllm-process", "vllm"), "process": "EngineCore_0", "pid": 77, "message": "EngineCore failed to start."},
+    ),
+    (
+        "(RayWorkerWrapper pid=991, ip=10.0.0.2) INFO 11-29 10:00:01 [utils.py:1] ready",
+        {"process": "RayWorkerWrapper", "pid": 991, "message": "ready"},
+    ),
+    (
+        "(Worker_TP2 pid=31) INFO 11-29 10:00:01 [gpu_worker.py:1] Loading weights",
+        {"process": "Worker_TP2", "rank": 2, "message": "Loading weights"},
+    ),
+    (
+        "host1:4242:4300 [3] NCCL WARN Error while creating shared memory segment /dev/shm/nccl-abc (size 9637888)",
+        {"formats": ("nccl",), "host": "host1", "pid": 4242, "gpu": 3, "level": "warning", "program": "nccl",
+         "message": "NCCL WARN Error while creating shared memory segment /dev/shm/nccl-abc (size 9637888)"},
+    ),
+    (
+        "[rank3]:[E1129 10:00:01.123456 4242 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective operation timeout",
+        {"formats": ("torch-rank", "glog"), "rank": 3, "level": "error",
+         "message": "[Rank 3] Watchdog caught collective operation timeout"},
+    ),
+    (
+        "vllm-1  | INFO 11-29 10:00:01 [api_server.py:1] hello",
+        {"formats": ("compose", "vllm"), "message": "hello"},
+    ),
+    ("Traceback (most recent call last):", {"formats": (), "message": "Traceback (most recent call last):"}),
+]
+
+
+@pytest.mark.parametrize(("line", "fields"), CASES, ids=[str(i) for i in range(len(CASES))])
+def test_fields(line: str, fields: dict) -> None:
+    rec = normalize(line, "f.log", 7)
+    assert rec.path == "f.log" and rec.line == 7 and rec.text == line
+    for name, value in fields.items():
+        assert getattr(rec, name) == value, name
+
+
+def test_crlf_is_stripped() -> None:
+    assert normalize("INFO 11-29 10:00:01 [a.py:1] hi\r").message == "hi"
+
+
+def test_decode_handles_ansi_nul_and_bad_utf8() -> None:
+    text = decode_line(b"\x1b[1;31mERROR\x1b[0m \xff\xfe bad\x00byte")
+    assert text == "ERROR \ufffd\ufffd badbyte"
+
+
+def test_field_lookup_for_where() -> None:
+    rec = normalize("[ 1.0] NVRM: x")
+    assert rec.field("program") == "kernel"
+    assert rec.field("format") == "dmesg"
+    assert rec.field("rank") is None
