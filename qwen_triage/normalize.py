@@ -90,7 +90,9 @@ NCCL_LINE = re.compile(
 )
 TORCH_RANK = re.compile(r"\[rank(?P<rank>\d+)\]:(?P<msg>.*)", re.S)
 GLOG = re.compile(r"\[(?P<level>[IWEF])(?P<ts>\d{3,4} \d\d:\d\d:\d\d\.\d+)(?: +\d+)? (?P<src>[^\]\s]+:\d+)\] ?(?P<msg>.*)", re.S)
-GPU_IN_PROC = re.compile(r"(?:TP|rank|_)(\d+)$")
+# torch's own logging without brackets: `W1129 16:46:03.146000 11144 torch/_library/triton.py:53] …`
+GLOG_BARE = re.compile(r"(?P<level>[IWEF])(?P<ts>\d{4} \d\d:\d\d:\d\d\.\d+) +\d+ (?P<src>\S+:\d+)\] ?(?P<msg>.*)", re.S)
+GPU_IN_PROC = re.compile(r"(?:TP|rank|_|-)(\d+)$")
 
 
 def _set_ts(rec: LineRecord, ts: str) -> None:
@@ -178,6 +180,11 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
         rec.level = level_name(m["level"])
         rec.extra["source"] = m["src"] or m["src_old"]
         rec.formats += ("vllm",)
+        return m["msg"]
+    if c in "IWEF" and msg[1:2].isdigit() and (m := GLOG_BARE.match(msg)):
+        _set_ts(rec, m["ts"])
+        rec.level = level_name(m["level"])
+        rec.formats += ("glog",)
         return m["msg"]
     if c.isalnum() and "| " in msg[:80] and (m := COMPOSE.match(msg)) and not rec.formats:
         rec.extra["container"] = m["container"]

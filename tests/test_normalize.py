@@ -73,6 +73,14 @@ CASES = [
         "vllm-1  | INFO 11-29 10:00:01 [api_server.py:1] hello",
         {"formats": ("compose", "vllm"), "message": "hello"},
     ),
+    (
+        "W1129 16:46:03.146000 11144 torch/_library/triton.py:53] Triton not available",
+        {"formats": ("glog",), "level": "warning", "message": "Triton not available"},
+    ),
+    (
+        "(VllmWorker-0 pid=11239) WARNING 11-29 16:46:14 [vllm.py:725] Model Runner V2 requires Triton",
+        {"process": "VllmWorker-0", "pid": 11239, "rank": 0, "message": "Model Runner V2 requires Triton"},
+    ),
     ("Traceback (most recent call last):", {"formats": (), "message": "Traceback (most recent call last):"}),
 ]
 
