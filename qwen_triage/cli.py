@@ -19,8 +19,35 @@ EXIT_CLEAN = 0
 EXIT_FOUND = 1
 EXIT_ERROR = 2
 
-# Subcommand groups that live in their own subpackages; each exposes COMMANDS.
-_COMMAND_MODULES = ("qwen_triage.live.cli", "qwen_triage.preflight.cli", "qwen_triage.runner.cli")
+# Commands that live in their own subpackages, imported only when asked for, so
+# that `scan` starts fast and a broken optional part cannot take it down.
+LAZY_COMMANDS = {
+    "run": "qwen_triage.live.cli",
+    "attach": "qwen_triage.live.cli",
+    "journal": "qwen_triage.live.cli",
+    "plan": "qwen_triage.preflight.cli",
+    "check-model": "qwen_triage.preflight.cli",
+    "doctor": "qwen_triage.preflight.cli",
+    "relaunch": "qwen_triage.runner.cli",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(LAZY_COMMANDS))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        command = super().get_command(ctx, name)
+        if command is not None or name not in LAZY_COMMANDS:
+            return command
+        target = LAZY_COMMANDS[name]
+        try:
+            module = importlib.import_module(target)
+        except ModuleNotFoundError as exc:
+            if exc.name and target.startswith(exc.name):
+                return None  # that part is not in this build
+            raise
+        return next((c for c in getattr(module, "COMMANDS", ()) if c.name == name), None)
 
 rules_option = click.option(
     "--rules",
@@ -69,7 +96,7 @@ def load_compiled(rule_dirs: tuple[str, ...], engine: str = "auto"):  # type: ig
         fail(str(exc))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="qwen-triage")
 def cli() -> None:
     """Find the root cause of a failing Ollama / vLLM / llama.cpp server from its logs."""
@@ -228,21 +255,6 @@ def eval_cmd(directory: str, fmt: str, rule_dirs: tuple[str, ...], engine: str) 
         click.echo(eval_markdown(result), nl=False)
     else:
         print_eval(result, Console(file=sys.stdout, highlight=False))
-
-
-def _add_subpackage_commands() -> None:
-    for name in _COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name and name.startswith(exc.name):
-                continue  # that part is not in this build
-            raise
-        for command in getattr(module, "COMMANDS", ()):
-            cli.add_command(command)
-
-
-_add_subpackage_commands()
 
 
 def main() -> None:
