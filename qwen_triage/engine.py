@@ -22,7 +22,7 @@ def cache_dir() -> Path:
 def compile_pack(
     rule_dirs: Iterable[str] = (), engine: str = "auto", pack: RulePack | None = None
 ) -> CompiledPack:
-    pack = pack or load_pack(extra_rule_dirs(list(rule_dirs)))
+    pack = pack or load_pack(extra_rule_dirs(list(rule_dirs)), cache_dir=cache_dir())
     return CompiledPack.build(pack, engine=engine, cache_dir=cache_dir())
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -106,17 +108,57 @@ def load_rule_file(path: Path, classes: dict[str, FailureClass]) -> list[LoadedR
     return out
 
 
-def load_pack(extra_dirs: list[Path] | None = None, *, bundled: bool = True) -> RulePack:
-    """Bundled rules plus ``extra_dirs``. Raises RuleFileError on the first problem."""
+def _cache_key(files: list[Path]) -> str:
+    from qwen_triage import __version__
+
+    h = hashlib.sha256(__version__.encode())
+    for f in files:
+        st = f.stat()
+        h.update(f"{f}\0{st.st_mtime_ns}\0{st.st_size}\0".encode())
+    return h.hexdigest()[:32]
+
+
+def load_pack(
+    extra_dirs: list[Path] | None = None, *, bundled: bool = True, cache_dir: Path | None = None
+) -> RulePack:
+    """Bundled rules plus ``extra_dirs``. Raises RuleFileError on the first problem.
+
+    With ``cache_dir``, a validated pack is kept there keyed by every file's
+    path, size and mtime: parsing YAML in pure Python costs more than a whole
+    scan of a typical log, and the files rarely change.
+    """
     base = bundled_rules_dir()
-    classes = load_classes(base / CLASSES_FILE)
-    pack = RulePack(classes=classes)
     dirs = ([base] if bundled else []) + list(extra_dirs or [])
-    seen: dict[str, LoadedRule] = {}
     files: dict[Path, None] = {}  # a file named twice (bundled dir passed again) loads once
     for directory in dirs:
         for path in rule_files(directory):
             files.setdefault(path.resolve(), None)
+    cached = None
+    if cache_dir is not None:
+        cached = cache_dir / f"pack-{_cache_key([base / CLASSES_FILE, *files])}.pickle"
+        try:
+            with open(cached, "rb") as fh:
+                pack = pickle.load(fh)
+            if isinstance(pack, RulePack):
+                return pack
+        except (OSError, pickle.PickleError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+            pass
+    pack = _load_pack_files(base, list(files))
+    if cached is not None:
+        try:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cached.with_suffix(".tmp")
+            tmp.write_bytes(pickle.dumps(pack, protocol=pickle.HIGHEST_PROTOCOL))
+            tmp.replace(cached)
+        except OSError:
+            pass  # a read-only cache only costs the parse next time
+    return pack
+
+
+def _load_pack_files(base: Path, files: list[Path]) -> RulePack:
+    classes = load_classes(base / CLASSES_FILE)
+    pack = RulePack(classes=classes)
+    seen: dict[str, LoadedRule] = {}
     for path in files:
         pack.files.append(str(path))
         for loaded in load_rule_file(path, classes):

@@ -133,3 +133,18 @@ def test_bundled_examples_pass_with_each_prefilter(engine, tmp_path) -> None:
     compiled = CompiledPack.build(pack, engine=engine, cache_dir=tmp_path)
     failed = [f"{r.rule} {r.kind}: {r.example!r}" for r in test_examples(pack, compiled) if not r.ok]
     assert failed == []
+
+
+def test_pack_cache_follows_file_changes(tmp_path) -> None:
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    f = rules / "r.yaml"
+    f.write_text(GOOD_RULE)
+    cache = tmp_path / "cache"
+    first = load_pack([rules], bundled=False, cache_dir=cache)
+    assert [r.rule.title for r in first.rules] == ["one"]
+    assert list(cache.glob("pack-*.pickle"))
+    again = load_pack([rules], bundled=False, cache_dir=cache)
+    assert [r.rule.title for r in again.rules] == ["one"]
+    f.write_text(GOOD_RULE.replace("title: one", "title: changed"))
+    assert [r.rule.title for r in load_pack([rules], bundled=False, cache_dir=cache).rules] == ["changed"]
