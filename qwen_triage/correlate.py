@@ -53,6 +53,7 @@ class Group:
     key: str
     first: Finding
     severity: Severity
+    best: Finding | None = None  # speaks for the group: most severe, then most facts
     count: int = 0
     evidence: list[LineRecord] = field(default_factory=list)
     evidence_seen: set[tuple[str, int]] = field(default_factory=set)
@@ -64,6 +65,9 @@ class Group:
         self.count += 1
         if f.severity.rank < self.severity.rank:
             self.severity = f.severity
+        best = self.best
+        if best is None or (f.severity.rank, -len(f.facts)) < (best.severity.rank, -len(best.facts)):
+            self.best = f
         self.rules.setdefault(f.rule.rule.id, None)
         for k, v in f.facts.items():
             self.facts.setdefault(k, v)
@@ -129,17 +133,22 @@ class Correlator:
 
     # -- output --------------------------------------------------------------
 
+    @staticmethod
+    def _facts(g: Group) -> dict[str, Any]:
+        return {**g.facts, **(g.best.facts if g.best else {})}
+
     def _observation_fields(self, g: Group) -> dict[str, Any]:
-        rule = g.first.rule.rule
+        rule = (g.best or g.first).rule.rule
         template = rule.explain or rule.title
         refs = list(dict.fromkeys(rule.references))
+        facts = self._facts(g)
         return {
             "class_": rule.class_,
             "rule": rule.id,
             "title": rule.title,
             "severity": g.severity,
-            "summary": render(template, g.facts),
-            "facts": dict(g.facts),
+            "summary": render(template, facts),
+            "facts": facts,
             "evidence": [evidence_of(r) for r in g.evidence],
             "more_evidence": max(g.evidence_total - len(g.evidence), 0),
             "count": g.count,
@@ -149,11 +158,12 @@ class Correlator:
     def diagnoses(self) -> list[Diagnosis]:
         out = []
         for g, syms in self.roots():
-            rule = g.first.rule.rule
+            rule = (g.best or g.first).rule.rule
+            facts = self._facts(g)
             fix = [
                 FixOut(
-                    step=render(step.step, g.facts),
-                    action=_render_any(step.action.model_dump(mode="json"), g.facts) if step.action else None,
+                    step=render(step.step, facts),
+                    action=_render_any(step.action.model_dump(mode="json"), facts) if step.action else None,
                 )
                 for step in rule.fix
             ]
@@ -166,8 +176,8 @@ class Correlator:
                     symptoms=[
                         Symptom(
                             class_=s.key,
-                            rule=s.first.rule.rule.id,
-                            title=s.first.rule.rule.title,
+                            rule=(s.best or s.first).rule.rule.id,
+                            title=(s.best or s.first).rule.rule.title,
                             severity=s.severity,
                             count=s.count,
                             evidence=[evidence_of(r) for r in s.evidence[:2]],

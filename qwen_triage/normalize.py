@@ -3,6 +3,9 @@
 Wrappers nest: a journald line can carry an Ollama logfmt line, a docker
 compose line a vLLM worker line, and so on. Each layer strips its prefix and
 hands the rest to the next, so `message` ends up as the program's own words.
+Layers only ever remove a prefix (or a trailing CR): the message stays a
+substring of the line, so a prefilter that saw the raw line cannot have missed
+a pattern that matches the message.
 """
 
 from __future__ import annotations
@@ -72,8 +75,12 @@ DMESG_T = re.compile(
 # `kubectl logs --timestamps` and `docker logs -t`
 RFC3339_PREFIX = re.compile(r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) (?P<msg>.*)", re.S)
 COMPOSE = re.compile(r"(?P<container>[A-Za-z0-9][\w.-]*?)\s+\| (?P<msg>.*)", re.S)
+# The message starts after `msg="` (or `msg=` for a bare value) and runs to the
+# end of the line: the closing quote and the key=value pairs after it stay as
+# printed, so the message is a substring of the raw line — what the
+# prefilter, which sees raw bytes, relies on.
 OLLAMA_LOGFMT = re.compile(
-    r"time=(?P<ts>\S+) level=(?P<level>[A-Za-z]+)(?: source=(?P<src>\S+))?(?: msg=(?P<msg>\"(?:[^\"\\]|\\.)*\"|\S+))?(?P<rest>.*)",
+    r"time=(?P<ts>\S+) level=(?P<level>[A-Za-z]+)(?: source=(?P<src>\S+))?(?: msg=\"?)?(?P<rest>.*)",
     re.S,
 )
 VLLM_PREFIX = re.compile(
@@ -86,8 +93,16 @@ VLLM_LINE = re.compile(
     re.S,
 )
 NCCL_LINE = re.compile(
-    r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<gpu>\d+)\] (?P<msg>NCCL (?P<level>WARN|INFO|ERROR|TRACE|ABORT)\b.*)", re.S
+    r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<gpu>\d+)\] (?:(?P<loc>[\w/.-]+\.\w+:\d+) )?"
+    r"(?P<msg>NCCL (?P<level>WARN|INFO|ERROR|TRACE|ABORT)\b.*)",
+    re.S,
 )
+# mpirun --tag-output: `[1,0]<stdout>:…`
+MPI_TAG = re.compile(r"\[(?P<job>\d+),(?P<rank>\d+)\]<(?:stdout|stderr)>:(?P<msg>.*)", re.S)
+# Ray's worker prefix without a name: `(pid=909608) …`
+RAY_PID = re.compile(r"\(pid=(?P<pid>\d+)(?:, ip=[^)]*)?\) ?(?P<msg>.*)", re.S)
+# talosctl dmesg: `10.0.0.2: kern: warning: [2026-04-22T21:25:20.458998481Z]: …`
+TALOS_KERN = re.compile(r"(?P<host>[\w.:-]+): kern: +(?P<level>\w+): \[(?P<ts>[^\]]+)\]: (?P<msg>.*)", re.S)
 TORCH_RANK = re.compile(r"\[rank(?P<rank>\d+)\]:(?P<msg>.*)", re.S)
 GLOG = re.compile(r"\[(?P<level>[IWEF])(?P<ts>\d{3,4} \d\d:\d\d:\d\d\.\d+)(?: +\d+)? (?P<src>[^\]\s]+:\d+)\] ?(?P<msg>.*)", re.S)
 # torch's own logging without brackets: `W1129 16:46:03.146000 11144 torch/_library/triton.py:53] …`
@@ -108,12 +123,6 @@ def _journald(rec: LineRecord, m: re.Match[str], fmt: str) -> None:
     if m["pid"]:
         rec.pid = int(m["pid"])
     rec.formats += (fmt,)
-
-
-def _unquote_logfmt(value: str) -> str:
-    if len(value) >= 2 and value[0] == '"' and value[-1] == '"':
-        return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m[1], m[1]), value[1:-1])
-    return value
 
 
 def _strip_layer(rec: LineRecord, msg: str) -> str | None:
@@ -137,8 +146,21 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
         rec.level = level_name(m["level"])
         rec.program = rec.program or "nccl"
         rec.formats += ("nccl",)
+        if m["loc"]:
+            rec.extra["source"] = m["loc"]
+        return m["msg"]
+    if c.isalnum() and ": kern: " in msg[:60] and (m := TALOS_KERN.match(msg)):
+        _set_ts(rec, m["ts"])
+        rec.host = m["host"]
+        rec.program = "kernel"
+        rec.level = level_name(m["level"])
+        rec.formats += ("talos-kern",)
         return m["msg"]
     if c == "[":
+        if m := MPI_TAG.match(msg):
+            rec.rank = int(m["rank"])
+            rec.formats += ("mpi",)
+            return m["msg"]
         if m := DMESG.match(msg):
             _set_ts(rec, m["ts"])
             rec.program = "kernel"
@@ -164,8 +186,11 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
         if m["src"]:
             rec.extra["source"] = m["src"]
         rec.formats += ("logfmt",)
-        inner = _unquote_logfmt(m["msg"]) if m["msg"] else ""
-        return (inner + m["rest"]) if inner else m["rest"].lstrip()
+        return m["rest"].lstrip()
+    if c == "(" and msg.startswith("(pid=") and (m := RAY_PID.match(msg)):
+        rec.pid = int(m["pid"])
+        rec.formats += ("ray",)
+        return m["msg"]
     if c == "(" and (m := VLLM_PREFIX.match(msg)):
         rec.process = m["proc"]
         rec.pid = int(m["pid"])

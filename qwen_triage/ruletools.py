@@ -28,6 +28,7 @@ PROBE_SLOW = 0.05
 _NESTED_QUANT = re.compile(r"\((?:[^()\\]|\\.)*[+*](?:\)|\)\?)?[^()]*\)[+*{]")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _UNBOUNDED_GAP = re.compile(r"(?<!\\)\.[*+](?!$)")
+_CHAR_CLASS = re.compile(r"(?<!\\)\[(?:\\.|[^\]\\])*\]")
 
 
 @dataclass
@@ -120,7 +121,7 @@ def lint_rule(lr: LoadedRule) -> list[Problem]:
         reason = probe_pattern(p, examples)
         if reason:
             problem("error", f"pattern {p!r}: {reason}")
-        if _UNBOUNDED_GAP.search(p):
+        if _UNBOUNDED_GAP.search(_CHAR_CLASS.sub("", p)):
             problem("warning", f"pattern {p!r} has an unbounded `.*`/`.+` gap; use a bounded one like `.{{0,200}}`")
         if "\\n" in p or "(?s)" in p:
             problem("error", f"pattern {p!r} tries to match across lines; use `all` with a window instead")

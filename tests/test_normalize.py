@@ -12,7 +12,7 @@ CASES = [
         'msg="llama runner terminated" error="signal: segmentation fault (core dumped)"',
         {"formats": ("journald", "logfmt"), "host": "host1", "program": "ollama", "pid": 1234, "level": "error",
          "timestamp": "Nov 29 10:00:01",
-         "message": 'llama runner terminated error="signal: segmentation fault (core dumped)"'},
+         "message": 'llama runner terminated" error="signal: segmentation fault (core dumped)"'},
     ),
     (
         "2024-11-29T10:00:01+0000 host1 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.",
@@ -30,7 +30,7 @@ CASES = [
     ),
     (
         'time=2024-11-29T10:00:01.123+08:00 level=WARN source=gpu.go:220 msg="no compatible GPUs were discovered"',
-        {"formats": ("logfmt",), "level": "warning", "message": "no compatible GPUs were discovered",
+        {"formats": ("logfmt",), "level": "warning", "message": 'no compatible GPUs were discovered"',
          "timestamp": "2024-11-29T10:00:01.123+08:00"},
     ),
     (
@@ -81,6 +81,24 @@ CASES = [
         "(VllmWorker-0 pid=11239) WARNING 11-29 16:46:14 [vllm.py:725] Model Runner V2 requires Triton",
         {"process": "VllmWorker-0", "pid": 11239, "rank": 0, "message": "Model Runner V2 requires Triton"},
     ),
+    (
+        "a1b2c3:221:221 [6] misc/shmutils.cc:72 NCCL WARN Error: failed to extend /dev/shm/nccl-Qm2xTz to 7340388 bytes",
+        {"formats": ("nccl",), "gpu": 6, "level": "warning",
+         "message": "NCCL WARN Error: failed to extend /dev/shm/nccl-Qm2xTz to 7340388 bytes"},
+    ),
+    (
+        "[1,0]<stdout>:smc-gpu-03:29878:29878 [0] NCCL INFO Bootstrap : Using eno1:10.0.0.3<0>",
+        {"formats": ("mpi", "nccl"), "rank": 0, "gpu": 0, "pid": 29878, "message": "NCCL INFO Bootstrap : Using eno1:10.0.0.3<0>"},
+    ),
+    (
+        "(pid=909608) z-pc:909608:909608 [0] NCCL INFO NET/IB : No device found.",
+        {"formats": ("ray", "nccl"), "pid": 909608, "message": "NCCL INFO NET/IB : No device found."},
+    ),
+    (
+        "10.0.0.2: kern:     err: [2026-04-22T21:25:20.466440686Z]: nvidia-nvswitch1: SXid (PCI:0000:aa:00.0): 24007",
+        {"formats": ("talos-kern",), "program": "kernel", "level": "error", "host": "10.0.0.2",
+         "message": "nvidia-nvswitch1: SXid (PCI:0000:aa:00.0): 24007"},
+    ),
     ("Traceback (most recent call last):", {"formats": (), "message": "Traceback (most recent call last):"}),
 ]
 
@@ -91,6 +109,12 @@ def test_fields(line: str, fields: dict) -> None:
     assert rec.path == "f.log" and rec.line == 7 and rec.text == line
     for name, value in fields.items():
         assert getattr(rec, name) == value, name
+
+
+@pytest.mark.parametrize("line", [c[0] for c in CASES])
+def test_message_is_a_substring_of_the_line(line: str) -> None:
+    # the prefilter sees raw lines; it may only miss what the message lacks
+    assert normalize(line).message in line
 
 
 def test_crlf_is_stripped() -> None:
