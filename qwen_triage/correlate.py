@@ -54,15 +54,22 @@ class Group:
     first: Finding
     severity: Severity
     best: Finding | None = None  # speaks for the group: most severe, then most facts
+    last_line: tuple[int, int] | None = None
     count: int = 0
     evidence: list[LineRecord] = field(default_factory=list)
-    evidence_seen: set[tuple[str, int]] = field(default_factory=set)
+    evidence_seen: set[tuple[int, int]] = field(default_factory=set)  # of the listed lines only
+    last_evidence: tuple[int, int] | None = None
     evidence_total: int = 0
     facts: dict[str, Any] = field(default_factory=dict)
     rules: dict[str, None] = field(default_factory=dict)
 
     def add(self, f: Finding) -> None:
-        self.count += 1
+        # Several rules of one class firing on one line count once: lines of
+        # evidence are what a reader means by "seen N times".
+        here = (f.records[-1].source_index, f.records[-1].line)
+        if here != self.last_line:
+            self.count += 1
+            self.last_line = here
         if f.severity.rank < self.severity.rank:
             self.severity = f.severity
         best = self.best
@@ -72,9 +79,10 @@ class Group:
         for k, v in f.facts.items():
             self.facts.setdefault(k, v)
         for rec in f.records:
-            key = (rec.path, rec.line)
-            if key in self.evidence_seen:
+            key = (rec.source_index, rec.line)
+            if key in self.evidence_seen or key == self.last_evidence:
                 continue
+            self.last_evidence = key
             self.evidence_total += 1
             if len(self.evidence) < MAX_EVIDENCE:
                 self.evidence.append(rec)
