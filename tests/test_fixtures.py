@@ -9,9 +9,10 @@ import sys
 import pytest
 
 from qwen_triage.evaluate import load_cases
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, ROOT
 
-CASES = load_cases(FIXTURES)
+# our own logs in the real formats, and real vLLM (CPU) captures
+CASES = load_cases(FIXTURES) + load_cases(ROOT / "fixtures" / "vllm-cpu")
 
 
 def test_there_are_fixtures_for_every_class() -> None:
