@@ -175,7 +175,7 @@ class Matcher:
     def feed_block(self, block: Block, source_name: str, source_index: int = 0) -> Iterator[Finding]:
         data = block.data
         self.stats.bytes += len(data)
-        nlines = data.count(b"\n")
+        nlines = block.nlines
         self.stats.lines += nlines if block.meta is None else len({m.line for m in block.meta})
         self.stats.truncated += len(block.truncated)
         cands = self.c.prefilter.candidates(data)

@@ -56,6 +56,11 @@ class Block:
     first_line: int  # line number of the first line of data
     truncated: frozenset[int] = frozenset()  # line numbers whose text was cut
     meta: list[LineMeta] | None = None  # journal input: one per line of data
+    nlines: int = -1  # lines in data, when the reader already counted them
+
+    def __post_init__(self) -> None:
+        if self.nlines < 0:
+            self.nlines = self.data.count(b"\n")
 
     def origin_line(self, index: int) -> int:
         return self.meta[index].line if self.meta is not None else self.first_line + index
@@ -181,7 +186,7 @@ def raw_blocks(stream: BinaryIO, source: Source, max_line: int = MAX_LINE, chunk
         pending = buf[pos:] if not skipping else b""
         if complete:
             block = _block(complete, line_no, truncated)
-            line_no += complete.count(b"\n")
+            line_no += block.nlines
             source.lines_read = line_no - 1
             yield block
     if pending:
