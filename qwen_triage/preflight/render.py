@@ -1,0 +1,435 @@
+"""Text (rich), markdown and JSON for the three preflight results.
+
+Text and markdown show the same things in the same order: what was looked at,
+the findings with their evidence and fixes, then observations and notes.
+JSON is the pydantic model itself, with the report's ``class`` alias.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from typing import IO
+
+from pydantic import BaseModel
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from qwen_triage.preflight.checkmodel import CheckModelResult
+from qwen_triage.preflight.doctor import DoctorResult
+from qwen_triage.preflight.memory import NCCL_BYTES
+from qwen_triage.preflight.plan import Layout, PlanResult
+from qwen_triage.preflight.planmodels import label
+from qwen_triage.preflight.units import GiB, human
+from qwen_triage.report import Diagnosis, Observation
+
+FORMATS = ("text", "json", "markdown")
+NCCL_GIB = round(NCCL_BYTES / GiB, 2)
+_COLOR = {"critical": "bold red", "error": "red", "warning": "yellow", "info": "cyan"}
+
+
+def to_json(result: BaseModel) -> str:
+    return result.model_dump_json(by_alias=True, indent=2)
+
+
+def _action(fix_action: dict | None) -> str:
+    if not fix_action:
+        return ""
+    fields = ", ".join(f"{k}={v}" for k, v in fix_action.items() if k not in ("type", "safety") and v is not None)
+    return f"[{fix_action.get('type')}{': ' + fields if fields else ''}; {fix_action.get('safety')}]"
+
+
+def _command_line(result: PlanResult) -> str:
+    env = " ".join(f"{k}={v}" for k, v in result.env.items())
+    return (env + " " if env else "") + shlex.join(result.command)
+
+
+def _shown_layouts(result: PlanResult, show_all: bool) -> list[Layout]:
+    if show_all:
+        return result.layouts
+    return [x for x in result.layouts if x.dp == 1 or x.valid or x.fits_with]
+
+
+def _status(x: Layout) -> str:
+    if x.valid:
+        return "ok"
+    if x.refused:
+        return "refused: " + "; ".join(x.reasons)
+    # Memory misfits in a few words; the full sentences are in the JSON.
+    if "weights-fit" in x.codes:
+        text = "weights do not fit"
+    else:
+        text = f"KV cache too small ({x.kv_cache_tokens} tokens)"
+    return text + (f"; fits with {x.fits_with}" if x.fits_with else "")
+
+
+# --- text ---------------------------------------------------------------------------------
+
+
+def _text_findings(c: Console, diagnoses: list[Diagnosis], observations: list[Observation], notes: list[str]) -> None:
+    if diagnoses:
+        c.print()
+        c.print(f"[bold]Findings ({len(diagnoses)})[/bold]")
+    for d in diagnoses:
+        sev = d.severity.value
+        c.print(
+            f"[{_COLOR[sev]}]{sev.upper():8}[/] [bold]{escape(d.class_)}[/bold]  {escape(d.title)}  "
+            f"[dim]({escape(d.rule)})[/dim]"
+        )
+        c.print(f"         {escape(d.summary)}")
+        for e in d.evidence:
+            c.print(f"         [dim]evidence[/dim] {escape(e.path)}: {escape(e.text)}")
+        if d.more_evidence:
+            c.print(f"         [dim]... {d.more_evidence} more[/dim]")
+        for s in d.symptoms:
+            c.print(f"         [dim]explains[/dim] {escape(s.class_)} ({escape(s.title)})")
+        for f in d.fix:
+            action = f" [dim]{escape(_action(f.action))}[/dim]" if f.action else ""
+            c.print(f"         [green]fix[/green] {escape(f.step)}{action}")
+    if observations:
+        c.print()
+        c.print("[bold]Observations[/bold]")
+        for o in observations:
+            c.print(f"[cyan]info[/cyan]     {escape(o.summary)} [dim]({escape(o.rule)})[/dim]")
+    if notes:
+        c.print()
+        for n in notes:
+            c.print(f"[dim]note[/dim]     {escape(n)}")
+    if not diagnoses:
+        c.print()
+        c.print("[green]No problems found.[/green]")
+
+
+def text_plan(result: PlanResult, c: Console, show_all: bool = False) -> None:
+    m = result.model
+    moe = f", {m.num_experts} experts (top {m.experts_per_token})" if m.is_moe else ""
+    c.print(
+        f"[bold]Model[/bold]  {escape(m.name)} [dim]({escape(m.source)})[/dim]: {m.num_layers} layers, "
+        f"{m.num_heads} heads / "
+        f"{m.num_kv_heads} KV heads, head_dim {m.head_dim}{moe}; {m.params_b}B params = {m.weights_gib} GiB "
+        f"{result.quantization or result.dtype}"
+    )
+    o = result.overhead
+    c.print(
+        f"[bold]GPUs[/bold]   {result.gpus} x {result.gpu_mem_gib} GiB, --gpu-memory-utilization "
+        f"{result.gpu_memory_utilization:g}, "
+        f"--max-model-len {result.max_model_len}; topology {'known' if result.topology_known else 'unknown'}"
+    )
+    c.print(
+        f"[bold]Memory[/bold] KV cache {human(result.kv_bytes_per_token)} per token (whole model); overhead per GPU "
+        f"{o.total_gib} GiB (context {o.cuda_context_gib}, activations {o.activations_gib}, CUDA graphs "
+        f"{o.cuda_graphs_gib}, "
+        f"NCCL {NCCL_GIB} when TP x PP > 1)"
+    )
+    table = Table(show_lines=False, header_style="bold", expand=False)
+    for col in (
+        "TP",
+        "PP",
+        "DP",
+        "GPUs",
+        "weights/GPU",
+        "KV tokens",
+        f"seqs@{result.max_model_len}",
+        "TP link",
+        "status",
+    ):
+        table.add_column(col, overflow="fold")
+    for x in _shown_layouts(result, show_all):
+        style = "green" if x.valid else ("dim" if x.refused else "yellow")
+        table.add_row(
+            str(x.tp),
+            str(x.pp),
+            str(x.dp),
+            str(x.gpus_used),
+            f"{x.weights_gib_per_gpu:.1f} GiB" if x.weights_gib_per_gpu is not None else "-",
+            str(x.kv_cache_tokens) if x.kv_cache_tokens is not None else "-",
+            str(x.total_concurrent_seqs) if x.total_concurrent_seqs is not None else "-",
+            (x.tp_link or "-") + (" (slow)" if x.tp_crosses_slow_link else ""),
+            escape(_status(x)),
+            style=style,
+        )
+    c.print(table)
+    if result.recommended:
+        r = result.recommended
+        c.print(f"[bold green]Recommended[/bold green]  {label(r)}: {escape(r.why)}")
+        x = result.layout(r.tp, r.pp, r.dp)
+        for t in x.tradeoffs if x else []:
+            c.print(f"   - {escape(t)}")
+        c.print(f"   [bold]{escape(_command_line(result))}[/bold]")
+    if result.alternatives:
+        c.print("[bold]Other layouts[/bold]")
+        for a in result.alternatives:
+            c.print(f"   {label(a)}: {escape(a.why)}")
+    _text_findings(c, result.diagnoses, result.observations, result.notes)
+
+
+def text_check(result: CheckModelResult, c: Console) -> None:
+    c.print(f"[bold]Model files[/bold]  {escape(result.path)}  [dim]({result.format})[/dim]")
+    table = Table(header_style="bold")
+    for col in ("file", "kind", "size", "tensors", "status"):
+        table.add_column(col, overflow="fold")
+    for f in result.files:
+        status = "ok" if f.ok else (f.detail or "problem")
+        if f.sha256:
+            status += f"  sha256 {f.sha256}"
+        table.add_row(
+            escape(f.name),
+            f.kind,
+            human(f.bytes) if f.bytes is not None else "-",
+            str(f.tensors) if f.tensors is not None else "-",
+            escape(status),
+            style=None if f.ok else "red",
+        )
+    c.print(table)
+    _text_findings(c, result.diagnoses, result.observations, result.notes)
+
+
+def text_doctor(result: DoctorResult, c: Console) -> None:
+    inv = result.inventory
+    snap = inv.gpus
+    if snap is not None:
+        c.print(
+            f"[bold]GPUs[/bold]  {len(snap.gpus)} via {escape(snap.source)}; driver {snap.driver_version or '?'}, "
+            f"CUDA {snap.cuda_driver_version or '?'}"
+        )
+        table = Table(header_style="bold")
+        for col in (
+            "#",
+            "name",
+            "bus",
+            "VBIOS",
+            "memory used/total",
+            "cc",
+            "PCIe now/max",
+            "NVLink",
+            "NUMA",
+            "processes",
+        ):
+            table.add_column(col, overflow="fold", no_wrap=col in ("name", "bus", "memory used/total", "PCIe now/max"))
+        for g in snap.gpus:
+            p = g.pcie
+            pcie = f"gen{p.gen_current or '?'} x{p.width_current or '?'} / gen{p.gen_max or '?'} x{p.width_max or '?'}"
+            links = sum(1 for link in g.nvlinks if link.active)
+            procs = ", ".join(f"{pr.pid} {pr.name or ''} {human(pr.used_bytes)}".strip() for pr in g.processes)
+            table.add_row(
+                str(g.index),
+                escape(g.name),
+                g.pci_bus_id,
+                g.vbios or "-",
+                f"{human(g.memory.used)} / {human(g.memory.total)}",
+                g.compute_capability or "-",
+                pcie,
+                f"{links} active" if g.nvlinks else "-",
+                str(g.numa_node) if g.numa_node is not None else "-",
+                escape(procs) or "-",
+            )
+        c.print(table)
+        if snap.topology:
+            topo = Table(title="topology (nvidia-smi topo -m)" + (" / P2P" if snap.p2p else ""), header_style="bold")
+            topo.add_column("")
+            for i in range(len(snap.topology)):
+                topo.add_column(f"GPU{i}")
+            for i, row in enumerate(snap.topology):
+                cells = [f"{v}/{snap.p2p[i][j]}" if snap.p2p and i != j else v for j, v in enumerate(row)]
+                topo.add_row(f"GPU{i}", *cells)
+            c.print(topo)
+    elif inv.nvml_error:
+        c.print(f"[bold]GPUs[/bold]  [yellow]NVML unavailable[/yellow]: {escape(inv.nvml_error)}")
+    s = inv.system
+    if s is not None:
+        c.print(
+            f"[bold]System[/bold]  kernel {s.kernel or '?'}, {s.cpu_count or '?'} CPUs, "
+            f"{human(s.host_memory_bytes)} RAM, "
+            f"/dev/shm {human(s.shm_bytes)}, container {s.container or 'no'}, IOMMU {s.iommu}, NUMA nodes "
+            f"{s.numa_nodes or '?'}, "
+            f"NVIDIA kernel module {s.kernel_module_version or '-'}, libnvidia-ml {s.userspace_driver_version or '-'}"
+        )
+    sw = inv.software
+    if sw is not None:
+        pk = sw.packages
+        c.print(
+            f"[bold]Software[/bold]  Python {sw.python}, torch {pk.get('torch', '-')} (CUDA {sw.torch_cuda or '-'}), "
+            f"vLLM {pk.get('vllm', '-')}, NCCL {sw.nccl or '-'}, transformers {pk.get('transformers', '-')}, "
+            f"Ollama {sw.ollama or '-'}"
+        )
+        if sw.env:
+            c.print("[bold]Environment[/bold]  " + escape(" ".join(f"{k}={v}" for k, v in sw.env.items())))
+    if result.model_check is not None:
+        bad = [f.name for f in result.model_check.files if not f.ok]
+        c.print(
+            f"[bold]Model files[/bold]  {escape(result.model_check.path)}: {len(result.model_check.files)} files, "
+            f"{'problems in ' + ', '.join(bad) if bad else 'all readable'}"
+        )
+    if result.plan is not None and result.plan.recommended:
+        c.print(f"[bold]Plan[/bold]  {label(result.plan.recommended)}: {escape(_command_line(result.plan))}")
+    _text_findings(c, result.diagnoses, result.observations, result.notes)
+
+
+# --- markdown ------------------------------------------------------------------------------
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _md_findings(out: list[str], diagnoses: list[Diagnosis], observations: list[Observation], notes: list[str]) -> None:
+    out.append("")
+    out.append(f"## Findings ({len(diagnoses)})" if diagnoses else "## Findings\n\nNo problems found.")
+    for d in diagnoses:
+        out.append("")
+        out.append(f"### {d.severity.value.upper()}: `{d.class_}` — {d.title}")
+        out.append("")
+        out.append(d.summary)
+        out.append("")
+        for e in d.evidence:
+            out.append(f"- evidence: `{e.path}`: {e.text}")
+        for s in d.symptoms:
+            out.append(f"- explains: `{s.class_}` ({s.title})")
+        for f in d.fix:
+            out.append(f"- fix: {f.step} {('`' + _action(f.action) + '`') if f.action else ''}".rstrip())
+        out.append(f"- rule: `{d.rule}`")
+    if observations:
+        out.append("")
+        out.append("## Observations")
+        out.append("")
+        out += [f"- {o.summary} (`{o.rule}`)" for o in observations]
+    if notes:
+        out.append("")
+        out.append("## Notes")
+        out.append("")
+        out += [f"- {n}" for n in notes]
+
+
+def md_plan(result: PlanResult, show_all: bool = False) -> str:
+    m = result.model
+    out = [f"# Plan: {m.name} on {result.gpus} x {result.gpu_mem_gib} GiB", ""]
+    out.append(
+        f"{m.num_layers} layers, {m.num_heads} attention heads, {m.num_kv_heads} KV heads, head_dim {m.head_dim}; "
+        f"{m.params_b}B parameters = {m.weights_gib} GiB ({result.quantization or result.dtype}); KV cache "
+        f"{human(result.kv_bytes_per_token)} per token; overhead {result.overhead.total_gib} GiB per GPU; "
+        f"--max-model-len {result.max_model_len}, --gpu-memory-utilization {result.gpu_memory_utilization:g}."
+    )
+    out += [
+        "",
+        "| TP | PP | DP | GPUs | weights/GPU | KV tokens | seqs | TP link | status |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for x in _shown_layouts(result, show_all):
+        out.append(
+            f"| {x.tp} | {x.pp} | {x.dp} | {x.gpus_used} | "
+            f"{f'{x.weights_gib_per_gpu:.1f} GiB' if x.weights_gib_per_gpu is not None else '-'} | "
+            f"{x.kv_cache_tokens if x.kv_cache_tokens is not None else '-'} | "
+            f"{x.total_concurrent_seqs if x.total_concurrent_seqs is not None else '-'} | {x.tp_link or '-'} | "
+            f"{_md_escape(_status(x))} |"
+        )
+    if result.recommended:
+        r = result.recommended
+        out += ["", f"**Recommended:** {label(r)} — {r.why}", "", "```sh", _command_line(result), "```"]
+        x = result.layout(r.tp, r.pp, r.dp)
+        out += [f"- {t}" for t in (x.tradeoffs if x else [])]
+    if result.alternatives:
+        out += ["", "**Other layouts:**", ""]
+        out += [f"- {label(a)}: {a.why}" for a in result.alternatives]
+    _md_findings(out, result.diagnoses, result.observations, result.notes)
+    return "\n".join(out) + "\n"
+
+
+def md_check(result: CheckModelResult) -> str:
+    out = [
+        f"# check-model: {result.path} ({result.format})",
+        "",
+        "| file | kind | size | tensors | status |",
+        "|---|---|---|---|---|",
+    ]
+    for f in result.files:
+        status = "ok" if f.ok else (f.detail or "problem")
+        if f.sha256:
+            status += f" sha256 `{f.sha256}`"
+        out.append(
+            f"| {f.name} | {f.kind} | {human(f.bytes) if f.bytes is not None else '-'} | "
+            f"{f.tensors if f.tensors is not None else '-'} | {_md_escape(status)} |"
+        )
+    _md_findings(out, result.diagnoses, result.observations, result.notes)
+    return "\n".join(out) + "\n"
+
+
+def md_doctor(result: DoctorResult) -> str:
+    inv = result.inventory
+    out = ["# doctor", ""]
+    if inv.gpus is not None:
+        snap = inv.gpus
+        out.append(
+            f"{len(snap.gpus)} GPUs via {snap.source}; driver {snap.driver_version or '?'}, CUDA "
+            f"{snap.cuda_driver_version or '?'}"
+        )
+        out += [
+            "",
+            "| # | name | memory used/total | cc | PCIe now/max | NUMA | processes |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for g in snap.gpus:
+            p = g.pcie
+            procs = ", ".join(f"{pr.pid} {pr.name or ''}".strip() for pr in g.processes) or "-"
+            out.append(
+                f"| {g.index} | {g.name} | {human(g.memory.used)} / {human(g.memory.total)} | "
+                f"{g.compute_capability or '-'} | "
+                f"gen{p.gen_current or '?'} x{p.width_current or '?'} / gen{p.gen_max or '?'} x{p.width_max or '?'} | "
+                f"{g.numa_node if g.numa_node is not None else '-'} | {_md_escape(procs)} |"
+            )
+        if snap.topology:
+            n = len(snap.topology)
+            out += ["", "| | " + " | ".join(f"GPU{i}" for i in range(n)) + " |", "|---" * (n + 1) + "|"]
+            out += [f"| GPU{i} | " + " | ".join(row) + " |" for i, row in enumerate(snap.topology)]
+    elif inv.nvml_error:
+        out.append(f"NVML unavailable: {inv.nvml_error}")
+    if inv.system is not None:
+        s = inv.system
+        out += [
+            "",
+            f"System: /dev/shm {human(s.shm_bytes)}, container {s.container or 'no'}, IOMMU {s.iommu}, "
+            f"kernel module {s.kernel_module_version or '-'}, libnvidia-ml {s.userspace_driver_version or '-'}",
+        ]
+    if inv.software is not None:
+        sw = inv.software
+        out += [
+            "",
+            f"Software: Python {sw.python}, "
+            + ", ".join(f"{k} {v}" for k, v in sw.packages.items())
+            + f"; torch CUDA {sw.torch_cuda or '-'}; Ollama {sw.ollama or '-'}",
+        ]
+    if result.plan is not None and result.plan.command:
+        out += ["", "Plan:", "", "```sh", _command_line(result.plan), "```"]
+    _md_findings(out, result.diagnoses, result.observations, result.notes)
+    return "\n".join(out) + "\n"
+
+
+# --- dispatch -------------------------------------------------------------------------------
+
+
+def make_console(stream: IO[str]) -> Console:
+    # Pipes get a fixed, wide layout so tables do not wrap at rich's default of 80.
+    is_tty = getattr(stream, "isatty", lambda: False)()
+    # emoji=False: PCI bus ids such as 00000000:AB:00.0 contain ":ab:", an emoji code.
+    return Console(file=stream, width=None if is_tty else 160, highlight=False, soft_wrap=False, emoji=False)
+
+
+def emit(result: BaseModel, fmt: str, stream: IO[str], show_all: bool = False) -> None:
+    if fmt == "json":
+        stream.write(to_json(result) + "\n")
+        return
+    markdown: dict[type, Callable[[BaseModel], str]] = {
+        PlanResult: lambda r: md_plan(r, show_all),  # type: ignore[arg-type]
+        CheckModelResult: md_check,  # type: ignore[dict-item]
+        DoctorResult: md_doctor,  # type: ignore[dict-item]
+    }
+    if fmt == "markdown":
+        stream.write(markdown[type(result)](result))
+        return
+    console = make_console(stream)
+    if isinstance(result, PlanResult):
+        text_plan(result, console, show_all)
+    elif isinstance(result, CheckModelResult):
+        text_check(result, console)
+    elif isinstance(result, DoctorResult):
+        text_doctor(result, console)

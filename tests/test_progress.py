@@ -1,0 +1,36 @@
+"""The progress bar: shown for big inputs on a terminal, never on a pipe."""
+
+from __future__ import annotations
+
+import io
+
+from qwen_triage import progress
+from qwen_triage.sources import Source
+
+
+class FakeTty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_hidden_on_a_pipe(monkeypatch) -> None:
+    monkeypatch.setattr(progress.sys, "stderr", io.StringIO())
+    with progress.scan_progress([Source(name="big", size=10**9)]) as cb:
+        assert cb is None
+
+
+def test_hidden_for_a_small_file_on_a_terminal(monkeypatch) -> None:
+    monkeypatch.setattr(progress.sys, "stderr", FakeTty())
+    with progress.scan_progress([Source(name="small", size=1000)]) as cb:
+        assert cb is None
+
+
+def test_shown_for_a_big_file_on_a_terminal(monkeypatch) -> None:
+    tty = FakeTty()
+    monkeypatch.setattr(progress.sys, "stderr", tty)
+    src = Source(name="big.log", size=progress.BIG_INPUT * 2)
+    with progress.scan_progress([src]) as cb:
+        assert cb is not None
+        src.bytes_read = progress.BIG_INPUT
+        cb(src)
+    assert "scanning big.log" in tty.getvalue()
