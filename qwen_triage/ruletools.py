@@ -24,7 +24,8 @@ from qwen_triage.sources import Block
 from qwen_triage.yamlload import RuleFileError
 
 PROBE_TIMEOUT = 0.5  # a pattern slower than this on a probe line is hostile
-PROBE_SLOW = 0.05
+PROBE_SLOW = 0.2  # generous: lint must not flake on a busy machine
+PROBE_MAX = 64 * 1024  # the matcher never sees more of a line than this
 _NESTED_QUANT = re.compile(r"\((?:[^()\\]|\\.)*[+*](?:\)|\)\?)?[^()]*\)[+*{]")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _UNBOUNDED_GAP = re.compile(r"(?<!\\)\.[*+](?!$)")
@@ -69,6 +70,7 @@ def probe_pattern(pattern: str, examples: list[str]) -> str | None:
         return "nested quantifier (e.g. `(a+)+`): catastrophic backtracking risk"
     compiled = compile_pattern(pattern)
     for probe in _probes(pattern, examples):
+        probe = probe[:PROBE_MAX]
         t0 = time.perf_counter()
         try:
             compiled.search(probe, timeout=PROBE_TIMEOUT)
