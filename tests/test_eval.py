@@ -1,0 +1,43 @@
+"""`eval` scores the pack; the bundled pack meets the bar on the shared corpus."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from qwen_triage.evaluate import evaluate
+from tests.conftest import CORPUS, FIXTURES, ROOT
+
+
+@pytest.mark.skipif(not CORPUS.exists(), reason="../shared/corpus is not beside this checkout")
+def test_corpus_top1_at_least_95_percent_and_healthy_logs_clean(compiled) -> None:
+    result = evaluate(CORPUS, compiled)
+    assert result.cases >= 100
+    assert result.healthy_with_diagnoses == 0, [m.id for m in result.misses if not m.expect]
+    assert result.accuracy >= 0.95, [(m.id, m.expect, m.got) for m in result.misses]
+
+
+def test_eval_on_own_fixtures_is_perfect(compiled) -> None:
+    result = evaluate(FIXTURES, compiled)
+    assert result.misses == []
+    assert result.per_class["config.tp_indivisible"].recall == 1.0
+
+
+def test_eval_json_output(tmp_path) -> None:
+    case_dir = tmp_path / "c"
+    case_dir.mkdir()
+    (case_dir / "a.log").write_text("INFO 11-29 10:00:01 [x.py:1] fine\n")
+    (case_dir / "b.log").write_text("ValueError: Total number of attention heads (40) must be divisible by tensor parallel size (6).\n")
+    (case_dir / "cases.yaml").write_text(
+        "- {id: a, file: a.log, input: vllm-serve, expect: [config.tp_indivisible]}\n"
+        "- {id: b, file: b.log, input: vllm-serve, expect: [config.tp_indivisible]}\n"
+    )
+    proc = subprocess.run([sys.executable, "-m", "qwen_triage", "eval", "--format", "json", str(tmp_path)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    result = json.loads(proc.stdout)
+    assert result["cases"] == 2 and result["correct"] == 1 and result["accuracy"] == 0.5
+    assert [m["id"] for m in result["misses"]] == ["a"]
+    assert result["per_class"]["config.tp_indivisible"] == {"precision": 1.0, "recall": 0.5, "support": 2}
