@@ -123,7 +123,7 @@ def scan(paths: tuple[str, ...], fmt: str, rule_dirs: tuple[str, ...], engine: s
             follow_mod = importlib.import_module("qwen_triage.live.follow")
         except ModuleNotFoundError:
             fail("--follow is not available in this installation")
-        sys.exit(follow_mod.follow_scan(list(paths) or ["-"], compiled, fmt))
+        sys.exit(follow_mod.follow_scan(list(paths) or ["-"], compiled, fmt, max_line=max_line))
     try:
         sources = [Source.from_arg(p, i) for i, p in enumerate(paths or ("-",))]
     except InputError as exc:

@@ -12,7 +12,7 @@ from qwen_triage.correlate import Correlator
 from qwen_triage.matcher import CompiledPack, Finding, Matcher
 from qwen_triage.pack import RulePack, extra_rule_dirs, load_pack
 from qwen_triage.report import DisabledRuleOut, InputOut, Report, Stats
-from qwen_triage.sources import MAX_LINE, Source, iter_blocks
+from qwen_triage.sources import MAX_LINE, Block, Source, iter_blocks
 
 
 def cache_dir() -> Path:
@@ -57,6 +57,13 @@ class Scanner:
         source.index = len(self.sources)
         self.sources.append(source)
         return source.index
+
+    def feed_block(self, source: Source, block: Block, raw_bytes: int | None = None) -> Iterator[Finding]:
+        """Live mode: a block of whole lines that arrived; ``raw_bytes`` it took on the wire."""
+        last = block.origin_line(block.nlines - 1) if block.nlines else block.first_line - 1
+        source.lines_read = max(source.lines_read, last)
+        source.bytes_read += len(block.data) if raw_bytes is None else raw_bytes
+        yield from self._take(self.matcher.feed_block(block, source.name, source.index))
 
     def feed_line(self, source: Source, text: str, line_no: int) -> Iterator[Finding]:
         source.lines_read = max(source.lines_read, line_no)

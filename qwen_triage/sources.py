@@ -122,7 +122,7 @@ class Source:
         return buffered  # type: ignore[return-value]
 
 
-def _looks_like_journal_json(first: bytes) -> bool:
+def looks_like_journal_json(first: bytes) -> bool:
     line = first.lstrip().split(b"\n", 1)[0]
     if not line.startswith(b"{"):
         return False
@@ -200,7 +200,7 @@ def _block(data: bytes, first_line: int, truncated: set[int]) -> Block:
     return Block(data=data, first_line=first_line, truncated=frozenset(truncated))
 
 
-def _journal_blocks(blocks: Iterator[Block]) -> Iterator[Block]:
+def journal_blocks(blocks: Iterator[Block]) -> Iterator[Block]:
     """Turn blocks of `journalctl -o json` lines into blocks of their messages."""
     for block in blocks:
         out: list[bytes] = []
@@ -263,9 +263,9 @@ def iter_blocks(source: Source, max_line: int = MAX_LINE, chunk: int = CHUNK) ->
         except (OSError, EOFError, gzip.BadGzipFile) as exc:
             raise InputError(f"{source.name}: {exc}") from None
         blocks = raw_blocks(stream, source, max_line, chunk)
-        if _looks_like_journal_json(head):
+        if looks_like_journal_json(head):
             source.kind = "journal-json"
-            blocks = _journal_blocks(blocks)
+            blocks = journal_blocks(blocks)
         for block in blocks:
             source.truncated_count += len(block.truncated)
             yield block

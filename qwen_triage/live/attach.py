@@ -1,0 +1,348 @@
+"""`qwen-triage attach PID`: triage a server that is already running.
+
+Where the process writes is read from `/proc/PID/fd/1` and `/2`:
+
+- a regular file is followed through `/proc/PID/fd/N` itself, so a rename by
+  logrotate or a deleted file is still the file the process writes to;
+- a socket of a process in a systemd unit is its journal stream: followed with
+  `journalctl -f` over the unit (from `/proc/PID/cgroup`), or over `_PID=` when
+  there is no unit, from the time the process started;
+- a terminal, a pipe or /dev/null cannot be read by anyone else: the message
+  says so and gives the `qwen-triage run` line that would have captured it.
+
+The process and its children are watched; each exit is reported with its status
+where it can still be read (a zombie's status in /proc, or systemd's record of
+the unit's main process), and attach ends when the process itself exits.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import stat
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from qwen_triage.live import procs
+
+if TYPE_CHECKING:
+    from qwen_triage.matcher import CompiledPack
+
+READABLE = ("file", "journal")
+
+
+@dataclass(frozen=True)
+class OutputTarget:
+    fd: int
+    link: str  # what /proc/PID/fd/N points to, as readlink says it
+    kind: str  # file | journal | socket | pipe | terminal | null | other | unreadable | closed
+    path: str  # /proc/PID/fd/N
+    ident: tuple[int, int] | None = None  # (st_dev, st_ino) of the target
+    reason: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.link.removesuffix(" (deleted)") if self.kind == "file" else self.link
+
+
+def classify(link: str, mode: int | None) -> str:
+    if link == "/dev/null":
+        return "null"
+    if link.startswith("pipe:"):
+        return "pipe"
+    if link.startswith("socket:"):
+        return "socket"
+    if link.startswith(("/dev/pts/", "/dev/tty", "/dev/console")):
+        return "terminal"
+    if mode is not None and stat.S_ISREG(mode):
+        return "file"
+    if mode is not None and stat.S_ISFIFO(mode):
+        return "pipe"
+    if mode is not None and stat.S_ISCHR(mode):
+        return "terminal" if link.startswith("/dev/") and "tty" in link else "other"
+    return "other"
+
+
+def inspect_fd(pid: int, fd: int, proc_root: str = "/proc") -> OutputTarget:
+    path = f"{proc_root}/{pid}/fd/{fd}"
+    try:
+        link = os.readlink(path)
+    except FileNotFoundError:
+        return OutputTarget(fd, "", "closed", path, reason="not open")
+    except PermissionError:
+        return OutputTarget(fd, "", "unreadable", path, reason="permission denied")
+    except OSError as exc:
+        return OutputTarget(fd, "", "unreadable", path, reason=exc.strerror or str(exc))
+    try:
+        st = os.stat(path)
+        mode, ident = st.st_mode, (st.st_dev, st.st_ino)
+    except OSError:
+        mode, ident = None, None
+    return OutputTarget(fd, link, classify(link, mode), path, ident)
+
+
+def parse_cgroup(text: str) -> tuple[str | None, bool]:
+    """The systemd service a process runs in, from /proc/PID/cgroup: (unit, is a user unit)."""
+    best: tuple[str | None, bool] = (None, False)
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        hierarchy, controllers, path = parts
+        if not (hierarchy == "0" or "name=systemd" in controllers):
+            continue
+        comps = [c for c in path.strip().strip("/").split("/") if c]
+        user = any(c.startswith("user@") and c.endswith(".service") for c in comps)
+        services = [c for c in comps if c.endswith(".service") and not c.startswith("user@")]
+        if services:
+            best = (services[-1], user)
+            if hierarchy == "0":
+                break
+    return best
+
+
+def unit_of(pid: int, proc_root: str = "/proc") -> tuple[str | None, bool]:
+    try:
+        with open(f"{proc_root}/{pid}/cgroup") as f:
+            return parse_cgroup(f.read())
+    except OSError:
+        return None, False
+
+
+def cmdline_of(pid: int, proc_root: str = "/proc") -> list[str]:
+    try:
+        with open(f"{proc_root}/{pid}/cmdline", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return []
+    return [a.decode("utf-8", "replace") for a in raw.split(b"\0") if a]
+
+
+def run_line(cmdline: list[str]) -> str:
+    return "qwen-triage run -- " + (shlex.join(cmdline) if cmdline else "COMMAND [ARGS…]")
+
+
+@dataclass
+class AttachPlan:
+    files: list[OutputTarget] = field(default_factory=list)  # distinct regular files to follow
+    journal: bool = False  # follow the journal (unit or _PID)
+    unreadable: list[OutputTarget] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)
+
+    @property
+    def readable(self) -> bool:
+        return bool(self.files) or self.journal
+
+
+_WHY = {
+    "terminal": "a terminal: what is written there cannot be read back by another process",
+    "pipe": "a pipe: only the process at its other end can read it",
+    "null": "/dev/null: the output is thrown away",
+    "socket": "a socket that is not a journal stream as far as can be told",
+    "other": "not a file qwen-triage can follow",
+    "closed": "closed",
+}
+
+
+def plan_attach(targets: list[OutputTarget], unit: str | None, has_journal: bool) -> AttachPlan:
+    """Decide what to follow for stdout/stderr (pure: tested without /proc or systemd)."""
+    plan = AttachPlan()
+    seen: set[tuple[int, int] | None] = set()
+    for t in targets:
+        if t.kind == "file":
+            if t.ident in seen:
+                continue  # 2>&1: the same file once
+            seen.add(t.ident)
+            plan.files.append(t)
+        elif t.kind == "socket" and has_journal:
+            # services' stdout/stderr are journald stream sockets by default
+            plan.journal = True
+        elif t.kind == "unreadable":
+            plan.unreadable.append(t)
+            plan.messages.append(f"fd {t.fd}: cannot inspect it ({t.reason}); run as the process's user or root")
+        else:
+            plan.unreadable.append(t)
+            if t.kind == "socket":
+                plan.messages.append(f"fd {t.fd} is a socket, and journalctl is not available to read a journal")
+            else:
+                plan.messages.append(f"fd {t.fd} ({'stdout' if t.fd == 1 else 'stderr'}) is {_WHY.get(t.kind, t.kind)}")
+    if plan.journal and unit is None:
+        plan.messages.append("its output goes to a socket; assuming a journald stream and following _PID")
+    return plan
+
+
+@dataclass
+class _Known:
+    starttime: int
+    name: str
+    reported: bool = False
+
+
+class ProcessWatch:
+    """The attached process and its descendants; reports each one's end once."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        st = procs.proc_stat(pid)
+        if st is None:
+            raise ProcessLookupError(pid)
+        self.known: dict[int, _Known] = {pid: _Known(st.starttime, _name(pid, st.comm))}
+        self.main_gone = st.zombie
+        self.main_status: str | None = None
+        self.ended: dict[int, int] = {}  # pid -> start time of children already reported (zombies linger)
+
+    def _refresh(self) -> None:
+        try:
+            import psutil
+
+            kids = psutil.Process(self.pid).children(recursive=True)
+        except Exception:  # noqa: BLE001 - gone, or no permission
+            return
+        for k in kids:
+            if k.pid not in self.known:
+                st = procs.proc_stat(k.pid)
+                # a zombie too: it ended since the last look, and its status is still there
+                if st is not None and self.ended.get(k.pid) != st.starttime:
+                    self.known[k.pid] = _Known(st.starttime, _name(k.pid, st.comm))
+
+    def poll(self) -> list[tuple[int, str, str | None]]:
+        """(pid, name, how it ended or None when its status could not be read) for each newly ended process."""
+        self._refresh()
+        out = []
+        for pid, k in list(self.known.items()):
+            if k.reported:
+                continue
+            st = procs.proc_stat(pid)
+            if st is not None and st.starttime == k.starttime and not st.zombie:
+                continue
+            how = None
+            if st is not None and st.starttime == k.starttime and st.exit_code is not None:
+                how = procs.describe_wait_status(st.exit_code)[1]
+            k.reported = True
+            if pid == self.pid:
+                self.main_gone = True
+                self.main_status = how
+            out.append((pid, k.name, how))
+        # forget ended children (bounded memory over a long attach); remember them while they linger
+        for pid in [p for p, k in self.known.items() if k.reported and p != self.pid]:
+            self.ended[pid] = self.known.pop(pid).starttime
+        for pid, start in list(self.ended.items()):
+            st = procs.proc_stat(pid)
+            if st is None or st.starttime != start:
+                del self.ended[pid]
+        return out
+
+
+def _name(pid: int, comm: str) -> str:
+    cmd = cmdline_of(pid)
+    if cmd:
+        text = " ".join(cmd)
+        return text if len(text) <= 80 else text[:77] + "…"
+    return comm
+
+
+def attach_main(pid: int, compiled: "CompiledPack", fmt: str, new_only: bool = False) -> int:
+    """The `attach` command. Exit status like `scan`; 2 when nothing can be read."""
+    from qwen_triage.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FOUND, emit_report
+    from qwen_triage.live import journal
+    from qwen_triage.live.follow import FollowLoop, signals_as_interrupt
+    from qwen_triage.live.live_report import LiveReporter, Sink
+    from qwen_triage.live.session import LiveSession
+
+    def say(msg: str) -> None:
+        print(f"qwen-triage: {msg}", file=sys.stderr)
+
+    if procs.proc_stat(pid) is None:
+        say(f"no process {pid}")
+        return EXIT_ERROR
+    try:
+        watch = ProcessWatch(pid)
+    except ProcessLookupError:
+        say(f"no process {pid}")
+        return EXIT_ERROR
+    targets = [inspect_fd(pid, 1), inspect_fd(pid, 2)]
+    unit, user = unit_of(pid)
+    plan = plan_attach(targets, unit, journal.journalctl_available())
+    cmdline = cmdline_of(pid)
+    if not plan.readable:
+        for m in plan.messages:
+            say(m)
+        say(f"nothing of process {pid} ({watch.known[pid].name}) can be read from here.")
+        say("start it under qwen-triage next time, which shows and saves its output and triages it live:")
+        print(f"  {run_line(cmdline)}", file=sys.stderr)
+        if unit:
+            print(f"  (or, as the systemd unit it runs in: qwen-triage journal {unit})", file=sys.stderr)
+        return EXIT_ERROR
+
+    reporter = LiveReporter(Sink(2))
+    session = LiveSession(compiled, on_event=reporter.event)
+    loop = FollowLoop(session, note=reporter.note)
+    for m in plan.messages:
+        reporter.note(m)
+    for t in plan.files:
+        loop.add_file(t.path, name=t.name, from_end=new_only, by_name=False)
+        reporter.note(f"following {t.name} (fd {t.fd} of process {pid})")
+    jproc: subprocess.Popen[bytes] | None = None
+    if plan.journal:
+        started = _start_time(pid)
+        since = None if new_only or started is None else f"@{int(started)}"
+        cmd = journal.pid_command(pid, unit=unit, user=user, since=since)
+        try:
+            jproc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        except OSError as exc:
+            say(f"cannot run journalctl: {exc.strerror}")
+            return EXIT_ERROR
+        assert jproc.stdout is not None
+        loop.add_stream(jproc.stdout.fileno(), f"journal:{unit or f'_PID={pid}'}", kind="journal-json")
+        reporter.note(f"following the journal: {shlex.join(cmd)}")
+    reporter.note(f"attached to {pid} ({watch.known[pid].name}); Ctrl-C detaches and prints the summary")
+
+    ended_at: list[float] = []
+
+    def tick() -> None:
+        for p, name, how in watch.poll():
+            if p == pid and how is None and unit:
+                how = journal.unit_exit(unit, pid, user=user)
+            what = how or "ended (its exit status was collected by its parent before it could be read)"
+            who = "the attached process" if p == pid else "child process"
+            text = f"{who} {p} ({name}) {what}"
+            reporter.note(text)
+            session.notes.append(text)
+        if watch.main_gone and not ended_at:
+            ended_at.append(time.monotonic())
+
+    def should_stop() -> bool:
+        # after the process is gone, give the journal a moment to deliver its last lines
+        return bool(ended_at) and time.monotonic() - ended_at[0] > (1.0 if jproc is not None else 0.0)
+
+    with signals_as_interrupt():
+        try:
+            loop.run(should_stop=should_stop, on_tick=tick)
+            loop.drain()
+        except KeyboardInterrupt:
+            session.notes.append(f"detached from {pid} while it was still running")
+        finally:
+            if jproc is not None:
+                jproc.terminate()
+                try:
+                    jproc.wait(5)
+                except subprocess.TimeoutExpired:
+                    jproc.kill()
+                    jproc.wait()
+        report = session.finish()
+    loop.close()
+    reporter.note("summary follows", always=True)
+    emit_report(report, fmt)
+    return EXIT_FOUND if report.diagnoses else EXIT_CLEAN
+
+
+def _start_time(pid: int) -> float | None:
+    try:
+        import psutil
+
+        return psutil.Process(pid).create_time()
+    except Exception:  # noqa: BLE001
+        return None

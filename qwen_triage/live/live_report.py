@@ -1,0 +1,207 @@
+"""Printing live findings on stderr, set apart from the child's own output.
+
+Everything qwen-triage says while a child runs goes through a :class:`Sink`, the
+same object that forwards the child's bytes to that file descriptor, under one
+lock: a diagnosis is written in one piece between two chunks of the child's
+output, never inside one, and starts on a fresh line.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import threading
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from qwen_triage.live.session import LiveEvent
+    from qwen_triage.live.stall import Stall
+    from qwen_triage.report import Report
+
+TAG = "qwen-triage"
+
+
+def _same_target(a: int, b: int) -> bool:
+    try:
+        sa, sb = os.fstat(a), os.fstat(b)
+    except OSError:
+        return False
+    return (sa.st_dev, sa.st_ino, sa.st_rdev) == (sb.st_dev, sb.st_ino, sb.st_rdev)
+
+
+class Sink:
+    """A file descriptor written whole-chunk at a time, shared by the pump and the reporter."""
+
+    def __init__(self, fd: int, lock: threading.Lock | None = None, shared: "Sink | None" = None):
+        self.fd = fd
+        self.lock = lock or threading.Lock()
+        self.alive = True
+        self.error: OSError | None = None
+        self._shared = shared  # another sink on the same terminal/file: one "last byte" for both
+        self._last = b"\n"
+
+    @classmethod
+    def pair(cls, out_fd: int = 1, err_fd: int = 2) -> tuple["Sink", "Sink"]:
+        """Sinks for stdout and stderr; one lock, and one line state when both are the same terminal."""
+        lock = threading.Lock()
+        out = cls(out_fd, lock)
+        err = cls(err_fd, lock, shared=out if _same_target(out_fd, err_fd) else None)
+        return out, err
+
+    @property
+    def last(self) -> bytes:
+        return self._shared._last if self._shared is not None else self._last
+
+    @last.setter
+    def last(self, value: bytes) -> None:
+        if self._shared is not None:
+            self._shared._last = value
+        else:
+            self._last = value
+
+    def _write_all(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            n = os.write(self.fd, view)
+            view = view[n:]
+
+    def write(self, data: bytes) -> bool:
+        """Forward bytes unchanged; False once the descriptor is gone (EPIPE and the like)."""
+        if not data or not self.alive:
+            return self.alive
+        with self.lock:
+            try:
+                self._write_all(data)
+            except OSError as exc:
+                self.alive = False
+                self.error = exc
+                return False
+            self.last = data[-1:]
+        return True
+
+    def write_block(self, text: str) -> None:
+        """A block of our own, on a line of its own."""
+        if not self.alive:
+            return
+        data = text.encode("utf-8", "replace")
+        if not data.endswith(b"\n"):
+            data += b"\n"
+        with self.lock:
+            if self.last != b"\n":
+                data = b"\n" + data
+            try:
+                self._write_all(data)
+            except OSError as exc:
+                self.alive = False
+                self.error = exc
+                return
+            self.last = b"\n"
+
+    def isatty(self) -> bool:
+        try:
+            return os.isatty(self.fd)
+        except OSError:
+            return False
+
+
+class LiveReporter:
+    """Diagnoses, stalls and notes as they happen, rendered with the same panels as `scan`."""
+
+    def __init__(self, sink: Sink, color: bool | None = None, width: int | None = None, quiet: bool = False):
+        self.sink = sink
+        tty = sink.isatty()
+        self.color = tty if color is None else color
+        if width is None:
+            width = shutil.get_terminal_size((100, 24)).columns if tty else 100
+        self.width = max(60, min(width, 160))
+        self.quiet = quiet
+        self.started = time.monotonic()
+        # Import and warm up the renderer now, not when the first diagnosis is due.
+        from qwen_triage.render import diagnosis_renderable  # noqa: F401
+
+        self._console()
+
+    def _console(self):  # type: ignore[no-untyped-def]
+        from rich.console import Console
+
+        return Console(
+            file=io.StringIO(),
+            force_terminal=self.color,
+            no_color=not self.color,
+            color_system="standard" if self.color else None,
+            width=self.width,
+            highlight=False,
+            soft_wrap=False,
+        )
+
+    def _render(self, *renderables) -> str:  # type: ignore[no-untyped-def]
+        console = self._console()
+        for r in renderables:
+            console.print(r)
+        return console.file.getvalue()  # type: ignore[attr-defined]
+
+    def _rule(self, title: str, style: str = "bold magenta"):  # type: ignore[no-untyped-def]
+        from rich.rule import Rule
+        from rich.text import Text
+
+        return Rule(Text(f"{TAG} ▸ {title}"), style=style, align="left")
+
+    # -- what gets printed --------------------------------------------------
+
+    def event(self, ev: "LiveEvent") -> None:
+        if self.quiet:
+            return
+        from rich.text import Text
+
+        from qwen_triage.render import diagnosis_renderable
+
+        if ev.kind == "diagnosis" and ev.item is not None:
+            title = f"diagnosis {ev.number} [{ev.severity.value}] at +{ev.elapsed:.1f}s"
+            self.sink.write_block(self._render(self._rule(title), diagnosis_renderable(ev.item, ev.number)))
+        elif ev.kind == "symptom":
+            rule = ev.finding.rule.rule
+            cause = f" — a consequence of: {ev.root.title} ({ev.root.class_})" if ev.root else ""
+            line = f"{TAG} ▸ also [{ev.severity.value}] {rule.title} ({rule.class_}){cause}"
+            self.sink.write_block(self._render(Text(line, style="dim" if self.color else "")))
+        # observations (info) are benign: they wait for the summary
+
+    def stall(self, stall: "Stall") -> None:
+        if self.quiet:
+            return
+        from rich.panel import Panel
+        from rich.text import Text
+
+        body: list[Text] = [Text(stall.describe(), style="bold")]
+        if stall.stage is not None:
+            since = f" (for {stall.stage_since:.0f} s)" if stall.stage_since is not None else ""
+            body.append(Text(f"stage: {stall.stage.label}{since}, from: {stall.stage_line}", overflow="fold"))
+            if stall.stage.hint:
+                body.append(Text(f"hint: {stall.stage.hint}", style="green", overflow="fold"))
+        if stall.processes is not None:
+            body.append(Text(f"processes of the child still alive: {stall.processes}", style="dim"))
+        if stall.last_lines:
+            body.append(Text("last lines:", style="bold"))
+            body += [Text("  " + line, overflow="fold") for line in stall.last_lines]
+        from rich.console import Group
+
+        self.sink.write_block(
+            self._render(self._rule("stall", "bold yellow"), Panel(Group(*body), border_style="yellow"))
+        )
+
+    def note(self, message: str, always: bool = False) -> None:
+        if self.quiet and not always:
+            return
+        self.sink.write_block(f"{TAG}: {message}")
+
+    def summary(self, report: "Report", title: str = "summary") -> None:
+        """The end-of-run report, as `scan` prints it, under a rule."""
+        if self.quiet:
+            return
+        from qwen_triage.render import print_text
+
+        console = self._console()
+        console.print(self._rule(title))
+        print_text(report, console)
+        self.sink.write_block(console.file.getvalue())  # type: ignore[attr-defined]

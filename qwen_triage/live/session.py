@@ -1,0 +1,215 @@
+"""The live core shared by `run`, `scan --follow`, `attach` and `journal`.
+
+Bytes arrive in arbitrary chunks from one or more streams of an input (a child's
+stdout and stderr, a followed file, a `journalctl -o json` pipe). Each stream is
+cut into whole lines on its own (so two streams never mix inside one line), the
+lines of one feed go to the engine as one block (fast: the prefilter sees the
+whole block at once), and every finding that opens a new diagnosis becomes a
+:class:`LiveEvent` at once. Memory is bounded: a partial line is held up to
+``max_line`` bytes, and the engine keeps a few evidence lines per diagnosis.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+from qwen_triage.engine import Scanner
+from qwen_triage.live.lines import LineSplitter
+from qwen_triage.matcher import CompiledPack, Finding
+from qwen_triage.normalize import ANSI_BYTES_RE
+from qwen_triage.report import Diagnosis, Observation, Report
+from qwen_triage.schema import Severity
+from qwen_triage.sources import MAX_LINE, Block, Source, journal_blocks, looks_like_journal_json
+
+FATAL = (Severity.critical, Severity.error)
+
+
+@dataclass
+class LiveInput:
+    """One input of a live session: one engine source, one line splitter per stream."""
+
+    source: Source
+    kind: str = "auto"  # "auto" (decided on the first line), "text" or "journal-json"
+    next_line: int = 1
+    splitters: dict[int, LineSplitter] = field(default_factory=dict)
+    ended: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.source.name
+
+
+@dataclass
+class LiveEvent:
+    """A finding that opened something new: a diagnosis, a symptom of one, or an observation."""
+
+    kind: str  # "diagnosis" | "symptom" | "observation"
+    finding: Finding
+    item: Diagnosis | Observation | None  # the diagnosis/observation as the report has it now
+    root: Diagnosis | None = None  # for a symptom: the diagnosis it is a consequence of
+    number: int = 0  # for a diagnosis: 1 for the first one announced, and so on
+    elapsed: float = 0.0  # seconds since the session started
+
+    @property
+    def severity(self) -> Severity:
+        return self.finding.severity
+
+    @property
+    def class_(self) -> str:
+        return self.finding.rule.rule.class_
+
+
+def feed_block(scanner: Scanner, source: Source, block: Block, raw_bytes: int) -> Iterator[Finding]:
+    """Feed one block of a live source; yields findings that open a new diagnosis."""
+    yield from scanner.feed_block(source, block, raw_bytes)
+
+
+class LiveSession:
+    """A Scanner fed as bytes arrive, announcing each new diagnosis once."""
+
+    def __init__(
+        self,
+        compiled: CompiledPack,
+        on_event: Callable[[LiveEvent], None] | None = None,
+        max_line: int = MAX_LINE,
+    ):
+        self.scanner = Scanner(compiled, max_line=max_line)
+        self.on_event = on_event
+        self.max_line = max_line
+        self.started = time.monotonic()
+        self.inputs: list[LiveInput] = []
+        self.notes: list[str] = []
+        self.announced: dict[str, int] = {}  # class id -> diagnosis number (or 0 for a symptom)
+        self.fatal: Finding | None = None  # first critical/error finding, once certain
+        self.finished = False
+
+    # -- inputs -------------------------------------------------------------
+
+    def add_input(self, name: str, kind: str = "auto") -> LiveInput:
+        source = Source(name=name, kind="text" if kind == "auto" else kind)
+        self.scanner.add_source(source)
+        inp = LiveInput(source=source, kind=kind)
+        self.inputs.append(inp)
+        return inp
+
+    def feed(self, inp: LiveInput, data: bytes, stream: int = 0) -> list[tuple[bytes, bool]]:
+        """Bytes of one stream of an input; returns the whole lines they completed."""
+        splitter = inp.splitters.get(stream)
+        if splitter is None:
+            splitter = inp.splitters[stream] = LineSplitter(self.max_line)
+        lines = splitter.feed(data)
+        if lines:
+            self._feed_lines(inp, lines, len(data))
+        elif data:
+            inp.source.bytes_read += len(data)
+        return lines
+
+    def break_line(self, inp: LiveInput, stream: int | None = None) -> list[tuple[bytes, bool]]:
+        """End the partial line of a stream (or of all): the file under it was rotated or truncated."""
+        lines: list[tuple[bytes, bool]] = []
+        for key, splitter in inp.splitters.items():
+            if stream is None or key == stream:
+                lines += splitter.close()
+        if lines:
+            self._feed_lines(inp, lines, 0)
+        return lines
+
+    def end_input(self, inp: LiveInput) -> list[tuple[bytes, bool]]:
+        """No more bytes will come for this input."""
+        if inp.ended:
+            return []
+        lines = self.break_line(inp)
+        inp.ended = True
+        return lines
+
+    # -- engine -------------------------------------------------------------
+
+    def _feed_lines(self, inp: LiveInput, lines: list[tuple[bytes, bool]], raw_bytes: int) -> None:
+        if inp.kind == "auto":
+            inp.kind = "journal-json" if looks_like_journal_json(lines[0][0]) else "text"
+            inp.source.kind = inp.kind
+        first = inp.next_line
+        inp.next_line += len(lines)
+        data = b"\n".join(line for line, _ in lines) + b"\n"
+        if b"\x1b" in data:
+            data = ANSI_BYTES_RE.sub(b"", data)
+        truncated = frozenset(first + i for i, (_, cut) in enumerate(lines) if cut)
+        inp.source.truncated_count += len(truncated)
+        block = Block(data=data, first_line=first, truncated=truncated)
+        blocks = journal_blocks(iter([block])) if inp.kind == "journal-json" else iter([block])
+        for b in blocks:
+            self._announce(feed_block(self.scanner, inp.source, b, raw_bytes))
+            raw_bytes = 0
+        if inp.kind == "journal-json":
+            inp.source.lines_read = max(inp.source.lines_read, inp.next_line - 1)
+        self._check_fatal()
+
+    def _check_fatal(self) -> None:
+        if self.fatal is not None:
+            return
+        for group in self.scanner.correlator.groups.values():
+            if group.severity in FATAL:
+                self.fatal = group.first
+                return
+
+    def _announce(self, findings: Iterator[Finding]) -> None:
+        new = list(findings)
+        if not new:
+            return
+        correlator = self.scanner.correlator
+        diagnoses = correlator.diagnoses()
+        by_class = {d.class_: d for d in diagnoses}
+        root_of = {s.class_: d for d in diagnoses for s in d.symptoms}
+        elapsed = time.monotonic() - self.started
+        for f in new:
+            if f.severity is Severity.info:
+                obs = next((o for o in correlator.observations() if o.rule == f.rule.rule.id), None)
+                self._emit(LiveEvent("observation", f, obs, elapsed=elapsed))
+                continue
+            cls = f.rule.rule.class_
+            if cls in self.announced:
+                continue
+            if cls in by_class:
+                number = sum(1 for n in self.announced.values() if n) + 1
+                self.announced[cls] = number
+                self._emit(LiveEvent("diagnosis", f, by_class[cls], number=number, elapsed=elapsed))
+            else:
+                root = root_of.get(cls)
+                self.announced[cls] = 0
+                self._emit(LiveEvent("symptom", f, None, root=root, elapsed=elapsed))
+
+    def _emit(self, event: LiveEvent) -> None:
+        if self.on_event is not None:
+            self.on_event(event)
+
+    def settle(self) -> None:
+        """Release findings still waiting on a veto window: the input has gone quiet for long.
+
+        A finding with `unless` is certain once its window of lines has passed; a launch that
+        hangs right after the evidence never prints those lines. Called when the stall watchdog
+        fires, so such a finding is shown then rather than only at the end.
+        """
+        self._announce(self.scanner.flush())
+        self._check_fatal()
+
+    # -- end ----------------------------------------------------------------
+
+    def finish(self) -> Report:
+        """End every input, release findings still waiting on a veto window, build the report."""
+        if not self.finished:
+            for inp in self.inputs:
+                self.end_input(inp)
+            self._announce(self.scanner.flush())
+            self._check_fatal()
+            self.finished = True
+        return self.report()
+
+    def report(self) -> Report:
+        report = self.scanner.report()
+        report.notes.extend(self.notes)
+        return report
+
+    def diagnoses_count(self) -> int:
+        return len(self.scanner.correlator.groups)
