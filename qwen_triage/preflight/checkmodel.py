@@ -327,32 +327,27 @@ def inspect_model(
         for pt_index in root.glob("*.bin.index.json"):
             _check_index(st, pt_index)
 
-    for p in st_files:
-        findings, header = stcheck.check_safetensors(p)
-        st.file(
-            p.name,
-            "safetensors",
-            p.stat().st_size,
-            ok=not any(f.severity.rank <= 1 for f in findings),
-            tensors=len(header.tensors) if header else None,
-            detail=findings[0].title if findings else "",
-        )
-        st.findings += findings
-        if header is not None:
-            st.headers[p.name] = header
-    for p in gguf_files:
-        findings, header = ggufcheck.check_gguf(p)
-        st.file(
-            p.name,
-            "gguf",
-            p.stat().st_size,
-            ok=not any(f.severity.rank <= 1 for f in findings),
-            tensors=len(header.tensors) if header else None,
-            detail=findings[0].title if findings else "",
-        )
-        st.findings += findings
-        if header is not None:
-            st.findings += ggufcheck.info_findings(p, header)
+    for kind, files, check in (
+        ("safetensors", st_files, stcheck.check_safetensors),
+        ("gguf", gguf_files, ggufcheck.check_gguf),
+    ):
+        for p in files:
+            findings, header = check(p)
+            st.file(
+                p.name,
+                kind,
+                p.stat().st_size,
+                ok=not any(f.severity.rank <= 1 for f in findings),
+                tensors=len(header.tensors) if header else None,
+                detail=findings[0].title if findings else "",
+            )
+            st.findings += findings
+            if header is None:
+                continue
+            if kind == "safetensors":
+                st.headers[p.name] = header
+            else:
+                st.findings += ggufcheck.info_findings(p, header)
     for p in pt_files:
         st.file(p.name, "pytorch", p.stat().st_size, detail="PyTorch pickle: presence checked only")
 
