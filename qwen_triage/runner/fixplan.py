@@ -1,0 +1,563 @@
+"""From diagnoses to a fix plan: launch edits the runner makes, and instructions it only prints.
+
+For each root-cause diagnosis (severity error or critical) the plan walks its
+``fix`` steps in order:
+
+* a ``safe`` step that edits the launch (an argument, an environment variable,
+  the parallel layout, the memory fraction, the context length, a GPU left out,
+  a debug rerun) is made concrete against the current command and applied —
+  **one per diagnosis**: the steps of a rule are alternatives or an escalation
+  ("if that is not enough, also ..."), so a step whose effect is already in the
+  command (it was tried and failed) is skipped and the next one is taken;
+* a ``safe`` read-only step (``check_port``, ``verify_file``, ``check_shm``) is
+  run at once; what it finds goes into the instructions;
+* ``caution`` and ``destructive`` steps, steps without an action, and safe steps
+  that cannot be made concrete (a placeholder value such as ``<routable
+  interface>``) become instructions. Where a probe can tell that one has been
+  done, the instruction carries that probe, for ``--wait-for-fix``.
+
+A diagnosis none of whose steps changes the launch *blocks*: relaunching would
+fail the same way. Rules that lack the action the runner needs get the class's
+default steps appended (see ``CLASS_DEFAULTS``).
+
+Identical attempts: :func:`attempt_key` names a launch (argv + the environment
+the runner sets); the loop never relaunches a key that already failed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from qwen_triage.actions import (
+    Action,
+    ChooseLayout,
+    ExcludeGpu,
+    LowerGpuMemoryUtilization,
+    LowerMaxModelLen,
+    RaiseGpuMemoryUtilization,
+    RemoveArg,
+    RerunWithDebug,
+    Safety,
+    SetArg,
+    SetEnv,
+    UnsetEnv,
+)
+from qwen_triage.report import Diagnosis, FixOut
+from qwen_triage.runner import probes
+from qwen_triage.runner.layout import (
+    LAYOUT_ARGS,
+    LayoutChoice,
+    cpu_binding_env,
+    is_cpu_build,
+)
+from qwen_triage.runner.vllm_args import (
+    Change,
+    VllmArgsError,
+    VllmLaunch,
+    apply_edits,
+    diff_launches,
+)
+
+LaunchEdit = SetArg | RemoveArg | SetEnv | UnsetEnv
+_ACTION = TypeAdapter(Action)
+_PLACEHOLDER = re.compile(r"<[^>]*>|^lower$|\{\w+\}")
+MIN_GPU_UTIL = 0.3
+MAX_GPU_UTIL = 0.98
+PROBES = ("check_port", "verify_file", "check_shm")
+
+
+class Instruction(BaseModel):
+    """A step for the user (or a safe step the runner could not make concrete)."""
+
+    step: str
+    diagnosis: str = Field(description="[rule] title of the diagnosis it belongs to")
+    action: dict[str, Any] | None = None
+    safety: str = Field(description="caution, destructive, manual (no action), or safe (not concrete)")
+    verify: str | None = Field(default=None, description="probe that tells when it is done: port, model_files, shm, gpu_free")
+    verify_args: dict[str, Any] = Field(default_factory=dict)
+    blocking: bool = Field(default=True, description="False: an alternative to an edit the runner made")
+
+
+class FixPlan(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    launch: VllmLaunch
+    env: dict[str, str] = Field(description="what the runner sets for the server, after the edits")
+    changes: list[Change] = Field(default_factory=list)
+    instructions: list[Instruction] = Field(default_factory=list)
+    blocking: list[str] = Field(default_factory=list, description="diagnoses no automatic edit addresses")
+    findings: list[str] = Field(default_factory=list, description="what the read-only probes found")
+    notes: list[str] = Field(default_factory=list)
+    layout: LayoutChoice | None = None
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.changes)
+
+    @property
+    def manual(self) -> list[Instruction]:
+        return [i for i in self.instructions if i.blocking]
+
+    @property
+    def needs_user(self) -> bool:
+        """A diagnosis only the user can fix: relaunching now would fail again."""
+        return bool(self.blocking)
+
+    def waitable(self) -> bool:
+        """Every blocking instruction has a probe: --wait-for-fix can tell when they are done."""
+        manual = self.manual
+        blocking_rules = set(self.blocking)
+        covered = {i.diagnosis for i in manual if i.verify}
+        return bool(manual) and blocking_rules <= covered
+
+
+class PlanContext(BaseModel):
+    """What the plan builder may consult: the machine, the model, a re-planner, the server's environment."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    base_env: dict[str, str] = Field(default_factory=dict, description="our environment: the server inherits it")
+    replan: Callable[[VllmLaunch, dict[str, str]], LayoutChoice | None] | None = None
+    pci_to_index: dict[str, int] = Field(default_factory=dict)
+    gpu_count: int | None = None
+    model_max_len: int | None = None
+    run_probes: bool = True
+
+    def effective(self, env: Mapping[str, str]) -> dict[str, str]:
+        return {**self.base_env, **env}
+
+
+# --- class defaults: what a rule of that class should carry ---------------------------
+
+def _fo(step: str, action: dict[str, Any]) -> FixOut:
+    return FixOut(step=step, action=_ACTION.validate_python(action).model_dump(mode="json"))
+
+
+def class_defaults(d: Diagnosis, launch: VllmLaunch) -> list[FixOut]:
+    """Steps the class implies, for rules that do not carry them (yet)."""
+    c, f = d.class_, d.facts
+    model = launch.model or ""
+    port = str(f.get("port") or launch.effective_port)
+    out: list[FixOut] = []
+    if c in ("config.tp_indivisible", "config.insufficient_gpus"):
+        out.append(_fo("choose a layout plan accepts", {"type": "choose_layout"}))
+    elif c == "memory.kv_cache_insufficient":
+        to = f.get("max_tokens") or f.get("kv_tokens")
+        out.append(_fo("lower --max-model-len to what fits", {"type": "lower_max_model_len", "to": str(to) if to else None}))
+    elif c == "memory.gpu_util_too_high":
+        out.append(_fo("lower --gpu-memory-utilization", {"type": "lower_gpu_memory_utilization"}))
+    elif c == "server.port_in_use":
+        out.append(_fo(f"see who holds port {port}", {"type": "check_port", "port": port}))
+        out.append(_fo(f"stop the process on port {port}, or give the server (and its clients) another --port",
+                       {"type": "free_port", "port": port}))
+    elif c in ("model.shard_missing", "model.shard_corrupt", "model.file_missing", "download.incomplete"):
+        out.append(_fo(f"check the model files in {model}", {"type": "verify_file", "path": model}))
+        out.append(_fo(f"download the damaged or missing files of {model} again", {"type": "redownload", "what": model}))
+    elif c == "nccl.p2p_unsupported":
+        out.append(_fo("all-reduce through NCCL", {"type": "set_arg", "arg": "--disable-custom-all-reduce"}))
+        out.append(_fo("NCCL without GPU peer-to-peer", {"type": "set_env", "name": "NCCL_P2P_DISABLE", "value": "1"}))
+    elif c == "nccl.shm_too_small":
+        out.append(_fo("check /dev/shm", {"type": "check_shm"}))
+        out.append(_fo("give the container a larger /dev/shm", {"type": "container_option", "option": "--shm-size", "value": "16g"}))
+    elif c in ("nccl.timeout", "nccl.init_failure"):
+        out.append(_fo("rerun with NCCL_DEBUG=INFO for evidence", {"type": "rerun_with_debug"}))
+    elif c == "hardware.xid_fatal":
+        gpu = f.get("pci") or f.get("gpu")
+        if gpu:
+            out.append(_fo(f"leave the GPU at {gpu} out", {"type": "exclude_gpu", "gpu": str(gpu)}))
+    elif c == "config.dtype_unsupported":
+        out.append(_fo("launch in float16", {"type": "set_arg", "arg": "--dtype", "value": "float16"}))
+    have = {(s.action or {}).get("type") for s in d.fix}
+    return [s for s in out if (s.action or {}).get("type") not in have]
+
+
+# --- making an action concrete ---------------------------------------------------------
+
+
+class NotConcrete(Exception):
+    """A safe action that cannot be turned into a launch edit here; the reason is the message."""
+
+
+def _placeholder(value: str | None) -> bool:
+    return value is not None and bool(_PLACEHOLDER.search(value))
+
+
+def _layout_edits(launch: VllmLaunch, choice: LayoutChoice) -> list[LaunchEdit]:
+    out: list[LaunchEdit] = []
+    for flag, value in zip(LAYOUT_ARGS, (choice.tp, choice.pp, choice.dp), strict=True):
+        given = launch.last(flag) is not None
+        if given or value != 1:
+            out.append(SetArg(type="set_arg", arg=flag, value=str(value)))
+    if choice.max_model_len and (launch.max_model_len is None or launch.max_model_len > choice.max_model_len):
+        out.append(SetArg(type="set_arg", arg="--max-model-len", value=str(choice.max_model_len)))
+    return out
+
+
+def _norm_pci(pci: str) -> str:
+    # NVML says 00000000:3B:00.0, the kernel 0000:3b:00.0 or 0000:3b:00: compare bus:device.function
+    parts = pci.lower().split(":")
+    tail = ":".join(parts[-2:]) if len(parts) >= 2 else pci.lower()
+    return tail if "." in tail else tail + ".0"
+
+
+def _gpu_index(gpu: str, ctx: PlanContext) -> int | None:
+    g = gpu.strip()
+    if g.isdigit():
+        return int(g)
+    want = _norm_pci(g)
+    for pci, idx in ctx.pci_to_index.items():
+        if _norm_pci(pci) == want:
+            return idx
+    return None
+
+
+def concretize(action: Any, launch: VllmLaunch, env: Mapping[str, str], ctx: PlanContext) -> tuple[list[LaunchEdit], LayoutChoice | None]:
+    """The launch edits one safe action means for this launch; raises :class:`NotConcrete`."""
+    eff = ctx.effective(env)
+    if isinstance(action, SetArg):
+        if _placeholder(action.value):
+            raise NotConcrete(f"{action.arg} needs a value only you can give ({action.value})")
+        return [action], None
+    if isinstance(action, RemoveArg):
+        return [action], None
+    if isinstance(action, SetEnv):
+        if _placeholder(action.value):
+            raise NotConcrete(f"{action.name} needs a value only you can give ({action.value})")
+        return [action], None
+    if isinstance(action, UnsetEnv):
+        if action.name in ctx.base_env and action.name not in env:
+            raise NotConcrete(f"{action.name} is set in the environment the runner was started from: unset it there")
+        return [action], None
+    if isinstance(action, ChooseLayout):
+        return _choose(launch, env, ctx)
+    if isinstance(action, LowerGpuMemoryUtilization | RaiseGpuMemoryUtilization):
+        cur = launch.gpu_memory_utilization or 0.9
+        lower = isinstance(action, LowerGpuMemoryUtilization)
+        new = action.to if action.to is not None else round(cur - action.step if lower else cur + action.step, 2)
+        new = round(min(max(new, MIN_GPU_UTIL), MAX_GPU_UTIL), 2)
+        if (lower and new >= cur) or (not lower and new <= cur):
+            raise NotConcrete(f"--gpu-memory-utilization is already {cur:g}")
+        return [SetArg(type="set_arg", arg="--gpu-memory-utilization", value=f"{new:g}")], None
+    if isinstance(action, LowerMaxModelLen):
+        cur = launch.max_model_len if launch.max_model_len and launch.max_model_len > 0 else ctx.model_max_len
+        if action.to is not None:
+            if _placeholder(action.to):
+                raise NotConcrete(f"no value for {action.to} in the diagnosis")
+            try:
+                new = int(float(action.to))
+            except ValueError:
+                raise NotConcrete(f"not a length: {action.to!r}") from None
+        elif cur:
+            new = cur // 2
+        else:
+            raise NotConcrete("the current --max-model-len is unknown")
+        if new < 16:
+            raise NotConcrete(f"--max-model-len {new} would be useless")
+        if cur is not None and new >= cur:
+            raise NotConcrete(f"--max-model-len is already {cur}")
+        return [SetArg(type="set_arg", arg="--max-model-len", value=str(new))], None
+    if isinstance(action, ExcludeGpu):
+        idx = _gpu_index(action.gpu, ctx)
+        if idx is None:
+            raise NotConcrete(f"GPU {action.gpu} is not among the GPUs NVML lists")
+        count = ctx.gpu_count or 0
+        cvd = eff.get("CUDA_VISIBLE_DEVICES")
+        visible = [int(x) for x in cvd.split(",") if x.strip().isdigit()] if cvd else list(range(count))
+        if idx not in visible:
+            raise NotConcrete(f"GPU {idx} is already left out")
+        left = [v for v in visible if v != idx]
+        if not left:
+            raise NotConcrete(f"GPU {idx} is the only GPU left")
+        edits: list[LaunchEdit] = [
+            SetEnv(type="set_env", name="CUDA_DEVICE_ORDER", value="PCI_BUS_ID"),
+            SetEnv(type="set_env", name="CUDA_VISIBLE_DEVICES", value=",".join(map(str, left))),
+        ]
+        new_env = {**env, **{e.name: e.value for e in edits if isinstance(e, SetEnv)}}
+        more, choice = _choose(launch, new_env, ctx, required=False)
+        return edits + more, choice
+    if isinstance(action, RerunWithDebug):
+        edits = [SetEnv(type="set_env", name=k, value=v) for k, v in action.env.items() if eff.get(k) != v]
+        return edits, None
+    raise NotConcrete(f"{getattr(action, 'type', action)} is not a launch edit")
+
+
+def _choose(launch: VllmLaunch, env: Mapping[str, str], ctx: PlanContext, required: bool = True) -> tuple[list[LaunchEdit], LayoutChoice | None]:
+    if ctx.replan is None:
+        if required:
+            raise NotConcrete("the model's shape is unknown, so no layout can be planned (run `qwen-triage plan`)")
+        return [], None
+    choice = ctx.replan(launch, dict(env))
+    if choice is None:
+        if required:
+            raise NotConcrete("plan finds no layout of this model that runs on these GPUs")
+        return [], None
+    return _layout_edits(launch, choice), choice
+
+
+# --- verification probes -------------------------------------------------------------
+
+
+def verifier_for(action: dict[str, Any] | None, launch: VllmLaunch) -> tuple[str | None, dict[str, Any]]:
+    """Which probe can tell that a manual step has been done."""
+    if not action:
+        return None, {}
+    t = action.get("type")
+    if t in ("free_port", "check_port") or (t == "stop_process" and "port" in str(action.get("what", ""))):
+        port = action.get("port")
+        return "port", {"host": launch.host, "port": int(port) if port and str(port).isdigit() else launch.effective_port}
+    if t in ("redownload", "verify_file", "move_file_aside"):
+        model = probes.local_model_dir(launch.model)
+        return ("model_files", {"path": str(model)}) if model is not None else (None, {})
+    if (t == "container_option" and action.get("option") == "--shm-size") or t == "check_shm":
+        return "shm", {"min_bytes": int(action.get("min_bytes") or 16 * 2**30)}
+    if t == "stop_process":
+        m = re.search(r"\bGPU (\d+)\b", str(action.get("what", "")))
+        if m:
+            return "gpu_free", {"gpu": int(m.group(1)), "fraction": launch.gpu_memory_utilization or 0.9}
+    return None, {}
+
+
+def run_probe(action: dict[str, Any], launch: VllmLaunch) -> list[str]:
+    """What a read-only step finds, in words."""
+    t = action.get("type")
+    if t == "check_port":
+        port = action.get("port")
+        port = int(port) if port and str(port).isdigit() else launch.effective_port
+        holders = probes.port_holders(port)
+        if holders:
+            return [f"port {port} is held by " + "; ".join(h.describe() for h in holders)]
+        try:
+            busy = probes.port_in_use(launch.host, port)
+        except OSError:
+            busy = False
+        return [f"port {port} is held by a process this user cannot see" if busy else f"port {port} is free now"]
+    if t == "verify_file":
+        model = probes.local_model_dir(launch.model)
+        if model is None:
+            return []
+        problems = probes.model_file_problems(model)
+        if problems is None:
+            return []
+        if not problems:
+            return [f"check-model finds no problem in {model} now"]
+        return [f"check-model {model}: {p.summary}" for p in problems]
+    if t == "check_shm":
+        size = probes.shm_bytes()
+        need = int(action.get("min_bytes") or 16 * 2**30)
+        if size is None:
+            return ["/dev/shm cannot be read"]
+        return [f"/dev/shm is {size / 2**30:.1f} GiB" + (f" (want {need / 2**30:.0f} GiB)" if size < need else "")]
+    return []
+
+
+def verified(
+    kind: str,
+    args: Mapping[str, Any],
+    *,
+    check_port: Callable[[str | None, int], bool] | None = None,
+    gpu_probe: Any = None,
+) -> bool:
+    """True once the probe says the manual step is done."""
+    if kind == "port":
+        check = check_port or probes.port_in_use
+        try:
+            return not check(args.get("host"), int(args["port"]))
+        except OSError:
+            return False
+    if kind == "model_files":
+        problems = probes.model_file_problems(args["path"])
+        return problems is not None and not problems
+    if kind == "shm":
+        size = probes.shm_bytes()
+        return size is not None and size >= int(args["min_bytes"])
+    if kind == "gpu_free":
+        # as vLLM checks at start-up: the free memory covers --gpu-memory-utilization of the card
+        from qwen_triage.runner.readiness import snapshot_or_none
+
+        snap = snapshot_or_none(gpu_probe)
+        g = next((g for g in snap.gpus if g.index == args["gpu"]), None) if snap else None
+        return g is not None and g.memory.free >= float(args["fraction"]) * g.memory.total
+    return False
+
+
+# --- the plan --------------------------------------------------------------------------
+
+
+def reason_of(d: Diagnosis) -> str:
+    return f"[{d.rule}] {d.title}"
+
+
+def _parse(action: dict[str, Any]) -> Any:
+    data = {k: v for k, v in action.items() if k != "safety"}
+    return _ACTION.validate_python(data)
+
+
+def _apply(launch: VllmLaunch, env: dict[str, str], edits: list[LaunchEdit]) -> tuple[VllmLaunch, dict[str, str]]:
+    res = apply_edits(launch, env, [(e, "") for e in edits])
+    return res.launch, res.env
+
+
+def _same(a: tuple[VllmLaunch, dict[str, str]], b: tuple[VllmLaunch, dict[str, str]]) -> bool:
+    return not diff_launches(a[0], a[1], b[0], b[1])
+
+
+def build_fix_plan(
+    diagnoses: list[Diagnosis],
+    launch: VllmLaunch,
+    env: Mapping[str, str],
+    ctx: PlanContext,
+    *,
+    extra_reasons: Mapping[str, str] | None = None,
+    preflight: bool = False,
+) -> FixPlan:
+    """The fix plan for ``diagnoses`` against ``launch`` + ``env`` (the env the runner sets).
+
+    ``preflight``: the command has not run yet, so its CPU-build thread binding
+    is checked even when no diagnosis changes the layout.
+    """
+    original = (launch, dict(env))
+    cur_launch, cur_env = launch, dict(env)
+    reasons: dict[str, str] = {}
+    instructions: list[Instruction] = []
+    findings: list[str] = []
+    notes: list[str] = []
+    blocking: list[str] = []
+    layout: LayoutChoice | None = None
+    probed: set[str] = set()
+
+    def note_reason(edits: list[LaunchEdit], reason: str) -> None:
+        for e in edits:
+            key = e.name if isinstance(e, SetEnv | UnsetEnv) else _canon(e.arg)
+            if reason not in reasons.get(key, "").split("; "):
+                reasons[key] = f"{reasons[key]}; {reason}" if key in reasons else reason
+
+    for d in diagnoses:
+        if d.severity.rank > 1:
+            continue  # warnings and infos are shown, not acted on
+        why = reason_of(d)
+        steps = list(d.fix) + class_defaults(d, launch)
+        took = False
+        chose_layout = any((s.action or {}).get("type") == "choose_layout" for s in steps)
+        manual: list[Instruction] = []
+        for s in steps:
+            a = s.action
+            if a is None:
+                manual.append(Instruction(step=s.step, diagnosis=why, safety="manual"))
+                continue
+            safety = a.get("safety") or _safety(a)
+            if safety != Safety.safe.value:
+                kind, args = verifier_for(a, launch)
+                manual.append(Instruction(step=s.step, diagnosis=why, action=a, safety=safety, verify=kind, verify_args=args))
+                continue
+            t = a.get("type")
+            if t in PROBES:
+                sig = json.dumps(a, sort_keys=True)
+                if ctx.run_probes and sig not in probed:
+                    probed.add(sig)
+                    findings += run_probe(a, launch)
+                continue
+            if took:
+                continue
+            if chose_layout and t == "set_arg" and _canon(a.get("arg", "")) in LAYOUT_ARGS:
+                continue  # plan's own layout pick; the runner re-plans closest to the request instead
+            try:
+                action = _parse(a)
+                edits, choice = concretize(action, cur_launch, cur_env, ctx)
+            except (NotConcrete, ValidationError) as exc:
+                msg = str(exc) if isinstance(exc, NotConcrete) else "malformed action"
+                manual.append(Instruction(step=f"{s.step} ({msg})", diagnosis=why, action=a, safety="safe"))
+                continue
+            try:
+                after = _apply(cur_launch, cur_env, edits)
+            except VllmArgsError as exc:
+                manual.append(Instruction(step=f"{s.step} ({exc})", diagnosis=why, action=a, safety="safe"))
+                continue
+            if not _same(after, (cur_launch, cur_env)):
+                cur_launch, cur_env = after
+                note_reason(edits, why)
+                took = True
+                if choice is not None:
+                    layout = choice
+                continue
+            # No change now. Covered by an edit made earlier in this plan (a sibling
+            # diagnosis with the same fix), or already in the command (tried, failed)?
+            try:
+                edits0 = concretize(action, original[0], original[1], ctx)[0]
+                if not _same(_apply(original[0], original[1], edits0), original):
+                    took = True
+                    note_reason(edits0, why)
+            except (NotConcrete, VllmArgsError):
+                pass
+        for m in manual:
+            m.blocking = not took
+        instructions += manual
+        if not took:
+            blocking.append(why)
+
+    # The CPU build needs one core group per rank; a new layout needs new groups.
+    eff = ctx.effective(cur_env)
+    if is_cpu_build(eff) and (preflight or cur_launch.world_size != launch.world_size):
+        bind = cpu_binding_env(cur_launch.world_size, eff)
+        if bind:
+            cur_env = {**cur_env, **bind}
+            for k in bind:
+                reasons.setdefault(k, f"CPU build: one OpenMP core group per rank (TP x PP = {cur_launch.world_size})")
+
+    if layout is not None and layout.plan_differs:
+        notes.append(f"plan's own pick is {layout.plan_differs}; the runner keeps your replica count")
+    for k, v in (extra_reasons or {}).items():
+        reasons.setdefault(k, v)
+    changes = diff_launches(original[0], original[1], cur_launch, cur_env, reasons)
+    return FixPlan(
+        launch=cur_launch,
+        env=cur_env,
+        changes=changes,
+        instructions=instructions,
+        blocking=blocking,
+        findings=findings,
+        notes=notes,
+        layout=layout,
+    )
+
+
+def _canon(flag: str) -> str:
+    from qwen_triage.runner.vllm_args import _split_negation, canonical_flag
+
+    return _split_negation(canonical_flag(flag))[0]
+
+
+def _safety(action: dict[str, Any]) -> str:
+    try:
+        return _parse(action).safety.value
+    except ValidationError:
+        return "manual"
+
+
+def attempt_key(launch: VllmLaunch, env: Mapping[str, str], epoch: int = 0) -> str:
+    """Names a launch by what it does: argv (as run) and the environment the runner sets.
+
+    ``epoch`` counts manual fixes verified by ``--wait-for-fix``: after one, the
+    same command is a new attempt on a changed machine.
+    """
+    blob = json.dumps({"argv": launch.to_argv(), "env": sorted(env.items()), "epoch": epoch})
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+__all__ = [
+    "FixPlan",
+    "Instruction",
+    "PlanContext",
+    "attempt_key",
+    "build_fix_plan",
+    "class_defaults",
+    "concretize",
+    "run_probe",
+    "verified",
+    "verifier_for",
+]

@@ -1,0 +1,105 @@
+"""What ``relaunch`` prints: diagnoses, the fix plan as a diff, instructions, the summary table, the final command.
+
+Plain text on stderr, one message per line, so a transcript reads the same in a
+terminal, a CI log and the docs. The server's own output goes to the attempt's
+log file (``--show-output`` passes it through as well).
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from typing import IO, TYPE_CHECKING
+
+from qwen_triage.runner.vllm_args import VllmLaunch, render_diff
+
+if TYPE_CHECKING:
+    from qwen_triage.report import Diagnosis
+    from qwen_triage.runner.fixplan import FixPlan
+    from qwen_triage.runner.journal import AttemptRecord
+
+TAG = "relaunch"
+
+
+def command_text(launch: VllmLaunch, env: Mapping[str, str]) -> str:
+    """The command as a shell line, with the environment it needs in front."""
+    from qwen_triage.runner.journal import mask_argv, mask_env
+
+    assigns = [f"{k}={shlex.quote(v)}" for k, v in sorted(mask_env(env).items())]
+    return " ".join([*assigns, shlex.join(mask_argv(launch.to_argv()))])
+
+
+class Printer:
+    def __init__(self, stream: IO[str] | None = None, quiet: bool = False):
+        self.stream = stream or sys.stderr
+        self.quiet = quiet
+        self.lock = threading.Lock()
+
+    def line(self, text: str = "") -> None:
+        with self.lock:
+            try:
+                self.stream.write(text + "\n")
+                self.stream.flush()
+            except (OSError, ValueError):
+                pass
+
+    def say(self, text: str) -> None:
+        self.line(f"{TAG}: {text}")
+
+    def item(self, text: str, indent: int = 2) -> None:
+        pad = " " * indent
+        self.line("\n".join(pad + ln for ln in text.splitlines() or [""]))
+
+    # -- blocks -----------------------------------------------------------------
+
+    def diagnoses(self, diagnoses: Sequence["Diagnosis"], *, with_warnings: bool = True) -> None:
+        shown = [d for d in diagnoses if d.severity.rank <= (2 if with_warnings else 1)]
+        if not shown:
+            self.item("no problem found")
+            return
+        for d in shown:
+            self.item(f"{d.severity.value}: [{d.rule}] {d.title}")
+            if d.summary:
+                self.item(d.summary, indent=6)
+
+    def plan(self, plan: "FixPlan") -> None:
+        if plan.findings:
+            for f in plan.findings:
+                self.item(f"found: {f}")
+        if plan.changes:
+            self.item("changes (command line and environment):")
+            self.item(render_diff(plan.changes).rstrip("\n"), indent=4)
+        for n in plan.notes:
+            self.item(f"note: {n}")
+        manual = plan.manual
+        if manual:
+            self.item("needs you (the runner does not do these itself):")
+            for i, ins in enumerate(manual, 1):
+                extra = f"  [{ins.safety}]" if ins.safety in ("caution", "destructive") else ""
+                self.item(f"{i}. {ins.step}{extra}", indent=4)
+                self.item(f"for {ins.diagnosis}", indent=7)
+        alternatives = [i for i in plan.instructions if not i.blocking and i.safety in ("caution", "destructive")]
+        if alternatives:
+            self.item("or instead, by hand:")
+            for ins in alternatives:
+                self.item(f"- {ins.step}  [{ins.safety}]", indent=4)
+
+    def summary(self, attempts: Sequence["AttemptRecord"]) -> None:
+        rows = [("#", "outcome", "time", "ready", "exit", "diagnoses", "changed")]
+        for a in attempts:
+            changed = ", ".join(sorted({c.name for c in a.changes})) or "-"
+            diags = ", ".join(d.class_ for d in a.diagnoses if d.severity in ("critical", "error")) or "-"
+            rows.append((
+                str(a.attempt),
+                a.outcome,
+                f"{a.seconds:.1f}s",
+                f"{a.ready_after:.1f}s" if a.ready_after is not None else "-",
+                "-" if a.exit_status is None else str(a.exit_status),
+                diags,
+                changed,
+            ))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        for r in rows:
+            self.item("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
