@@ -98,7 +98,8 @@ def system_findings(sysinfo: SystemInfo, n_gpus: int | None) -> list[Finding]:
             steps.append(fix(f"remount larger: `mount -o remount,size={SHM_RECOMMENDED.upper()} /dev/shm`"))
         steps += [
             fix("check again", act(CheckShm, min_bytes=16 * GiB)),
-            fix("last resort: NCCL without shared memory (slower)", act(SetEnv, name="NCCL_SHM_DISABLE", value="1")),
+            # an instruction, not an automatic change: vLLM's own IPC needs /dev/shm too
+            fix("last resort, for NCCL only: NCCL_SHM_DISABLE=1 (slower; vLLM's own IPC still needs /dev/shm)"),
         ]
         multi = n_gpus is None or n_gpus > 1
         out.append(

@@ -44,6 +44,13 @@ def _layout_fix(recommended: LayoutRef | None) -> list[FixOut]:
                 act(SetArg, arg="--pipeline-parallel-size", value=str(recommended.pp)),
             )
         )
+        # without it, TP and PP alone would silently drop the replicas plan chose
+        steps.append(
+            fix(
+                f"data-parallel size {recommended.dp}",
+                act(SetArg, arg="--data-parallel-size", value=str(recommended.dp)),
+            )
+        )
     return steps
 
 
