@@ -68,6 +68,11 @@ engine_option = click.option(
 )
 
 
+def pack_options(command):  # type: ignore[no-untyped-def]
+    """``--rules`` and ``--engine``: every command that compiles the rule pack takes both."""
+    return rules_option(engine_option(command))
+
+
 def fail(message: str) -> NoReturn:
     """Stop with the one-line reason on stderr and exit status 2."""
     click.echo(f"qwen-triage: {message}", err=True)
@@ -90,9 +95,17 @@ def load_compiled(rule_dirs: tuple[str, ...], engine: str = "auto"):  # type: ig
 
     try:
         return compile_pack(rule_dirs, engine=engine)
-    except RuleFileError as exc:
+    except (RuleFileError, FileNotFoundError, ImportError) as exc:
         fail(str(exc))
-    except (FileNotFoundError, ImportError) as exc:
+
+
+def load_rule_pack(rule_dirs: tuple[str, ...]):  # type: ignore[no-untyped-def]
+    """The bundled pack plus ``rule_dirs``, uncompiled; a bad rule file stops with exit status 2."""
+    from qwen_triage.pack import extra_rule_dirs, load_pack
+
+    try:
+        return load_pack(extra_rule_dirs(list(rule_dirs)))
+    except RuleFileError as exc:
         fail(str(exc))
 
 
@@ -105,8 +118,7 @@ def cli() -> None:
 @cli.command()
 @click.argument("paths", nargs=-1)
 @format_option
-@rules_option
-@engine_option
+@pack_options
 @click.option("--max-line", type=click.IntRange(256, 64 * 2**20), default=64 * 1024, show_default=True,
               help="Lines longer than this many bytes are matched on this prefix.")
 @click.option("--follow", "-f", is_flag=True, help="Keep reading as the file (or stdin) grows, like tail -F.")
@@ -164,12 +176,8 @@ def rules() -> None:
 def rules_list(fmt: str, rule_dirs: tuple[str, ...]) -> None:
     """Every class and rule of the pack."""
     from qwen_triage.catalog import catalog_json, catalog_markdown, print_catalog
-    from qwen_triage.pack import extra_rule_dirs, load_pack
 
-    try:
-        pack = load_pack(extra_rule_dirs(list(rule_dirs)))
-    except RuleFileError as exc:
-        fail(str(exc))
+    pack = load_rule_pack(rule_dirs)
     if fmt == "json":
         click.echo(catalog_json(pack))
     elif fmt == "markdown":
@@ -183,12 +191,7 @@ def rules_list(fmt: str, rule_dirs: tuple[str, ...]) -> None:
 @rules_option
 def rules_show(rule_id: str, rule_dirs: tuple[str, ...]) -> None:
     """One rule, as loaded (YAML-equivalent JSON) with its file and line."""
-    from qwen_triage.pack import extra_rule_dirs, load_pack
-
-    try:
-        pack = load_pack(extra_rule_dirs(list(rule_dirs)))
-    except RuleFileError as exc:
-        fail(str(exc))
+    pack = load_rule_pack(rule_dirs)
     lr = pack.rule(rule_id)
     if lr is None:
         fail(f"no rule {rule_id!r}")
@@ -237,8 +240,7 @@ def rules_test(paths: tuple[str, ...], engine: str) -> None:
 @cli.command("eval")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False))
 @format_option
-@rules_option
-@engine_option
+@pack_options
 def eval_cmd(directory: str, fmt: str, rule_dirs: tuple[str, ...], engine: str) -> None:
     """Score the pack on a labelled corpus (walks DIR for cases.yaml)."""
     from qwen_triage.evaluate import evaluate

@@ -15,6 +15,7 @@ import io
 import json
 import sys
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
@@ -249,8 +250,6 @@ def journal_blocks(blocks: Iterator[Block]) -> Iterator[Block]:
 def _journal_time(usec: object) -> str | None:
     if not isinstance(usec, str) or not usec.isdigit():
         return None
-    from datetime import datetime, timezone
-
     return datetime.fromtimestamp(int(usec) / 1e6, tz=timezone.utc).isoformat(timespec="microseconds")
 
 

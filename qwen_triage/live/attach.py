@@ -31,8 +31,6 @@ from qwen_triage.live import procs
 if TYPE_CHECKING:
     from qwen_triage.matcher import CompiledPack
 
-READABLE = ("file", "journal")
-
 
 @dataclass(frozen=True)
 class OutputTarget:
@@ -326,12 +324,7 @@ def attach_main(pid: int, compiled: "CompiledPack", fmt: str, new_only: bool = F
             session.notes.append(f"detached from {pid} while it was still running")
         finally:
             if jproc is not None:
-                jproc.terminate()
-                try:
-                    jproc.wait(5)
-                except subprocess.TimeoutExpired:
-                    jproc.kill()
-                    jproc.wait()
+                procs.stop_helper(jproc)
         report = session.finish()
     loop.close()
     reporter.note("summary follows", always=True)

@@ -6,10 +6,16 @@ import sys
 
 import click
 
-from qwen_triage.cli import engine_option, format_option, rules_option
+from qwen_triage.cli import format_option, pack_options
 
 EXIT_CANNOT_RUN = 127  # as a shell says "command not found"
 EXIT_NOT_EXECUTABLE = 126
+
+
+def _seconds_option(flag: str, default: float, help_text: str):  # type: ignore[no-untyped-def]
+    return click.option(
+        flag, metavar="SECONDS", type=click.FloatRange(min=0), default=default, show_default=True, help=help_text
+    )
 
 
 @click.command(
@@ -23,25 +29,11 @@ EXIT_NOT_EXECUTABLE = 126
     type=click.Path(dir_okay=False),
     help="Save the child's output here (default: the user's state directory, runs/TIME-COMMAND.log).",
 )
-@click.option(
-    "--stall",
-    metavar="SECONDS",
-    type=click.FloatRange(min=0),
-    default=120.0,
-    show_default=True,
-    help="Report when the child prints nothing for this many seconds (0: never).",
-)
+@_seconds_option("--stall", 120.0, "Report when the child prints nothing for this many seconds (0: never).")
 @click.option(
     "--kill-on-fatal", is_flag=True, help="Stop the child as soon as a critical or error diagnosis is certain."
 )
-@click.option(
-    "--grace",
-    metavar="SECONDS",
-    type=click.FloatRange(min=0),
-    default=10.0,
-    show_default=True,
-    help="Seconds between the stop signal and SIGKILL.",
-)
+@_seconds_option("--grace", 10.0, "Seconds between the stop signal and SIGKILL.")
 @click.option(
     "--report",
     "report_path",
@@ -55,8 +47,7 @@ EXIT_NOT_EXECUTABLE = 126
     show_default=True,
     help="Set PYTHONUNBUFFERED=1 for the child, so Python programs' print() output arrives as it is written.",
 )
-@rules_option
-@engine_option
+@pack_options
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(
     log_path: str | None,
@@ -103,8 +94,7 @@ def run(
 @click.argument("pid", type=click.IntRange(min=1))
 @click.option("--new-only", is_flag=True, help="Skip what the process wrote before now.")
 @format_option
-@rules_option
-@engine_option
+@pack_options
 def attach(pid: int, new_only: bool, fmt: str, rule_dirs: tuple[str, ...], engine: str) -> None:
     """Follow what process PID writes (a log file, or its journal stream) and triage it live.
 
@@ -125,8 +115,7 @@ def attach(pid: int, new_only: bool, fmt: str, rule_dirs: tuple[str, ...], engin
 @click.option("--follow", "-f", is_flag=True, help="Keep reading; diagnoses print as they form, the summary on Ctrl-C.")
 @click.option("--user", is_flag=True, help="A user unit (systemctl --user).")
 @format_option
-@rules_option
-@engine_option
+@pack_options
 def journal(
     unit: str,
     since: str | None,

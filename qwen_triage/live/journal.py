@@ -20,7 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
     from qwen_triage.matcher import CompiledPack
@@ -184,6 +184,7 @@ def journal_main(
     from qwen_triage.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FOUND, emit_report
     from qwen_triage.live.follow import FollowLoop, signals_as_interrupt
     from qwen_triage.live.live_report import LiveReporter, Sink
+    from qwen_triage.live.procs import stop_helper
     from qwen_triage.live.session import LiveSession
 
     try:
@@ -219,13 +220,7 @@ def journal_main(
         except KeyboardInterrupt:
             pass
         finally:
-            if proc.poll() is None:
-                proc.terminate()
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_helper(proc)
         report = session.finish()
     loop.close()
     err.seek(0)
@@ -242,7 +237,3 @@ def journal_main(
     report.notes.append(f"read with: {shlex.join(cmd)}")
     emit_report(report, fmt)
     return EXIT_FOUND if report.diagnoses else EXIT_CLEAN
-
-
-def format_command(cmd: Sequence[str]) -> str:
-    return shlex.join(cmd)

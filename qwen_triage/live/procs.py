@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import os
 import signal
+import subprocess
 from dataclasses import dataclass
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -106,21 +108,32 @@ def signal_name(sig: int) -> str:
         return f"signal {sig}"
 
 
-_subreaper_set = False
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    # find_library may run ldconfig or a compiler: once per process is enough.
+    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
 
 def set_child_subreaper() -> bool:
-    """Make orphaned descendants re-parent to this process (Linux), so they can be found and reaped."""
-    global _subreaper_set
-    if _subreaper_set:
-        return True
+    """Make orphaned descendants re-parent to this process (Linux), so they can be found and reaped.
+
+    The bit belongs to the process and setting it twice is harmless, so no flag is kept here.
+    """
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        ok = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        return _libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
-    _subreaper_set = ok
-    return ok
+
+
+def stop_helper(proc: subprocess.Popen, grace: float = 5.0) -> None:  # type: ignore[type-arg]
+    """Stop a helper we started (journalctl): SIGTERM, SIGKILL after ``grace`` seconds; reaped either way."""
+    if proc.poll() is None:
+        proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def reap(pid: int) -> int | None:

@@ -10,6 +10,7 @@ new Ollama runner). Stages where silence is normal (serving) disarm the watchdog
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections import deque
@@ -207,18 +208,18 @@ class StageState:
 
 # Every stage pattern, numbered; a stage's patterns compiled one by one for confirming.
 _PATTERNS: list[tuple[Stage, re.Pattern[bytes]]] = [(st, re.compile(p.encode())) for st in STAGES for p in st.patterns]
-_prefilter = None
 
 
+@functools.cache
 def _stage_prefilter():  # type: ignore[no-untyped-def]
-    """The engine's prefilter over the stage patterns (Hyperscan where installed): one pass per block."""
-    global _prefilter
-    if _prefilter is None:
-        from qwen_triage.engine import cache_dir
-        from qwen_triage.prefilter import build_prefilter
+    """The engine's prefilter over the stage patterns (Hyperscan where installed): one pass per block.
 
-        _prefilter = build_prefilter([p.pattern.decode() for _, p in _PATTERNS], "auto", cache_dir())
-    return _prefilter
+    Built once per process: every tracker matches the same fixed patterns.
+    """
+    from qwen_triage.engine import cache_dir
+    from qwen_triage.prefilter import build_prefilter
+
+    return build_prefilter([p.pattern.decode() for _, p in _PATTERNS], "auto", cache_dir())
 
 
 class StageTracker:

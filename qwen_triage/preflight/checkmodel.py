@@ -15,12 +15,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from qwen_triage import __version__
 from qwen_triage.actions import Redownload, VerifyFile
-from qwen_triage.preflight import PREFLIGHT_SCHEMA_VERSION, ggufcheck, stcheck
+from qwen_triage.preflight import ggufcheck, stcheck
 from qwen_triage.preflight.configcheck import check_config, check_tokenizer
 from qwen_triage.preflight.findings import Finding, act, ev, fix, to_report
 from qwen_triage.preflight.hashes import ChecksumFileError, ProgressStart, blob_digest, parse_sums, sha256_file
+from qwen_triage.preflight.output import PreflightOutput
 from qwen_triage.report import Diagnosis, Observation
 from qwen_triage.schema import FailureClass, Severity
 
@@ -44,11 +44,7 @@ class FileReport(BaseModel):
     detail: str = ""
 
 
-class CheckModelResult(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    schema_version: int = PREFLIGHT_SCHEMA_VERSION
-    tool: str = f"qwen-triage {__version__}"
+class CheckModelResult(PreflightOutput):
     kind: str = "check-model"
     path: str
     format: str = Field(description="safetensors, gguf, pytorch, mixed or none")

@@ -54,6 +54,18 @@ def _weights_mismatch(root: Path, summary: str, text: str, severity: Severity = 
     )
 
 
+def _unparseable(path: Path, rule: str, title: str, exc: Exception) -> Finding:
+    return Finding(
+        class_id="model.format_mismatch",
+        rule=rule,
+        title=title,
+        severity=Severity.error,
+        summary=f"{path.name} cannot be parsed: {exc}.",
+        evidence=[ev(path, str(exc))],
+        fix=[fix(f"download {path.name} again", act(Redownload, what=path.name))],
+    )
+
+
 def check_config(st: ScanState, has_weights: bool, tensor_shapes: dict[str, list[int]]) -> dict[str, Any] | None:
     path = st.root / "config.json"
     if not path.is_file():
@@ -76,17 +88,7 @@ def check_config(st: ScanState, has_weights: bool, tensor_shapes: dict[str, list
             raise ValueError("not a JSON object")
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         st.file("config.json", "config", path.stat().st_size, ok=False, detail=str(exc))
-        st.findings.append(
-            Finding(
-                class_id="model.format_mismatch",
-                rule="preflight.model.config-invalid",
-                title="config.json is not valid JSON",
-                severity=Severity.error,
-                summary=f"config.json cannot be parsed: {exc}.",
-                evidence=[ev(path, str(exc))],
-                fix=[fix("download config.json again", act(Redownload, what="config.json"))],
-            )
-        )
+        st.findings.append(_unparseable(path, "preflight.model.config-invalid", "config.json is not valid JSON", exc))
         return None
     st.file("config.json", "config", path.stat().st_size, detail=f"{cfg.get('model_type')}")
     archs = cfg.get("architectures") or []
@@ -193,15 +195,7 @@ def check_tokenizer(st: ScanState, cfg: dict[str, Any] | None) -> None:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError) as exc:
         st.fail("tokenizer.json", str(exc))
         st.findings.append(
-            Finding(
-                class_id="model.format_mismatch",
-                rule="preflight.model.tokenizer-invalid",
-                title="tokenizer.json is unreadable",
-                severity=Severity.error,
-                summary=f"tokenizer.json cannot be parsed: {exc}.",
-                evidence=[ev(tok_path, str(exc))],
-                fix=[fix("download tokenizer.json again", act(Redownload, what="tokenizer.json"))],
-            )
+            _unparseable(tok_path, "preflight.model.tokenizer-invalid", "tokenizer.json is unreadable", exc)
         )
         return
     if ids and max(ids) >= vocab:

@@ -15,17 +15,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from qwen_triage import __version__
-from qwen_triage.preflight import PREFLIGHT_SCHEMA_VERSION
 from qwen_triage.preflight.checkmodel import CheckModelResult, inspect_model
 from qwen_triage.preflight.findings import Finding, to_report
 from qwen_triage.preflight.gpuchecks import gpu_findings
 from qwen_triage.preflight.hostchecks import nvml_finding, software_findings, system_findings
 from qwen_triage.preflight.modelconfig import ModelConfigError, load_model_config
 from qwen_triage.preflight.nvml import GpuProbe, GpuSnapshot, NvmlUnavailable, PynvmlProbe
+from qwen_triage.preflight.output import PreflightOutput
 from qwen_triage.preflight.plan import PlanResult, plan_layouts
 from qwen_triage.preflight.smi import merge_topology, parse_nvidia_smi_xml, parse_topo_matrix
-from qwen_triage.preflight.software import SoftwareInfo, probe_software
+from qwen_triage.preflight.software import SoftwareInfo, cuda_visible_indices, probe_software
 from qwen_triage.preflight.system import SystemInfo, gpu_numa_node, probe_system
 from qwen_triage.report import Diagnosis, Observation
 from qwen_triage.schema import FailureClass
@@ -40,11 +39,7 @@ class Inventory(BaseModel):
     software: SoftwareInfo | None = None
 
 
-class DoctorResult(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    schema_version: int = PREFLIGHT_SCHEMA_VERSION
-    tool: str = f"qwen-triage {__version__}"
+class DoctorResult(PreflightOutput):
     kind: str = "doctor"
     offline: bool = False
     inventory: Inventory
@@ -61,12 +56,10 @@ class DoctorInputError(ValueError):
 
 def visible_gpus(snap: GpuSnapshot, cvd: str | None) -> GpuSnapshot:
     """The GPUs a launched server will see, renumbered from 0 (numeric CUDA_VISIBLE_DEVICES only)."""
-    if not cvd:
+    indices = cuda_visible_indices(cvd)
+    if not indices:
         return snap
-    items = [x.strip() for x in cvd.split(",") if x.strip()]
-    if not items or not all(x.isdigit() for x in items):
-        return snap
-    keep = [int(x) for x in items if int(x) < len(snap.gpus)]
+    keep = [i for i in indices if i < len(snap.gpus)]
     gpus = [snap.gpus[i] for i in keep]
     topo = [[snap.topology[a][b] for b in keep] for a in keep] if snap.topology else None
     return snap.model_copy(update={"gpus": gpus, "topology": topo})
@@ -145,7 +138,7 @@ def probe(
             snap = parse_nvidia_smi_xml(
                 Path(nvidia_smi).read_text(encoding="utf-8"), source=f"nvidia-smi: {nvidia_smi}"
             )
-        elif gpu_probe is not None and isinstance(gpu_probe, ReplayProbe):
+        elif isinstance(gpu_probe, ReplayProbe):
             snap = gpu_probe.snapshot()
         if topo is not None:
             snap = merge_topology(snap, parse_topo_matrix(Path(topo).read_text(encoding="utf-8")), f"topo: {topo}")

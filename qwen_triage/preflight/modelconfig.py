@@ -133,14 +133,6 @@ _SUFFIX_QUANT = [
 ]
 
 
-def known_names() -> list[str]:
-    names = []
-    for family, size in KNOWN:
-        pretty = {"qwen2": "Qwen2", "qwen2.5": "Qwen2.5", "qwen3": "Qwen3"}[family]
-        names.append(f"Qwen/{pretty}-{size.upper()}")
-    return names
-
-
 def from_table(name: str) -> ModelConfig | None:
     """The built-in shape for a Qwen model name (hub id, Ollama tag or bare name)."""
     m = _NAME.match(name.strip().lower())

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from qwen_triage import __version__
-from qwen_triage.preflight import PREFLIGHT_SCHEMA_VERSION
 from qwen_triage.preflight.memory import Overhead
 from qwen_triage.preflight.modelconfig import ModelConfig, QuantInfo
+from qwen_triage.preflight.output import PreflightOutput
 from qwen_triage.report import Diagnosis, Observation
 
 
@@ -50,11 +49,7 @@ class LayoutRef(BaseModel):
     why: str = ""
 
 
-class PlanResult(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    schema_version: int = PREFLIGHT_SCHEMA_VERSION
-    tool: str = f"qwen-triage {__version__}"
+class PlanResult(PreflightOutput):
     kind: str = "plan"
     model: PlanModel
     gpus: int

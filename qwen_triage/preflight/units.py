@@ -36,16 +36,6 @@ def parse_size(text: str) -> int:
     return int(value * base ** _POWER[prefix])
 
 
-def gib(n: float | int | None, digits: int = 1) -> str:
-    if n is None:
-        return "?"
-    return f"{n / GiB:.{digits}f} GiB"
-
-
-def to_gib(n: float | int) -> float:
-    return round(n / GiB, 2)
-
-
 def human(n: int | float | None) -> str:
     """Short binary size for tables (``64.0 MiB``, ``23.99 GiB``)."""
     if n is None:

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from qwen_triage.cli import engine_option, rules_option
+from qwen_triage.cli import pack_options
 
 
 @click.command(
@@ -45,8 +45,7 @@ from qwen_triage.cli import engine_option, rules_option
               help="Plan against a recorded NVML snapshot (`doctor --record`) instead of this machine; dry runs only.")
 @click.option("--show-output", is_flag=True, help="Also pass the server's output through (it always goes to the log).")
 @click.option("--no-kernel-log", is_flag=True, help="Do not read the kernel log of a failed attempt's window.")
-@rules_option
-@engine_option
+@pack_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def relaunch(command: tuple[str, ...], **opts: object) -> None:
     """Find why a vLLM launch fails, fix what is safe to fix, relaunch, and prove it serves.

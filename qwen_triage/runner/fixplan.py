@@ -55,6 +55,7 @@ from qwen_triage.runner.layout import (
     LayoutChoice,
     cpu_binding_env,
     is_cpu_build,
+    visible_indices,
 )
 from qwen_triage.runner.vllm_args import (
     Change,
@@ -266,9 +267,7 @@ def concretize(action: Any, launch: VllmLaunch, env: Mapping[str, str], ctx: Pla
         idx = _gpu_index(action.gpu, ctx)
         if idx is None:
             raise NotConcrete(f"GPU {action.gpu} is not among the GPUs NVML lists")
-        count = ctx.gpu_count or 0
-        cvd = eff.get("CUDA_VISIBLE_DEVICES")
-        visible = [int(x) for x in cvd.split(",") if x.strip().isdigit()] if cvd else list(range(count))
+        visible = visible_indices(eff, ctx.gpu_count or 0)
         if idx not in visible:
             raise NotConcrete(f"GPU {idx} is already left out")
         left = [v for v in visible if v != idx]

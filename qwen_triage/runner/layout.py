@@ -87,6 +87,13 @@ CPU_BIND = "VLLM_CPU_OMP_THREADS_BIND"
 CPU_RESERVED = "VLLM_CPU_NUM_OF_RESERVED_CPU"
 
 
+def visible_indices(env: Mapping[str, str], count: int) -> list[int]:
+    """The NVML indices CUDA_VISIBLE_DEVICES in ``env`` leaves visible, in its order; all ``count`` when it is
+    unset or empty. Only numeric entries count: the runner writes indices when it leaves a GPU out."""
+    cvd = env.get("CUDA_VISIBLE_DEVICES")
+    return [int(x) for x in cvd.split(",") if x.strip().isdigit()] if cvd else list(range(count))
+
+
 def is_cpu_build(env: Mapping[str, str]) -> bool:
     """The launch targets vLLM's CPU build (the device the fixtures and tests use)."""
     return env.get("VLLM_TARGET_DEVICE", "").lower() == "cpu"

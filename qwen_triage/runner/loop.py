@@ -55,7 +55,7 @@ from qwen_triage.runner.journal import (
     ReadyRecord,
     RunRecord,
 )
-from qwen_triage.runner.layout import requested
+from qwen_triage.runner.layout import requested, visible_indices
 from qwen_triage.runner.preflight import (
     Machine,
     PreflightResult,
@@ -170,8 +170,7 @@ class Run:
         m = self.machine
         if m is None or not m.nvml:
             return []
-        cvd = self.full_env(env).get("CUDA_VISIBLE_DEVICES")
-        visible = [int(x) for x in cvd.split(",") if x.strip().isdigit()] if cvd else list(range(m.all_gpus))
+        visible = visible_indices(self.full_env(env), m.all_gpus)
         tp, pp, dp = requested(launch)
         return visible[: tp * pp * dp]
 

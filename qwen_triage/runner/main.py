@@ -7,7 +7,6 @@ import signal
 import sys
 import threading
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from qwen_triage.runner.loop import EXIT_USAGE, Deps, Run, default_paths
@@ -135,7 +134,3 @@ def _main(command: list[str], opts: Mapping[str, Any], out: Printer, stop: threa
         print(result.final_command)
     sys.stdout.flush()
     return result.exit_status
-
-
-def journal_path_default() -> Path:
-    return default_paths(None, None)[0]

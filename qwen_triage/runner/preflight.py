@@ -41,16 +41,17 @@ from qwen_triage.preflight.modelconfig import (
 )
 from qwen_triage.preflight.nvml import GpuProbe, GpuSnapshot
 from qwen_triage.preflight.planmodels import PlanResult
+from qwen_triage.preflight.software import cuda_visible_indices
+from qwen_triage.preflight.units import GiB
 from qwen_triage.report import Diagnosis, Observation
 from qwen_triage.runner import probes
-from qwen_triage.runner.layout import is_cpu_build, requested
+from qwen_triage.runner.layout import is_cpu_build, requested, visible_indices
 from qwen_triage.runner.vllm_args import VllmLaunch
 from qwen_triage.schema import Severity
 
 if TYPE_CHECKING:
     from qwen_triage.runner.fixplan import PlanContext
 
-GiB = 2**30
 # doctor findings about qwen-triage's own Python (its torch build), not the server's.
 _NOT_THE_SERVERS = {"preflight.doctor.driver-cuda"}
 
@@ -84,7 +85,7 @@ class Machine(BaseModel):
             return None
         return [[t[a][b] for b in self.visible] for a in self.visible]
 
-    def with_visible(self, visible: list[int]) -> "Machine":
+    def with_visible(self, visible: list[int]) -> Machine:
         """The same machine, seen through another CUDA_VISIBLE_DEVICES (after a GPU is left out)."""
         if not self.nvml:
             return self.model_copy(update={"gpus": max(1, len(visible)), "visible": visible})
@@ -106,12 +107,10 @@ class PreflightResult(BaseModel):
 
 
 def _visible(cvd: str | None, count: int) -> list[int]:
-    if not cvd:
-        return list(range(count))
-    items = [x.strip() for x in cvd.split(",") if x.strip()]
-    if not all(x.isdigit() for x in items):
-        return list(range(count))  # UUIDs / MIG names: doctor does not map them either
-    return [int(x) for x in items if int(x) < count]
+    indices = cuda_visible_indices(cvd)
+    if indices is None:
+        return list(range(count))  # unset, or UUIDs / MIG names: doctor does not map them either
+    return [i for i in indices if i < count]
 
 
 def probe_machine(
@@ -143,20 +142,19 @@ def probe_machine(
 
     if snap is not None and snap.gpus and not cpu:
         visible = _visible(env.get("CUDA_VISIBLE_DEVICES"), len(snap.gpus))
-        sizes = [snap.gpus[i].memory.total for i in visible if snap.gpus[i].memory.total]
+        # with_visible sizes the devices by the smallest visible card; the fallback is for cards NVML gave no size.
         machine = Machine(
             gpus=len(visible),
-            gpu_mem_bytes=min(sizes) if sizes else int((gpu_memory_gib or 80) * GiB),
+            gpu_mem_bytes=int((gpu_memory_gib or 80) * GiB),
             source=f"NVML: {len(visible)} of {len(snap.gpus)} GPUs visible to the server",
             nvml=True,
-            visible=visible,
             all_gpus=len(snap.gpus),
             pci_bus_ids=[g.pci_bus_id for g in snap.gpus],
             memory_all=[g.memory.total for g in snap.gpus],
             ccs_all=[g.compute_capability or "" for g in snap.gpus],
             topology_all=snap.topology,
             host_memory_bytes=host_mem,
-        )
+        ).with_visible(visible)
         if gpus is not None and gpus != machine.gpus:
             notes.append(f"--gpus {gpus} ignored: NVML shows {machine.gpus} GPUs for this server")
         return machine, diagnoses, observations, notes, snap
@@ -229,9 +227,9 @@ def plan_context(machine: Machine | None, shape: ModelConfig | None, base_env: M
     def replan(launch: VllmLaunch, env: dict[str, str]):  # type: ignore[no-untyped-def]
         assert machine is not None and shape is not None
         m = machine
-        cvd = {**base_env, **env}.get("CUDA_VISIBLE_DEVICES")
-        if m.nvml and cvd is not None:
-            m = m.with_visible([int(x) for x in cvd.split(",") if x.strip().isdigit()])
+        merged = {**base_env, **env}
+        if m.nvml and "CUDA_VISIBLE_DEVICES" in merged:
+            m = m.with_visible(visible_indices(merged, 0))
         return choose_layout(plan_for(shape, m, launch), requested(launch))
 
     return PlanContext(
