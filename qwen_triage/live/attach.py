@@ -246,7 +246,7 @@ def attach_main(pid: int, compiled: "CompiledPack", fmt: str, new_only: bool = F
     """The `attach` command. Exit status like `scan`; 2 when nothing can be read."""
     from qwen_triage.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FOUND, emit_report
     from qwen_triage.live import journal
-    from qwen_triage.live.follow import FollowLoop, signals_as_interrupt
+    from qwen_triage.live.follow import FollowLoop, stop_signals
     from qwen_triage.live.live_report import LiveReporter, Sink
     from qwen_triage.live.session import LiveSession
 
@@ -316,10 +316,13 @@ def attach_main(pid: int, compiled: "CompiledPack", fmt: str, new_only: bool = F
         # after the process is gone, give the journal a moment to deliver its last lines
         return bool(ended_at) and time.monotonic() - ended_at[0] > (1.0 if jproc is not None else 0.0)
 
-    with signals_as_interrupt():
+    with stop_signals() as stop_requested:
         try:
-            loop.run(should_stop=should_stop, on_tick=tick)
-            loop.drain()
+            loop.run(should_stop=lambda: stop_requested() or should_stop(), on_tick=tick)
+            if stop_requested():
+                session.notes.append(f"detached from {pid} while it was still running")
+            else:
+                loop.drain()
         except KeyboardInterrupt:
             session.notes.append(f"detached from {pid} while it was still running")
         finally:

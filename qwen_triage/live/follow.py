@@ -233,23 +233,28 @@ class FollowLoop:
         self.sel.close()
 
 
-class Interrupted(KeyboardInterrupt):
-    """SIGTERM or SIGHUP, handled like Ctrl-C: stop and print the summary."""
-
-
 @contextmanager
-def signals_as_interrupt() -> Iterator[None]:
+def stop_signals() -> Iterator[Callable[[], bool]]:
+    """Ctrl-C, SIGTERM and SIGHUP ask the follow loop to stop and print the summary.
+
+    The handlers only set a flag that the loop checks between reads (at least
+    every poll interval). Raising KeyboardInterrupt instead can lose the signal
+    when it lands inside a C callback (the Hyperscan match handler), which left
+    `scan --follow` running after Ctrl-C on a busy machine.
+    """
+    requested: list[int] = []
+
     def handler(signum: int, _frame: object) -> None:
-        raise Interrupted(signum)
+        requested.append(signum)
 
     old = {}
-    for sig in (signal.SIGTERM, signal.SIGHUP):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         try:
             old[sig] = signal.signal(sig, handler)
         except (ValueError, OSError):  # not the main thread
             pass
     try:
-        yield
+        yield lambda: bool(requested)
     finally:
         for sig, h in old.items():
             signal.signal(sig, h)
@@ -300,9 +305,9 @@ def follow_scan(paths: list[str], compiled: "CompiledPack", fmt: str, max_line: 
     if files:
         reporter.note(f"following {', '.join(files)} (rotation and truncation are followed); Ctrl-C for the summary")
     reason = "interrupted"
-    with signals_as_interrupt():
+    with stop_signals() as stop_requested:
         try:
-            reason = loop.run()
+            reason = loop.run(should_stop=stop_requested)
         except KeyboardInterrupt:
             reason = "interrupted"
         try:

@@ -182,7 +182,7 @@ def journal_main(
 ) -> int:
     """The `journal` command. Exit status like `scan`: 0 clean, 1 diagnoses, 2 could not read."""
     from qwen_triage.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FOUND, emit_report
-    from qwen_triage.live.follow import FollowLoop, signals_as_interrupt
+    from qwen_triage.live.follow import FollowLoop, stop_signals
     from qwen_triage.live.live_report import LiveReporter, Sink
     from qwen_triage.live.procs import stop_helper
     from qwen_triage.live.session import LiveSession
@@ -214,9 +214,9 @@ def journal_main(
           file=sys.stderr)
     loop = FollowLoop(session, note=reporter.note)
     inp = loop.add_stream(proc.stdout.fileno(), label, kind="journal-json")
-    with signals_as_interrupt():
+    with stop_signals() as stop_requested:
         try:
-            loop.run()
+            loop.run(should_stop=stop_requested)
         except KeyboardInterrupt:
             pass
         finally:
