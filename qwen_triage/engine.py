@@ -66,9 +66,9 @@ class Scanner:
         yield from self._take(self.matcher.feed_block(block, source.name, source.index))
 
     def feed_line(self, source: Source, text: str, line_no: int) -> Iterator[Finding]:
-        source.lines_read = max(source.lines_read, line_no)
-        source.bytes_read += len(text) + 1
-        yield from self._take(self.matcher.feed_line(text, source.name, line_no, source.index))
+        """Live mode, one decoded line: a block of one line."""
+        data = text.encode("utf-8", "replace").replace(b"\n", b" ") + b"\n"
+        yield from self.feed_block(source, Block(data=data, first_line=line_no, nlines=1))
 
     def flush(self) -> Iterator[Finding]:
         yield from self._take(self.matcher.finish())

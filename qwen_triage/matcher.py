@@ -201,11 +201,6 @@ class Matcher:
         last_line = block.origin_line(max(nlines - 1, 0)) if nlines else block.first_line
         yield from self._expire(source_index, last_line)
 
-    def feed_line(self, text: str, source_name: str, line_no: int, source_index: int = 0) -> Iterator[Finding]:
-        """Live mode: one decoded line at a time."""
-        block = Block(data=text.encode("utf-8", "replace").replace(b"\n", b" ") + b"\n", first_line=line_no)
-        yield from self.feed_block(block, source_name, source_index)
-
     def finish(self, source_index: int | None = None) -> Iterator[Finding]:
         """End of a source (or all): pending findings whose veto never came are final."""
         keys = [source_index] if source_index is not None else list(self._pending)
