@@ -64,7 +64,7 @@ def benign_line(rng: random.Random, i: int) -> str:
 
 
 def failure_lines() -> list[str]:
-    from qwen_triage.pack import load_pack
+    from qwen_triage.rulepack.pack import load_pack
 
     out = []
     for lr in load_pack().rules:
@@ -81,7 +81,7 @@ def generate(path: Path, lines: int, seed: int) -> None:
 
 
 def patterns() -> list[str]:
-    from qwen_triage.pack import load_pack
+    from qwen_triage.rulepack.pack import load_pack
 
     pats: list[str] = []
     for lr in load_pack().rules:

@@ -18,13 +18,13 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 @pytest.fixture(scope="session")
 def compiled():
-    from qwen_triage.engine import compile_pack
+    from qwen_triage.engine.scanner import compile_pack
 
     return compile_pack()
 
 
 @pytest.fixture(scope="session")
 def compiled_literal():
-    from qwen_triage.engine import compile_pack
+    from qwen_triage.engine.scanner import compile_pack
 
     return compile_pack(engine="literal")

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from qwen_triage.engine import Scanner, scan_paths
-from qwen_triage.matcher import CompiledPack
-from qwen_triage.pack import load_pack
-from qwen_triage.sources import Source
+from qwen_triage.engine.scanner import Scanner, scan_paths
+from qwen_triage.engine.matcher import CompiledPack
+from qwen_triage.rulepack.pack import load_pack
+from qwen_triage.engine.sources import Source
 
 DATA = Path(__file__).parent / "data"
 

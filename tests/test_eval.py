@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from qwen_triage.evaluate import evaluate
+from qwen_triage.authoring.evaluate import evaluate
 from tests.conftest import CORPUS, FIXTURES, ROOT
 
 

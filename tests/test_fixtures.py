@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from qwen_triage.evaluate import load_cases
+from qwen_triage.authoring.evaluate import load_cases
 from tests.conftest import FIXTURES, ROOT
 
 # our own logs in the real formats, and real vLLM (CPU) captures
@@ -16,7 +16,7 @@ CASES = load_cases(FIXTURES) + load_cases(ROOT / "fixtures" / "vllm-cpu")
 
 
 def test_there_are_fixtures_for_every_class() -> None:
-    from qwen_triage.pack import load_pack
+    from qwen_triage.rulepack.pack import load_pack
 
     covered = {c for _, case in CASES for c in case.expect}
     missing = set(load_pack().classes) - covered
@@ -26,7 +26,7 @@ def test_there_are_fixtures_for_every_class() -> None:
 
 @pytest.mark.parametrize(("path", "case"), CASES, ids=[c.id for _, c in CASES])
 def test_fixture_diagnoses(path, case, compiled) -> None:
-    from qwen_triage.engine import scan_paths
+    from qwen_triage.engine.scanner import scan_paths
 
     report = scan_paths([str(path)], compiled)
     assert report.classes() == case.expect, report.to_json()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from qwen_triage.normalize import decode_line, normalize
+from qwen_triage.engine.normalize import decode_line, normalize
 
 CASES = [
     (

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import io
 
-from qwen_triage import progress
-from qwen_triage.sources import Source
+from qwen_triage.cli import progress
+from qwen_triage.engine.sources import Source
 
 
 class FakeTty(io.StringIO):

@@ -6,7 +6,7 @@ import gzip
 import io
 import json
 
-from qwen_triage.sources import Source, iter_blocks, raw_blocks
+from qwen_triage.engine.sources import Source, iter_blocks, raw_blocks
 
 
 def lines_of(blocks) -> list[tuple[int, bytes, bool]]:

@@ -2,9 +2,9 @@
 running server (`attach`), read a systemd unit's journal (`journal`).
 
 All four feed the engine's streaming matcher through :class:`~qwen_triage.live.session.LiveSession`
-and end with the same :class:`~qwen_triage.report.Report` as `scan`.
+and end with the same :class:`~qwen_triage.report.model.Report` as `scan`.
 :class:`~qwen_triage.live.supervisor.Supervisor` is the Python API for driving a child
 process without the command line.
 
-Nothing is imported here, so `qwen_triage.live.cli` stays cheap to import.
+Nothing is imported here, so `qwen_triage.cli.live` stays cheap to import.
 """

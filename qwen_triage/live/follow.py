@@ -27,11 +27,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
-from qwen_triage.sources import MAX_LINE
+from qwen_triage.engine.sources import MAX_LINE
 
 if TYPE_CHECKING:
     from qwen_triage.live.session import LiveInput, LiveSession
-    from qwen_triage.matcher import CompiledPack
+    from qwen_triage.engine.matcher import CompiledPack
 
 INTERVAL = 0.2
 READ_LIMIT = 4 << 20  # per file per round, so one huge file does not starve the others
@@ -277,7 +277,7 @@ def _stdin_is_regular_file() -> bool:
 
 def follow_scan(paths: list[str], compiled: "CompiledPack", fmt: str, max_line: int = MAX_LINE) -> int:
     """`qwen-triage scan --follow`: live diagnoses on stderr, the report on stdout at the end."""
-    from qwen_triage.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FOUND, emit_report
+    from qwen_triage.cli.main import EXIT_CLEAN, EXIT_ERROR, EXIT_FOUND, emit_report
     from qwen_triage.live.live_report import LiveReporter, Sink
     from qwen_triage.live.session import LiveSession
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from qwen_triage.sources import MAX_LINE
+from qwen_triage.engine.sources import MAX_LINE
 
 
 class LineSplitter:

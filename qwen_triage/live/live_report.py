@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from qwen_triage.live.session import LiveEvent
     from qwen_triage.live.stall import Stall
-    from qwen_triage.report import Report
+    from qwen_triage.report.model import Report
 
 TAG = "qwen-triage"
 
@@ -119,7 +119,7 @@ class LiveReporter:
         self.quiet = quiet
         self.started = time.monotonic()
         # Import and warm up the renderer now, not when the first diagnosis is due.
-        from qwen_triage.render import diagnosis_renderable  # noqa: F401
+        from qwen_triage.report.render import diagnosis_renderable  # noqa: F401
 
         self._console()
 
@@ -155,7 +155,7 @@ class LiveReporter:
             return
         from rich.text import Text
 
-        from qwen_triage.render import diagnosis_renderable
+        from qwen_triage.report.render import diagnosis_renderable
 
         if ev.kind == "diagnosis" and ev.item is not None:
             title = f"diagnosis {ev.number} [{ev.severity.value}] at +{ev.elapsed:.1f}s"
@@ -199,7 +199,7 @@ class LiveReporter:
         """The end-of-run report, as `scan` prints it, under a rule."""
         if self.quiet:
             return
-        from qwen_triage.render import print_text
+        from qwen_triage.report.render import print_text
 
         console = self._console()
         console.print(self._rule(title))

@@ -24,8 +24,8 @@ def run_main(
     rule_dirs: tuple[str, ...],
     engine: str,
 ) -> int:
-    from qwen_triage.cli import EXIT_ERROR, load_compiled
-    from qwen_triage.live.cli import EXIT_CANNOT_RUN, EXIT_NOT_EXECUTABLE
+    from qwen_triage.cli.main import EXIT_ERROR, load_compiled
+    from qwen_triage.cli.live import EXIT_CANNOT_RUN, EXIT_NOT_EXECUTABLE
     from qwen_triage.live.live_report import LiveReporter, Sink
     from qwen_triage.live.supervisor import LogFileError, Supervisor, default_log_path
 
@@ -106,7 +106,7 @@ def _how(sup) -> str:  # type: ignore[no-untyped-def]
 
 
 def _write_report(report, path: Path) -> None:  # type: ignore[no-untyped-def]
-    from qwen_triage.render import to_markdown
+    from qwen_triage.report.render import to_markdown
 
     text = to_markdown(report) if path.suffix.lower() in (".md", ".markdown") else report.to_json() + "\n"
     path.parent.mkdir(parents=True, exist_ok=True)

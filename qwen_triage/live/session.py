@@ -15,13 +15,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from qwen_triage.engine import Scanner
+from qwen_triage.engine.scanner import Scanner
 from qwen_triage.live.lines import LineSplitter
-from qwen_triage.matcher import CompiledPack, Finding
-from qwen_triage.normalize import ANSI_BYTES_RE
-from qwen_triage.report import Diagnosis, Observation, Report
-from qwen_triage.schema import Severity
-from qwen_triage.sources import MAX_LINE, Block, Source, journal_blocks, looks_like_journal_json
+from qwen_triage.engine.matcher import CompiledPack, Finding
+from qwen_triage.engine.normalize import ANSI_BYTES_RE
+from qwen_triage.report.model import Diagnosis, Observation, Report
+from qwen_triage.rulepack.schema import Severity
+from qwen_triage.engine.sources import MAX_LINE, Block, Source, journal_blocks, looks_like_journal_json
 
 FATAL = (Severity.critical, Severity.error)
 

@@ -216,8 +216,8 @@ def _stage_prefilter():  # type: ignore[no-untyped-def]
 
     Built once per process: every tracker matches the same fixed patterns.
     """
-    from qwen_triage.engine import cache_dir
-    from qwen_triage.prefilter import build_prefilter
+    from qwen_triage.engine.scanner import cache_dir
+    from qwen_triage.engine.prefilter import build_prefilter
 
     return build_prefilter([p.pattern.decode() for _, p in _PATTERNS], "auto", cache_dir())
 

@@ -50,8 +50,8 @@ from qwen_triage.live.stall import (
 if TYPE_CHECKING:
     from qwen_triage.live.live_report import Sink
     from qwen_triage.live.session import LiveEvent, LiveSession
-    from qwen_triage.matcher import CompiledPack
-    from qwen_triage.report import Report
+    from qwen_triage.engine.matcher import CompiledPack
+    from qwen_triage.report.model import Report
 
 SETTLE, STDOUT, STDERR = 0, 1, 2  # SETTLE: a queue item asking triage to release pending findings
 READ_SIZE = 1 << 16
@@ -322,7 +322,7 @@ class Supervisor:
     def report(self) -> "Report":
         """The same report as `scan`, over everything the child printed (once it is done)."""
         if self.session is None:
-            from qwen_triage.report import Report, Stats
+            from qwen_triage.report.model import Report, Stats
 
             return Report(notes=list(self.notes), stats=Stats(lines=0, bytes=0, seconds=0.0, rules=0))
         if not self.done:
@@ -514,7 +514,7 @@ class Supervisor:
                 self._progress = when
             self.last.extend(raw)
             if b"\x1b" in block:
-                from qwen_triage.normalize import ANSI_BYTES_RE
+                from qwen_triage.engine.normalize import ANSI_BYTES_RE
 
                 block = ANSI_BYTES_RE.sub(b"", block)
             changed = self.stages.feed_block(block)

@@ -15,19 +15,19 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from qwen_triage.preflight.checkmodel import CheckModelResult, inspect_model
+from qwen_triage.preflight.model.check import CheckModelResult, inspect_model
 from qwen_triage.preflight.findings import Finding, to_report
-from qwen_triage.preflight.gpuchecks import gpu_findings
-from qwen_triage.preflight.hostchecks import nvml_finding, software_findings, system_findings
-from qwen_triage.preflight.modelconfig import ModelConfigError, load_model_config
-from qwen_triage.preflight.nvml import GpuProbe, GpuSnapshot, NvmlUnavailable, PynvmlProbe
+from qwen_triage.preflight.machine.gpu_checks import gpu_findings
+from qwen_triage.preflight.machine.host_checks import nvml_finding, software_findings, system_findings
+from qwen_triage.preflight.model.config import ModelConfigError, load_model_config
+from qwen_triage.preflight.machine.nvml import GpuProbe, GpuSnapshot, NvmlUnavailable, PynvmlProbe
 from qwen_triage.preflight.output import PreflightOutput
-from qwen_triage.preflight.plan import PlanResult, plan_layouts
-from qwen_triage.preflight.smi import merge_topology, parse_nvidia_smi_xml, parse_topo_matrix
-from qwen_triage.preflight.software import SoftwareInfo, cuda_visible_indices, probe_software
-from qwen_triage.preflight.system import SystemInfo, gpu_numa_node, probe_system
-from qwen_triage.report import Diagnosis, Observation
-from qwen_triage.schema import FailureClass
+from qwen_triage.preflight.plan.layouts import PlanResult, plan_layouts
+from qwen_triage.preflight.machine.smi import merge_topology, parse_nvidia_smi_xml, parse_topo_matrix
+from qwen_triage.preflight.machine.software import SoftwareInfo, cuda_visible_indices, probe_software
+from qwen_triage.preflight.machine.system import SystemInfo, gpu_numa_node, probe_system
+from qwen_triage.report.model import Diagnosis, Observation
+from qwen_triage.rulepack.schema import FailureClass
 
 
 class Inventory(BaseModel):
@@ -117,7 +117,7 @@ def probe(
     :class:`DoctorInputError` when a pasted file cannot be read.
     """
     from qwen_triage.preflight.findings import load_classes
-    from qwen_triage.preflight.nvml import ReplayProbe
+    from qwen_triage.preflight.machine.nvml import ReplayProbe
 
     classes = load_classes() if classes is None else classes
     environ = os.environ if environ is None else environ

@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from qwen_triage.report import Diagnosis, Evidence, FixOut, Observation, Symptom
-from qwen_triage.schema import FailureClass, Severity
+from qwen_triage.report.model import Diagnosis, Evidence, FixOut, Observation, Symptom
+from qwen_triage.rulepack.schema import FailureClass, Severity
 
 # Same bound as the scan correlator, so reports look alike.
 MAX_EVIDENCE = 5
@@ -55,8 +55,8 @@ def fix(step: str, action: BaseModel | None = None) -> FixOut:
 def load_classes() -> dict[str, FailureClass]:
     # Only the class catalogue: loading the whole rule pack would compile
     # every pattern, which preflight never uses.
-    from qwen_triage.pack import CLASSES_FILE, bundled_rules_dir
-    from qwen_triage.pack import load_classes as _load
+    from qwen_triage.rulepack.pack import CLASSES_FILE, bundled_rules_dir
+    from qwen_triage.rulepack.pack import load_classes as _load
 
     return _load(bundled_rules_dir() / CLASSES_FILE)
 

@@ -16,13 +16,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from qwen_triage.preflight.checkmodel import CheckModelResult
+from qwen_triage.preflight.model.check import CheckModelResult
 from qwen_triage.preflight.doctor import DoctorResult
-from qwen_triage.preflight.memory import NCCL_BYTES
-from qwen_triage.preflight.plan import Layout, PlanResult
-from qwen_triage.preflight.planmodels import label
-from qwen_triage.preflight.units import GiB, human
-from qwen_triage.report import Diagnosis, Observation
+from qwen_triage.preflight.plan.memory import NCCL_BYTES
+from qwen_triage.preflight.plan.layouts import Layout, PlanResult
+from qwen_triage.preflight.plan.models import label
+from qwen_triage.units import GiB, human
+from qwen_triage.report.model import Diagnosis, Observation
 
 FORMATS = ("text", "json", "markdown")
 NCCL_GIB = round(NCCL_BYTES / GiB, 2)

@@ -17,7 +17,7 @@ reason. The rest, one job per module:
 * ``render``     what is printed
 * ``cli``/``main``  the click command, kept cheap to import
 
-The names below are loaded on first use, so importing ``qwen_triage.runner.cli``
+The names below are loaded on first use, so importing ``qwen_triage.cli.relaunch``
 (which the top-level CLI does to list commands) stays cheap.
 """
 
@@ -46,7 +46,6 @@ __all__ = list(_VLLM_ARGS)
 
 def __getattr__(name: str) -> Any:
     if name in _VLLM_ARGS:
-        from qwen_triage.runner import vllm_args
-
+        from qwen_triage.runner.vllm import argv as vllm_args
         return getattr(vllm_args, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

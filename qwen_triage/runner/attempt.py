@@ -27,12 +27,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from qwen_triage.live import procs
-
 if TYPE_CHECKING:
     from qwen_triage.live.session import LiveEvent
     from qwen_triage.live.stall import Stall
-    from qwen_triage.matcher import CompiledPack
-    from qwen_triage.report import Report
+    from qwen_triage.engine.matcher import CompiledPack
+    from qwen_triage.report.model import Report
 
 
 class Server(Protocol):
@@ -314,8 +313,8 @@ def triage_attempt(
     log_path: Path, compiled: "CompiledPack", since: float, until: float, *, kernel: bool = True
 ) -> tuple["Report", list[str]]:
     """The attempt's log and the kernel log of its window, scanned as one report."""
-    from qwen_triage.engine import Scanner
-    from qwen_triage.sources import InputError, Source
+    from qwen_triage.engine.scanner import Scanner
+    from qwen_triage.engine.sources import InputError, Source
 
     notes: list[str] = []
     scanner = Scanner(compiled)
@@ -344,7 +343,7 @@ def stage_of(log_path: Path) -> tuple[str | None, str | None, str | None]:
         data = log_path.read_bytes()
     except OSError:
         return None, None, None
-    from qwen_triage.normalize import ANSI_BYTES_RE
+    from qwen_triage.engine.normalize import ANSI_BYTES_RE
 
     tracker = StageTracker()
     tracker.feed_block(ANSI_BYTES_RE.sub(b"", data.replace(b"\r\n", b"\n")))

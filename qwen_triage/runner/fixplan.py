@@ -34,7 +34,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from qwen_triage.actions import (
+from qwen_triage.rulepack.actions import (
     Action,
     ChooseLayout,
     ExcludeGpu,
@@ -48,7 +48,7 @@ from qwen_triage.actions import (
     SetEnv,
     UnsetEnv,
 )
-from qwen_triage.report import Diagnosis, FixOut
+from qwen_triage.report.model import Diagnosis, FixOut
 from qwen_triage.runner import probes
 from qwen_triage.runner.layout import (
     LAYOUT_ARGS,
@@ -57,7 +57,7 @@ from qwen_triage.runner.layout import (
     is_cpu_build,
     visible_indices,
 )
-from qwen_triage.runner.vllm_args import (
+from qwen_triage.runner.vllm.argv import (
     Change,
     VllmArgsError,
     VllmLaunch,
@@ -526,7 +526,7 @@ def build_fix_plan(
 
 
 def _canon(flag: str) -> str:
-    from qwen_triage.runner.vllm_args import _split_negation, canonical_flag
+    from qwen_triage.runner.vllm.argv import _split_negation, canonical_flag
 
     return _split_negation(canonical_flag(flag))[0]
 

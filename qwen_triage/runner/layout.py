@@ -22,8 +22,8 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel
 
-from qwen_triage.preflight.planmodels import Layout, PlanResult, label
-from qwen_triage.runner.vllm_args import VllmLaunch
+from qwen_triage.preflight.plan.models import Layout, PlanResult, label
+from qwen_triage.runner.vllm.argv import VllmLaunch
 
 LAYOUT_ARGS = ("--tensor-parallel-size", "--pipeline-parallel-size", "--data-parallel-size")
 

@@ -31,8 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from qwen_triage.report import Diagnosis
-from qwen_triage.runner import observed, probes
+from qwen_triage.report.model import Diagnosis
+from qwen_triage.runner import observed
+from qwen_triage.runner import probes
 from qwen_triage.runner.attempt import (
     DetachedServer,
     Server,
@@ -48,7 +49,7 @@ from qwen_triage.runner.fixplan import (
     build_fix_plan,
     verified,
 )
-from qwen_triage.runner.journal import (
+from qwen_triage.runner.runlog import (
     AttemptRecord,
     DiagnosisBrief,
     Journal,
@@ -56,7 +57,7 @@ from qwen_triage.runner.journal import (
     RunRecord,
 )
 from qwen_triage.runner.layout import requested, visible_indices
-from qwen_triage.runner.preflight import (
+from qwen_triage.runner.launch_checks import (
     Machine,
     PreflightResult,
     model_config_for,
@@ -76,13 +77,13 @@ from qwen_triage.runner.readiness import (
     snapshot_or_none,
 )
 from qwen_triage.runner.render import Printer, command_text
-from qwen_triage.runner.vllm_args import Change, VllmLaunch
+from qwen_triage.runner.vllm.argv import Change, VllmLaunch
 
 if TYPE_CHECKING:
     from qwen_triage.live.session import LiveEvent
-    from qwen_triage.matcher import CompiledPack
-    from qwen_triage.preflight.modelconfig import ModelConfig
-    from qwen_triage.preflight.nvml import GpuProbe
+    from qwen_triage.engine.matcher import CompiledPack
+    from qwen_triage.preflight.model.config import ModelConfig
+    from qwen_triage.preflight.machine.nvml import GpuProbe
 
 EXIT_READY = 0
 EXIT_GAVE_UP = 1
@@ -205,7 +206,7 @@ class Run:
             raise
 
     def _finish(self, stop: _Stop) -> RunResult:
-        from qwen_triage.runner.vllm_args import parse_vllm_argv
+        from qwen_triage.runner.vllm.argv import parse_vllm_argv
 
         ready = next((r for r in reversed(self.records) if r.ready_after is not None), None)
         final_argv = final_env = final_cmd = None
@@ -339,7 +340,7 @@ class Run:
         while self.deps.port_in_use(self.launch.host, self.launch.effective_port):
             if time.monotonic() >= deadline:
                 from qwen_triage.preflight.findings import load_classes, to_report
-                from qwen_triage.runner.preflight import port_finding
+                from qwen_triage.runner.launch_checks import port_finding
 
                 port = self.launch.effective_port
                 diags, _ = to_report([port_finding(self.launch, probes.port_holders(port))], load_classes())

@@ -64,12 +64,12 @@ def _gpu_probe(opts: Mapping[str, Any], env: Mapping[str, str]):  # type: ignore
     from qwen_triage.runner.layout import is_cpu_build
 
     if opts.get("gpu_snapshot"):
-        from qwen_triage.preflight.nvml import ReplayProbe
+        from qwen_triage.preflight.machine.nvml import ReplayProbe
 
         return ReplayProbe(opts["gpu_snapshot"])
     if is_cpu_build(env):
         return None  # no GPUs to ask about; devices are worker processes
-    from qwen_triage.preflight.nvml import PynvmlProbe
+    from qwen_triage.preflight.machine.nvml import PynvmlProbe
 
     return PynvmlProbe()
 
@@ -114,7 +114,7 @@ def _main(command: list[str], opts: Mapping[str, Any], out: Printer, stop: threa
     rule_dirs, engine = tuple(opts.get("rule_dirs") or ()), str(opts.get("engine") or "auto")
 
     def compiled():  # type: ignore[no-untyped-def]
-        from qwen_triage.cli import load_compiled
+        from qwen_triage.cli.main import load_compiled
 
         return load_compiled(rule_dirs, engine)  # exits 2 on a broken rule pack
 

@@ -8,7 +8,7 @@ here, with fix steps from the action vocabulary.
 
 from __future__ import annotations
 
-from qwen_triage.actions import RerunWithDebug, SetArg, SetEnv, StopProcess
+from qwen_triage.rulepack.actions import RerunWithDebug, SetArg, SetEnv, StopProcess
 from qwen_triage.preflight.findings import (
     Finding,
     act,
@@ -17,8 +17,8 @@ from qwen_triage.preflight.findings import (
     load_classes,
     to_report,
 )
-from qwen_triage.report import Diagnosis
-from qwen_triage.schema import Severity
+from qwen_triage.report.model import Diagnosis
+from qwen_triage.rulepack.schema import Severity
 
 # Stages where a hang has a launch-side fix. NCCL first gathers evidence, then
 # turns off peer-to-peer (the usual culprit on PCIe boxes); graph capture and

@@ -100,7 +100,7 @@ def model_file_problems(path: str | Path) -> list[ModelFilesProblem] | None:
     p = Path(path).expanduser()
     if not p.exists():
         return None
-    from qwen_triage.preflight.checkmodel import ModelPathError, check_model
+    from qwen_triage.preflight.model.check import ModelPathError, check_model
 
     try:
         diags = check_model(p)

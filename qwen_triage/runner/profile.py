@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from qwen_triage.runner.vllm_args import (
+from qwen_triage.runner.vllm.argv import (
     VllmArgsError,
     VllmLaunch,
     parse_command_line,
@@ -104,7 +104,7 @@ class ProfileError(ValueError):
 
 
 def load_profile(path: str | Path) -> Profile:
-    from qwen_triage.yamlload import RuleFileError, load_yaml
+    from qwen_triage.rulepack.yamlload import RuleFileError, load_yaml
 
     try:
         loaded = load_yaml(path)

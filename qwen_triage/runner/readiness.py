@@ -6,7 +6,7 @@ ignored, because ``HTTP_PROXY`` would send a request for 127.0.0.1 to the
 proxy. vLLM can exit 0 after its engine died, so only these answers count as
 "ready", never an exit status.
 
-The GPU check asks NVML (through :class:`qwen_triage.preflight.nvml.GpuProbe`,
+The GPU check asks NVML (through :class:`qwen_triage.preflight.machine.nvml.GpuProbe`,
 replayable in tests) whether every GPU of the layout holds memory for the
 server's process tree. Where NVML reports no pids (some containers), memory
 that grew since before the launch counts instead.
@@ -23,8 +23,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
 
-from qwen_triage.preflight.nvml import GpuProbe, GpuSnapshot, NvmlUnavailable
-from qwen_triage.runner.vllm_args import VllmLaunch
+from qwen_triage.preflight.machine.nvml import GpuProbe, GpuSnapshot, NvmlUnavailable
+from qwen_triage.runner.vllm.argv import VllmLaunch
 
 # A GPU "holds memory for the server" when it grew this much since before the launch.
 GROWTH_BYTES = 256 * 2**20

@@ -13,19 +13,19 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import IO, TYPE_CHECKING
 
-from qwen_triage.runner.vllm_args import VllmLaunch, render_diff
+from qwen_triage.runner.vllm.argv import VllmLaunch, render_diff
 
 if TYPE_CHECKING:
-    from qwen_triage.report import Diagnosis
+    from qwen_triage.report.model import Diagnosis
     from qwen_triage.runner.fixplan import FixPlan
-    from qwen_triage.runner.journal import AttemptRecord
+    from qwen_triage.runner.runlog import AttemptRecord
 
 TAG = "relaunch"
 
 
 def command_text(launch: VllmLaunch, env: Mapping[str, str]) -> str:
     """The command as a shell line, with the environment it needs in front."""
-    from qwen_triage.runner.journal import mask_argv, mask_env
+    from qwen_triage.runner.runlog import mask_argv, mask_env
 
     assigns = [f"{k}={shlex.quote(v)}" for k, v in sorted(mask_env(env).items())]
     return " ".join([*assigns, shlex.join(mask_argv(launch.to_argv()))])

@@ -27,7 +27,7 @@ def scan_json(path: Path) -> dict:
     """`qwen-triage scan --format json PATH`, in process, with volatile fields removed."""
     from click.testing import CliRunner
 
-    from qwen_triage.cli import cli
+    from qwen_triage.cli.main import cli
 
     result = CliRunner().invoke(cli, ["scan", "--format", "json", str(path)])
     if result.exit_code not in (0, 1):

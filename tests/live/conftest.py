@@ -12,7 +12,7 @@ def _state_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
 @pytest.fixture(scope="session")
 def live_compiled():
     """The bundled pack plus fixtures/live/rules."""
-    from qwen_triage.engine import compile_pack
+    from qwen_triage.engine.scanner import compile_pack
     from tests.live.helpers import RULES
 
     return compile_pack([str(RULES)])
@@ -21,9 +21,9 @@ def live_compiled():
 @pytest.fixture(scope="session")
 def only_live_rules():
     """fixtures/live/rules alone: results that do not move when the bundled pack grows."""
-    from qwen_triage.engine import cache_dir
-    from qwen_triage.matcher import CompiledPack
-    from qwen_triage.pack import load_pack
+    from qwen_triage.engine.scanner import cache_dir
+    from qwen_triage.engine.matcher import CompiledPack
+    from qwen_triage.rulepack.pack import load_pack
     from tests.live.helpers import RULES
 
     return CompiledPack.build(load_pack([RULES], bundled=False), cache_dir=cache_dir())

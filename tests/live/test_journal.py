@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from qwen_triage.live import journal
+from qwen_triage.live import systemd_journal as journal
 from tests.live.helpers import BANNER, FAKEBIN, LIVE, RULES, Live, env_with, qt_argv
 
 JOURNAL_JSON = LIVE / "journal_ollama_kernel.json"
@@ -72,7 +72,7 @@ def test_exit_of_a_unit_main_process() -> None:
 
 def test_journal_json_through_the_live_session(only_live_rules) -> None:
     """Entries in odd chunk sizes: fields kept (kernel transport), byte-array and multi-line messages decoded."""
-    from qwen_triage.engine import scan_paths
+    from qwen_triage.engine.scanner import scan_paths
     from qwen_triage.live.session import LiveSession
 
     data = JOURNAL_JSON.read_bytes()

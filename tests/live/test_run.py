@@ -166,7 +166,7 @@ def test_default_log_is_named_by_time_and_command(tmp_path, monkeypatch) -> None
 
 API_DRIVER = r"""
 import json, signal, sys, time
-from qwen_triage.engine import compile_pack
+from qwen_triage.engine.scanner import compile_pack
 from qwen_triage.live.supervisor import Supervisor
 
 events, stalls, stages, chunks = [], [], [], []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from qwen_triage.live.stall import STAGES, LastLines, StageTracker, StallWatchdog
-from qwen_triage.literals import required_literals
+from qwen_triage.engine.literals import required_literals
 
 # One real line per stage pattern family (vLLM 0.6-0.10, NCCL 2.2x, Ollama 0.5, llama.cpp).
 REAL_LINES = {

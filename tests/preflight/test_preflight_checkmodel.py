@@ -10,7 +10,7 @@ import struct
 import numpy as np
 import pytest
 
-from qwen_triage.preflight.checkmodel import ModelPathError, check_model, inspect_model
+from qwen_triage.preflight.model.check import ModelPathError, check_model, inspect_model
 
 SHARD = "model-00002-of-00003.safetensors"
 

@@ -13,7 +13,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from qwen_triage.preflight.cli import COMMANDS
+from qwen_triage.cli.preflight import COMMANDS
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "preflight"
 ROOT = Path(__file__).resolve().parents[2]
@@ -202,7 +202,7 @@ def test_doctor_live_without_nvml():
 
 def test_cli_import_is_light():
     code = (
-        "import sys; import qwen_triage.preflight.cli; "
+        "import sys; import qwen_triage.cli.preflight; "
         "heavy = [m for m in ('pynvml', 'gguf', 'safetensors', 'numpy', 'rich', 'torch') if m in sys.modules]; "
         "print(','.join(heavy))"
     )

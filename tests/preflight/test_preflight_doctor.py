@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from qwen_triage.preflight.doctor import probe
-from qwen_triage.preflight.gpuchecks import gpu_findings
-from qwen_triage.preflight.hostchecks import software_findings, system_findings
-from qwen_triage.preflight.nvml import GpuSnapshot, NvmlUnavailable, PynvmlProbe, ReplayProbe, record
-from qwen_triage.preflight.software import SoftwareInfo, cuda_gap, probe_software, relevant_env
-from qwen_triage.preflight.system import SystemInfo, gpu_numa_node, probe_system
+from qwen_triage.preflight.machine.gpu_checks import gpu_findings
+from qwen_triage.preflight.machine.host_checks import software_findings, system_findings
+from qwen_triage.preflight.machine.nvml import GpuSnapshot, NvmlUnavailable, PynvmlProbe, ReplayProbe, record
+from qwen_triage.preflight.machine.software import SoftwareInfo, cuda_gap, probe_software, relevant_env
+from qwen_triage.preflight.machine.system import SystemInfo, gpu_numa_node, probe_system
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "preflight"
 StatVfs = namedtuple("StatVfs", "f_frsize f_blocks f_bavail")
@@ -321,7 +321,7 @@ def test_software_from_metadata_only(tmp_path):
 
 
 def test_ollama_version_parsing():
-    from qwen_triage.preflight.software import ollama_version
+    from qwen_triage.preflight.machine.software import ollama_version
 
     done = types.SimpleNamespace(
         stdout="", stderr="Warning: could not connect to a running Ollama instance\nWarning: client version is 0.5.7\n"

@@ -7,17 +7,17 @@ from pathlib import Path
 
 from pydantic import TypeAdapter
 
-from qwen_triage.actions import Action, Redownload
+from qwen_triage.rulepack.actions import Action, Redownload
 from qwen_triage.preflight.findings import Finding, act, ev, fix, to_report
-from qwen_triage.report import Diagnosis, Observation, Report, Stats
-from qwen_triage.schema import Severity
+from qwen_triage.report.model import Diagnosis, Observation, Report, Stats
+from qwen_triage.rulepack.schema import Severity
 
 PACKAGE = Path(__file__).resolve().parents[2] / "qwen_triage" / "preflight"
 
 
 def test_every_class_id_used_exists(classes):
     used = set()
-    for path in PACKAGE.glob("*.py"):
+    for path in PACKAGE.rglob("*.py"):
         text = path.read_text()
         used |= set(re.findall(r'class_id="([a-z0-9_.]+)"', text))
         used |= set(re.findall(r'\("([a-z]+\.[a-z_]+)", "preflight\.', text))
@@ -26,7 +26,7 @@ def test_every_class_id_used_exists(classes):
 
 
 def test_rule_ids_are_namespaced():
-    for path in PACKAGE.glob("*.py"):
+    for path in PACKAGE.rglob("*.py"):
         for rule in re.findall(r'rule="([^"{]+)"', path.read_text()):
             assert re.match(r"^preflight\.(plan|model|doctor)\.[a-z0-9-]+$", rule), (path.name, rule)
 
@@ -69,11 +69,11 @@ def test_grouping_nesting_and_observations(classes):
 
 def test_actions_are_vocabulary(build, classes, tmp_path):
     """Every fix action the preflight checks emit in these scenarios validates against the action union."""
-    from qwen_triage.preflight.checkmodel import inspect_model
+    from qwen_triage.preflight.model.check import inspect_model
     from qwen_triage.preflight.doctor import probe
-    from qwen_triage.preflight.modelconfig import from_table
-    from qwen_triage.preflight.nvml import ReplayProbe
-    from qwen_triage.preflight.plan import plan_layouts
+    from qwen_triage.preflight.model.config import from_table
+    from qwen_triage.preflight.machine.nvml import ReplayProbe
+    from qwen_triage.preflight.plan.layouts import plan_layouts
 
     d = tmp_path / "m"
     build.model(d)

@@ -7,8 +7,8 @@ import os
 import shutil
 import struct
 
-from qwen_triage.preflight.checkmodel import inspect_model
-from qwen_triage.preflight.ggufcheck import read_header
+from qwen_triage.preflight.model.check import inspect_model
+from qwen_triage.preflight.model.gguf_check import read_header
 
 
 def test_clean_gguf(gguf_file, classes):

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from qwen_triage.preflight import memory as mem
-from qwen_triage.preflight.modelconfig import ModelConfigError, from_config_dict, from_table, load_model_config
+from qwen_triage.preflight.plan import memory as mem
+from qwen_triage.preflight.model.config import ModelConfigError, from_config_dict, from_table, load_model_config
 
 # Published config.json values: heads, KV heads, layers, hidden, intermediate, vocab, head_dim, tied.
 PUBLISHED = {

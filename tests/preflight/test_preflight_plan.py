@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from qwen_triage.actions import Action
-from qwen_triage.preflight import memory as mem
-from qwen_triage.preflight.modelconfig import from_table
-from qwen_triage.preflight.nvml import ReplayProbe
-from qwen_triage.preflight.plan import plan_layouts
-from qwen_triage.preflight.topology import place
-from qwen_triage.preflight.units import GiB, parse_size
+from qwen_triage.rulepack.actions import Action
+from qwen_triage.preflight.plan import memory as mem
+from qwen_triage.preflight.model.config import from_table
+from qwen_triage.preflight.machine.nvml import ReplayProbe
+from qwen_triage.preflight.plan.layouts import plan_layouts
+from qwen_triage.preflight.machine.topology import place
+from qwen_triage.units import GiB, parse_size
 
 CARD_24 = 24564 * 2**20  # what NVML reports for a "24 GB" RTX 4090
 CARD_80 = 81559 * 2**20  # H100 80GB HBM3

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from qwen_triage.preflight.smi import (
+from qwen_triage.preflight.machine.smi import (
     SmiParseError,
     compute_capability_for,
     merge_topology,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from qwen_triage.preflight.doctor import visible_gpus
-from qwen_triage.preflight.nvml import Gpu, GpuSnapshot, Memory
-from qwen_triage.preflight.software import cuda_visible_indices
+from qwen_triage.preflight.machine.nvml import Gpu, GpuSnapshot, Memory
+from qwen_triage.preflight.machine.software import cuda_visible_indices
 from qwen_triage.runner.layout import visible_indices
-from qwen_triage.runner.preflight import _visible
+from qwen_triage.runner.launch_checks import _visible
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from qwen_triage.actions import (
+from qwen_triage.rulepack.actions import (
     ExcludeGpu,
     LowerGpuMemoryUtilization,
     Reboot,
@@ -19,7 +19,7 @@ from qwen_triage.actions import (
     SetEnv,
     StopProcess,
 )
-from qwen_triage.engine import scan_paths
+from qwen_triage.engine.scanner import scan_paths
 from qwen_triage.preflight.findings import (
     Finding,
     act,
@@ -28,9 +28,9 @@ from qwen_triage.preflight.findings import (
     load_classes,
     to_report,
 )
-from qwen_triage.preflight.modelconfig import load_model_config
-from qwen_triage.preflight.nvml import ReplayProbe
-from qwen_triage.report import Diagnosis
+from qwen_triage.preflight.model.config import load_model_config
+from qwen_triage.preflight.machine.nvml import ReplayProbe
+from qwen_triage.report.model import Diagnosis
 from qwen_triage.runner.fixplan import (
     PlanContext,
     attempt_key,
@@ -38,9 +38,9 @@ from qwen_triage.runner.fixplan import (
     class_defaults,
 )
 from qwen_triage.runner.layout import choose_layout, cpu_binding_env, cpu_groups
-from qwen_triage.runner.preflight import Machine, plan_context, plan_for, probe_machine
-from qwen_triage.runner.vllm_args import parse_vllm_argv, render_diff
-from qwen_triage.schema import Severity
+from qwen_triage.runner.launch_checks import Machine, plan_context, plan_for, probe_machine
+from qwen_triage.runner.vllm.argv import parse_vllm_argv, render_diff
+from qwen_triage.rulepack.schema import Severity
 from tests.runner.helpers import CONFIG, VLLM_LOGS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -215,8 +215,8 @@ def test_kv_cache_lowers_max_model_len_from_the_fact(compiled):
             "`max_model_len` when initializing the engine.")
     import io
 
-    from qwen_triage.engine import Scanner
-    from qwen_triage.sources import Source
+    from qwen_triage.engine.scanner import Scanner
+    from qwen_triage.engine.sources import Source
 
     sc = Scanner(compiled)
     for _ in sc.scan_source(Source(name="log", stream=io.BytesIO(line.encode() + b"\n"))):

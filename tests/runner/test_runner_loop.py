@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 
 from qwen_triage.runner.fixplan import attempt_key
-from qwen_triage.runner.journal import read_journal
+from qwen_triage.runner.runlog import read_journal
 from qwen_triage.runner.loop import Deps, Run, _Stop
 from qwen_triage.runner.profile import RunSettings
 from qwen_triage.runner.render import Printer
-from qwen_triage.runner.vllm_args import parse_vllm_argv
+from qwen_triage.runner.vllm.argv import parse_vllm_argv
 from tests.runner.helpers import (
     FAKE_VLLM,
     break_model,
@@ -216,12 +216,12 @@ def test_nccl_hang_then_debug_rerun_then_fix(h, models):
 
 
 def test_identical_attempt_is_never_launched(h, models, compiled):
-    from qwen_triage.engine import scan_paths
+    from qwen_triage.engine.scanner import scan_paths
     from tests.runner.helpers import VLLM_LOGS
 
     run = h.make([str(models["good"]), "--port", "18999", "--max-model-len", "4096"])
     run.machine, _ = None, None
-    from qwen_triage.runner.preflight import model_config_for
+    from qwen_triage.runner.launch_checks import model_config_for
 
     run.shape, _ = model_config_for(run.launch)
     fixed = parse_vllm_argv([str(FAKE_VLLM), "serve", str(models["good"]), "--port", "18999", "--max-model-len", "512"])
@@ -260,7 +260,7 @@ class GrowingProbe:
     """A six-4090 snapshot whose cards ``busy`` hold 2 GiB more while the run's server is up."""
 
     def __init__(self, h: Harness, busy: list[int]):
-        from qwen_triage.preflight.nvml import ReplayProbe
+        from qwen_triage.preflight.machine.nvml import ReplayProbe
 
         self.base = ReplayProbe(Path(__file__).resolve().parents[2] / "fixtures/preflight/snapshot-6x4090-pcie.json")
         self.h, self.busy = h, busy
@@ -297,7 +297,6 @@ def test_every_gpu_of_the_layout_must_work(h, models, busy, outcome, status):
 
 def test_kernel_log_of_the_window_is_triaged_with_the_attempt(tmp_path, compiled, monkeypatch):
     from qwen_triage.runner import attempt
-
     calls = []
 
     def fake_run(cmd, **kw):  # journalctl has nothing; dmesg has an Xid inside the window and one outside

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from qwen_triage.runner.journal import (
+from qwen_triage.runner.runlog import (
     AttemptRecord,
     DiagnosisBrief,
     Journal,
@@ -18,7 +18,7 @@ from qwen_triage.runner.journal import (
 from qwen_triage.runner.main import settings_from
 from qwen_triage.runner.profile import ProfileError, command_from, load_profile
 from qwen_triage.runner.render import Printer, command_text
-from qwen_triage.runner.vllm_args import Change, parse_vllm_argv
+from qwen_triage.runner.vllm.argv import Change, parse_vllm_argv
 
 OPTS = {"profile_path": None}
 

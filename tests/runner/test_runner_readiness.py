@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from qwen_triage.preflight.nvml import ReplayProbe
+from qwen_triage.preflight.machine.nvml import ReplayProbe
 from qwen_triage.runner.readiness import (
     endpoint_for,
     gpu_usage,
@@ -20,7 +20,7 @@ from qwen_triage.runner.readiness import (
     prove_api,
     released,
 )
-from qwen_triage.runner.vllm_args import parse_vllm_argv
+from qwen_triage.runner.vllm.argv import parse_vllm_argv
 
 SNAP = Path(__file__).resolve().parents[2] / "fixtures" / "preflight"
 

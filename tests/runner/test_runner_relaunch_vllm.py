@@ -29,8 +29,8 @@ from pathlib import Path
 
 import pytest
 
-from qwen_triage.runner.journal import read_journal
-from qwen_triage.runner.vllm_args import parse_vllm_argv
+from qwen_triage.runner.runlog import read_journal
+from qwen_triage.runner.vllm.argv import parse_vllm_argv
 from tests.runner.helpers import (
     TINY_MODEL,
     VLLM_VENV,

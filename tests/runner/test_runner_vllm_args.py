@@ -1,11 +1,11 @@
-"""qwen_triage.runner.vllm_args: parse, edit and diff vLLM launch argv (no vLLM needed)."""
+"""qwen_triage.runner.vllm.argv: parse, edit and diff vLLM launch argv (no vLLM needed)."""
 
 from __future__ import annotations
 
 import pytest
 
-from qwen_triage.actions import CheckPort, RemoveArg, SetArg, SetEnv, UnsetEnv
-from qwen_triage.runner.vllm_args import (
+from qwen_triage.rulepack.actions import CheckPort, RemoveArg, SetArg, SetEnv, UnsetEnv
+from qwen_triage.runner.vllm.argv import (
     ArgToken,
     Change,
     EntryPoint,

@@ -1,4 +1,4 @@
-"""Cross-check qwen_triage.runner.vllm_args against vLLM's own argument parser.
+"""Cross-check qwen_triage.runner.vllm.argv against vLLM's own argument parser.
 
 Needs the real vLLM (CPU build) set up by scripts/setup-vllm.sh; skipped
 without it. One subprocess parses every case with vLLM 0.32's parsers (the
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from qwen_triage.runner.vllm_args import parse_vllm_argv
+from qwen_triage.runner.vllm.argv import parse_vllm_argv
 
 pytestmark = pytest.mark.vllm
 

@@ -1,0 +1,233 @@
+"""Contributor tooling: lint a rule pack, test its examples."""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from qwen_triage.engine.literals import MIN_LITERAL, required_literals
+from qwen_triage.engine.matcher import CompiledPack, Matcher
+from qwen_triage.rulepack.pack import (
+    LoadedRule,
+    RulePack,
+    bundled_rules_dir,
+    compile_pattern,
+    load_classes,
+    load_pack,
+    load_rule_file,
+    rule_files,
+)
+from qwen_triage.rulepack.schema import FailureClass
+from qwen_triage.engine.sources import Block
+from qwen_triage.rulepack.yamlload import RuleFileError
+
+PROBE_TIMEOUT = 0.5  # a pattern slower than this on a probe line is hostile
+PROBE_SLOW = 0.2  # generous: lint must not flake on a busy machine
+PROBE_MAX = 64 * 1024  # the matcher never sees more of a line than this
+_NESTED_QUANT = re.compile(r"\((?:[^()\\]|\\.)*[+*](?:\)|\)\?)?[^()]*\)[+*{]")
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_UNBOUNDED_GAP = re.compile(r"(?<!\\)\.[*+](?!$)")
+_CHAR_CLASS = re.compile(r"(?<!\\)\[(?:\\.|[^\]\\])*\]")
+
+
+@dataclass
+class Problem:
+    path: str
+    line: int
+    column: int
+    level: str  # "error" or "warning"
+    message: str
+    rule: str | None = None
+
+    def __str__(self) -> str:
+        who = f" [{self.rule}]" if self.rule else ""
+        return f"{self.path}:{self.line}:{self.column}: {self.level}:{who} {self.message}"
+
+
+def _probes(pattern: str, examples: list[str]) -> list[str]:
+    """Lines that make a backtracking-prone pattern blow up."""
+    probes = [c * 20_000 for c in ("a", " ", "0", ".", ":", "-", "x/")]
+    req = required_literals(pattern)
+    lit = req.alternatives[0] if req else ""
+    if lit:
+        probes += [lit * (20_000 // max(len(lit), 1)), (lit + " ") * 3000, lit + " " * 20_000, lit + "a" * 20_000]
+    # Runs of each character the pattern mentions, after its literal: what an
+    # overlapping alternation or nested repeat chokes on.
+    for ch in sorted({c for c in pattern if c.isprintable() and c not in "\\()[]{}|+*?^$"})[:40]:
+        probes.append(lit + " " + ch * 5000)
+        probes.append(lit + ch * 5000)
+    for ex in examples[:3]:
+        probes.append((ex + " ") * 50)
+        probes.append(ex[: len(ex) // 2] + "a" * 20_000)
+    return probes
+
+
+def probe_pattern(pattern: str, examples: list[str]) -> str | None:
+    """A reason when the pattern looks catastrophic, else None."""
+    if _NESTED_QUANT.search(pattern):
+        return "nested quantifier (e.g. `(a+)+`): catastrophic backtracking risk"
+    compiled = compile_pattern(pattern)
+    for probe in _probes(pattern, examples):
+        probe = probe[:PROBE_MAX]
+        t0 = time.perf_counter()
+        try:
+            compiled.search(probe, timeout=PROBE_TIMEOUT)
+        except TimeoutError:
+            return f"timed out (>{PROBE_TIMEOUT}s) on a {len(probe)}-character probe line"
+        if time.perf_counter() - t0 > PROBE_SLOW:
+            return f"took {time.perf_counter() - t0:.2f}s on a {len(probe)}-character probe line"
+    return None
+
+
+def _class_cycles(classes: dict[str, FailureClass]) -> list[list[str]]:
+    cycles = []
+    state: dict[str, int] = {}
+
+    def visit(cid: str, stack: list[str]) -> None:
+        state[cid] = 1
+        for nxt in classes[cid].explains:
+            if state.get(nxt) == 1:
+                cycles.append(stack[stack.index(nxt) :] + [nxt] if nxt in stack else [cid, nxt])
+            elif nxt in classes and state.get(nxt) is None:
+                visit(nxt, stack + [nxt])
+        state[cid] = 2
+
+    for cid in classes:
+        if cid not in state:
+            visit(cid, [cid])
+    return cycles
+
+
+def lint_rule(lr: LoadedRule) -> list[Problem]:
+    rule = lr.rule
+    out: list[Problem] = []
+
+    def problem(level: str, msg: str) -> None:
+        out.append(Problem(lr.path, lr.position.line, lr.position.column, level, msg, rule.id))
+
+    patterns = rule.match.any + rule.match.all
+    groups: set[str] = set()
+    examples = rule.examples.match
+    for p in patterns + rule.match.unless:
+        compiled = compile_pattern(p)
+        groups.update(compiled.groupindex)
+        req = required_literals(p)
+        if req is None or req.weakest < MIN_LITERAL:
+            problem(
+                "error",
+                f"pattern {p!r} has no required literal of {MIN_LITERAL}+ characters: the pure-Python prefilter "
+                "would try it on every line",
+            )
+        reason = probe_pattern(p, examples)
+        if reason:
+            problem("error", f"pattern {p!r}: {reason}")
+        if _UNBOUNDED_GAP.search(_CHAR_CLASS.sub("", p)):
+            problem("warning", f"pattern {p!r} has an unbounded `.*`/`.+` gap; use a bounded one like `.{{0,200}}`")
+        if "\\n" in p or "(?s)" in p:
+            problem("error", f"pattern {p!r} tries to match across lines; use `all` with a window instead")
+    for name in rule.extract:
+        if name not in groups:
+            problem("error", f"extract names {name!r}, which no pattern captures")
+    texts = [rule.explain or ""] + [s.step for s in rule.fix]
+    texts += [str(v) for s in rule.fix if s.action for v in s.action.model_dump().values() if isinstance(v, str)]
+    for text in texts:
+        for name in _PLACEHOLDER.findall(text):
+            if name not in groups:
+                problem("error", f"template uses {{{name}}}, which no pattern captures")
+    if not rule.fix:
+        problem("warning", "no fix steps: the class's default fix will be shown")
+    return out
+
+
+def _place(lr: LoadedRule) -> tuple[str, int, int]:
+    return (str(Path(lr.path).resolve()), lr.position.line, lr.position.column)
+
+
+def lint_paths(paths: list[Path]) -> list[Problem]:
+    """Lint rule files or directories (default: the bundled pack)."""
+    problems: list[Problem] = []
+    base = bundled_rules_dir()
+    try:
+        classes = load_classes(base / "classes.yaml")
+    except RuleFileError as exc:
+        return [Problem(exc.path, exc.line, exc.column, "error", exc.reason)]
+    for cycle in _class_cycles(classes):
+        problems.append(Problem(str(base / "classes.yaml"), 1, 1, "error", "explains cycle: " + " -> ".join(cycle)))
+    targets = paths or [base]
+    seen: dict[str, LoadedRule] = {}
+    if paths:  # contributors' rules load beside the bundled ones: ids must not clash
+        for f in rule_files(base):
+            for lr in load_rule_file(f, classes):
+                seen[lr.rule.id] = lr
+    for target in targets:
+        try:
+            files = rule_files(target)
+        except RuleFileError as exc:
+            problems.append(Problem(exc.path, exc.line, exc.column, "error", exc.reason))
+            continue
+        for f in files:
+            try:
+                loaded = load_rule_file(f, classes)
+            except RuleFileError as exc:
+                problems.append(Problem(exc.path, exc.line, exc.column, "error", exc.reason))
+                continue
+            for lr in loaded:
+                first = seen.get(lr.rule.id)
+                if first is not None and _place(first) != _place(lr):
+                    problems.append(
+                        Problem(
+                            lr.path,
+                            lr.position.line,
+                            lr.position.column,
+                            "error",
+                            f"duplicate rule id (first at {first.path}:{first.position.line})",
+                            lr.rule.id,
+                        )
+                    )
+                seen.setdefault(lr.rule.id, lr)
+                problems.extend(lint_rule(lr))
+    return problems
+
+
+@dataclass
+class ExampleResult:
+    rule: str
+    path: str
+    line: int
+    kind: str  # "match" or "no_match"
+    example: str
+    ok: bool
+
+
+def _fires(compiled: CompiledPack, rule_id: str, example: str) -> bool:
+    matcher = Matcher(compiled)
+    data = "\n".join(example.splitlines() or [""]).encode("utf-8") + b"\n"
+    block = Block(data=data, first_line=1)
+    found = list(matcher.feed_block(block, "<example>")) + list(matcher.finish())
+    return any(f.rule.rule.id == rule_id for f in found)
+
+
+def test_examples(pack: RulePack, compiled: CompiledPack) -> list[ExampleResult]:
+    """Every `match` example fires its rule, every `no_match` one does not (through the real prefilter)."""
+    results = []
+    for lr in pack.rules:
+        rule = lr.rule
+        for kind, examples in (("match", rule.examples.match), ("no_match", rule.examples.no_match)):
+            for ex in examples:
+                fired = _fires(compiled, rule.id, ex)
+                results.append(
+                    ExampleResult(rule.id, lr.path, lr.position.line, kind, ex, fired == (kind == "match"))
+                )
+    return results
+
+
+def pack_for_paths(paths: list[Path]) -> RulePack:
+    """The bundled pack plus ``paths``; only the rules from ``paths`` when any are given."""
+    pack = load_pack(paths)
+    if paths:
+        wanted = {str(f.resolve()) for p in paths for f in rule_files(p)}
+        pack.rules = [r for r in pack.rules if str(Path(r.path).resolve()) in wanted]
+    return pack
+

@@ -1,0 +1,269 @@
+"""The `qwen-triage` command line."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+import click
+from rich.console import Console
+
+from qwen_triage import __version__
+from qwen_triage.rulepack.yamlload import RuleFileError
+
+EXIT_CLEAN = 0
+EXIT_FOUND = 1
+EXIT_ERROR = 2
+
+# Commands that live in their own subpackages, imported only when asked for, so
+# that `scan` starts fast and a broken optional part cannot take it down.
+LAZY_COMMANDS = {
+    "run": "qwen_triage.cli.live",
+    "attach": "qwen_triage.cli.live",
+    "journal": "qwen_triage.cli.live",
+    "plan": "qwen_triage.cli.preflight",
+    "check-model": "qwen_triage.cli.preflight",
+    "doctor": "qwen_triage.cli.preflight",
+    "relaunch": "qwen_triage.cli.relaunch",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(LAZY_COMMANDS))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        command = super().get_command(ctx, name)
+        if command is not None or name not in LAZY_COMMANDS:
+            return command
+        target = LAZY_COMMANDS[name]
+        try:
+            module = importlib.import_module(target)
+        except ModuleNotFoundError as exc:
+            if exc.name and target.startswith(exc.name):
+                return None  # that part is not in this build
+            raise
+        return next((c for c in getattr(module, "COMMANDS", ()) if c.name == name), None)
+
+rules_option = click.option(
+    "--rules",
+    "rule_dirs",
+    multiple=True,
+    type=click.Path(file_okay=True, dir_okay=True),
+    help="Extra rule directory (repeatable); QWEN_TRIAGE_RULES adds more (os.pathsep-separated).",
+)
+format_option = click.option(
+    "--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True
+)
+engine_option = click.option(
+    "--engine",
+    type=click.Choice(["auto", "hyperscan", "literal"]),
+    default="auto",
+    show_default=True,
+    help="Prefilter engine; auto uses Hyperscan where it is installed.",
+)
+
+
+def pack_options(command):  # type: ignore[no-untyped-def]
+    """``--rules`` and ``--engine``: every command that compiles the rule pack takes both."""
+    return rules_option(engine_option(command))
+
+
+def fail(message: str) -> NoReturn:
+    """Stop with the one-line reason on stderr and exit status 2."""
+    click.echo(f"qwen-triage: {message}", err=True)
+    sys.exit(EXIT_ERROR)
+
+
+def emit_report(report, fmt: str) -> None:  # type: ignore[no-untyped-def]
+    from qwen_triage.report.render import print_text, to_markdown
+
+    if fmt == "json":
+        click.echo(report.to_json())
+    elif fmt == "markdown":
+        click.echo(to_markdown(report), nl=False)
+    else:
+        print_text(report, Console(file=sys.stdout, highlight=False, soft_wrap=False))
+
+
+def load_compiled(rule_dirs: tuple[str, ...], engine: str = "auto"):  # type: ignore[no-untyped-def]
+    from qwen_triage.engine.scanner import compile_pack
+
+    try:
+        return compile_pack(rule_dirs, engine=engine)
+    except (RuleFileError, FileNotFoundError, ImportError) as exc:
+        fail(str(exc))
+
+
+def load_rule_pack(rule_dirs: tuple[str, ...]):  # type: ignore[no-untyped-def]
+    """The bundled pack plus ``rule_dirs``, uncompiled; a bad rule file stops with exit status 2."""
+    from qwen_triage.rulepack.pack import extra_rule_dirs, load_pack
+
+    try:
+        return load_pack(extra_rule_dirs(list(rule_dirs)))
+    except RuleFileError as exc:
+        fail(str(exc))
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="qwen-triage")
+def cli() -> None:
+    """Find the root cause of a failing Ollama / vLLM / llama.cpp server from its logs."""
+
+
+@cli.command()
+@click.argument("paths", nargs=-1)
+@format_option
+@pack_options
+@click.option("--max-line", type=click.IntRange(256, 64 * 2**20), default=64 * 1024, show_default=True,
+              help="Lines longer than this many bytes are matched on this prefix.")
+@click.option("--follow", "-f", is_flag=True, help="Keep reading as the file (or stdin) grows, like tail -F.")
+def scan(paths: tuple[str, ...], fmt: str, rule_dirs: tuple[str, ...], engine: str, max_line: int,
+         follow: bool) -> None:
+    """Triage logs: files (plain or gzip), or stdin when no path or `-` is given."""
+    from qwen_triage.engine.scanner import Scanner
+    from qwen_triage.cli.progress import scan_progress
+    from qwen_triage.engine.sources import InputError, Source
+
+    compiled = load_compiled(rule_dirs, engine)
+    if follow:
+        try:
+            follow_mod = importlib.import_module("qwen_triage.live.follow")
+        except ModuleNotFoundError:
+            fail("--follow is not available in this installation")
+        sys.exit(follow_mod.follow_scan(list(paths) or ["-"], compiled, fmt, max_line=max_line))
+    try:
+        sources = [Source.from_arg(p, i) for i, p in enumerate(paths or ("-",))]
+    except InputError as exc:
+        fail(str(exc))
+    if paths == () and sys.stdin.isatty():
+        click.echo("qwen-triage: reading logs from the terminal (stdin); end with Ctrl-D", err=True)
+    scanner = Scanner(compiled, max_line=max_line)
+    try:
+        with scan_progress(sources) as on_block:
+            for source in sources:
+                for _ in scanner.scan_source(source, on_block):
+                    pass
+    except InputError as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        click.echo("qwen-triage: interrupted; report covers what was read", err=True)
+    report = scanner.report()
+    emit_report(report, fmt)
+    sys.exit(EXIT_FOUND if report.diagnoses else EXIT_CLEAN)
+
+
+@cli.command()
+def schema() -> None:
+    """Print the JSON Schema of the report (`scan --format json`)."""
+    from qwen_triage.report.model import Report
+
+    click.echo(json.dumps(Report.model_json_schema(by_alias=True), indent=2))
+
+
+@cli.group()
+def rules() -> None:
+    """List, show, lint and test rules."""
+
+
+@rules.command("list")
+@format_option
+@rules_option
+def rules_list(fmt: str, rule_dirs: tuple[str, ...]) -> None:
+    """Every class and rule of the pack."""
+    from qwen_triage.authoring.catalog import catalog_json, catalog_markdown, print_catalog
+
+    pack = load_rule_pack(rule_dirs)
+    if fmt == "json":
+        click.echo(catalog_json(pack))
+    elif fmt == "markdown":
+        click.echo(catalog_markdown(pack), nl=False)
+    else:
+        print_catalog(pack, Console(file=sys.stdout, highlight=False))
+
+
+@rules.command("show")
+@click.argument("rule_id")
+@rules_option
+def rules_show(rule_id: str, rule_dirs: tuple[str, ...]) -> None:
+    """One rule, as loaded (YAML-equivalent JSON) with its file and line."""
+    pack = load_rule_pack(rule_dirs)
+    lr = pack.rule(rule_id)
+    if lr is None:
+        fail(f"no rule {rule_id!r}")
+    click.echo(f"# {lr.path}:{lr.position.line}")
+    click.echo(json.dumps(lr.rule.model_dump(mode="json", by_alias=True, exclude_defaults=True), indent=2))
+
+
+@rules.command("lint")
+@click.argument("paths", nargs=-1, type=click.Path(exists=True))
+@click.option("--strict", is_flag=True, help="Warnings fail too.")
+def rules_lint(paths: tuple[str, ...], strict: bool) -> None:
+    """Schema, patterns, ids, classes, actions, examples, backtracking probes."""
+    from qwen_triage.authoring.lint import lint_paths
+
+    problems = lint_paths([Path(p) for p in paths])
+    for p in problems:
+        click.echo(str(p))
+    errors = [p for p in problems if p.level == "error" or strict]
+    click.echo(f"{len(errors)} error(s), {len(problems) - len(errors)} warning(s)", err=True)
+    sys.exit(EXIT_FOUND if errors else EXIT_CLEAN)
+
+
+@rules.command("test")
+@click.argument("paths", nargs=-1, type=click.Path(exists=True))
+@engine_option
+def rules_test(paths: tuple[str, ...], engine: str) -> None:
+    """Every `match` example fires its rule; no `no_match` example does."""
+    from qwen_triage.engine.scanner import cache_dir
+    from qwen_triage.engine.matcher import CompiledPack
+    from qwen_triage.authoring.lint import pack_for_paths, test_examples
+
+    try:
+        pack = pack_for_paths([Path(p) for p in paths])
+    except RuleFileError as exc:
+        fail(str(exc))
+    compiled = CompiledPack.build(pack, engine=engine, cache_dir=cache_dir())
+    results = test_examples(pack, compiled)
+    bad = [r for r in results if not r.ok]
+    for r in bad:
+        want = "should match but did not" if r.kind == "match" else "should not match but did"
+        click.echo(f"{r.path}:{r.line}: [{r.rule}] {r.kind} example {want}: {r.example!r}")
+    click.echo(f"{len(results) - len(bad)} passed, {len(bad)} failed")
+    sys.exit(EXIT_FOUND if bad else EXIT_CLEAN)
+
+
+@cli.command("eval")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@format_option
+@pack_options
+def eval_cmd(directory: str, fmt: str, rule_dirs: tuple[str, ...], engine: str) -> None:
+    """Score the pack on a labelled corpus (walks DIR for cases.yaml)."""
+    from qwen_triage.authoring.evaluate import evaluate
+    from qwen_triage.authoring.eval_render import eval_markdown, print_eval
+
+    compiled = load_compiled(rule_dirs, engine)
+    try:
+        result = evaluate(Path(directory), compiled)
+    except RuleFileError as exc:
+        fail(str(exc))
+    if fmt == "json":
+        click.echo(result.model_dump_json(indent=2))
+    elif fmt == "markdown":
+        click.echo(eval_markdown(result), nl=False)
+    else:
+        print_eval(result, Console(file=sys.stdout, highlight=False))
+
+
+def main() -> None:
+    os.environ.setdefault("PYTHONIOENCODING", "utf-8")
+    try:
+        cli.main(prog_name="qwen-triage", standalone_mode=True)
+    except BrokenPipeError:
+        # `qwen-triage scan … | head` closing the pipe is not an error
+        sys.stderr.close()
+        sys.exit(EXIT_CLEAN)

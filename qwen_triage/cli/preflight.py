@@ -1,0 +1,325 @@
+"""The ``plan``, ``check-model`` and ``doctor`` commands, for the main ``qwen-triage`` group.
+
+Exit status: 0 when nothing above info was found, 1 when something was, 2 on
+bad usage or unreadable input (one line on stderr). Heavy modules (pynvml,
+gguf, safetensors, the checks themselves) are imported when a command runs,
+so ``qwen-triage --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, NoReturn
+
+import click
+
+FORMATS = ("text", "json", "markdown")
+QUANT_CHOICES = ("none", "awq", "gptq", "gptq-int8", "fp8", "bitsandbytes")
+
+
+def _fail(command: str, reason: str) -> NoReturn:
+    click.echo(f"qwen-triage {command}: {reason}", err=True)
+    raise SystemExit(2)
+
+
+def _finish(result: Any, fmt: str, show_all: bool = False) -> NoReturn:
+    from qwen_triage.preflight.render import emit
+
+    emit(result, fmt, sys.stdout, show_all=show_all)
+    sys.stdout.flush()
+    raise SystemExit(1 if result.diagnoses else 0)
+
+
+_format = click.option(
+    "--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="output format"
+)
+
+
+def _layout_options(f: Any) -> Any:
+    f = click.option("--data-parallel-size", type=click.IntRange(1, 1024), help="replicas you intend to launch")(f)
+    f = click.option("--pipeline-parallel-size", type=click.IntRange(1, 1024), help="PP you intend to launch")(f)
+    f = click.option("--tensor-parallel-size", type=click.IntRange(1, 1024), help="TP you intend to launch (checked)")(
+        f
+    )
+    return f
+
+
+def _requested(tp: int | None, pp: int | None, dp: int | None) -> tuple[int, int, int] | None:
+    if tp is None and pp is None and dp is None:
+        return None
+    return (tp or 1, pp or 1, dp or 1)
+
+
+def _offline_snapshot(command: str, snapshot: str | None, nvidia_smi: str | None, topo: str | None):
+    from pathlib import Path
+
+    from qwen_triage.preflight.machine.nvml import ReplayProbe
+    from qwen_triage.preflight.machine.smi import merge_topology, parse_nvidia_smi_xml, parse_topo_matrix
+
+    snap = None
+    try:
+        if snapshot:
+            snap = ReplayProbe(snapshot).snapshot()
+        elif nvidia_smi:
+            snap = parse_nvidia_smi_xml(
+                Path(nvidia_smi).read_text(encoding="utf-8"), source=f"nvidia-smi: {nvidia_smi}"
+            )
+        if topo:
+            snap = merge_topology(snap, parse_topo_matrix(Path(topo).read_text(encoding="utf-8")), f"topo: {topo}")
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        _fail(command, str(exc))
+    return snap
+
+
+# --- plan -----------------------------------------------------------------------------------
+
+
+@click.command("plan")
+@click.option(
+    "--model",
+    "-m",
+    "model",
+    required=True,
+    help="model directory, config.json, .gguf, or a Qwen name (Qwen/Qwen2.5-32B-Instruct)",
+)
+@click.option("--gpus", type=click.IntRange(1, 256), help="number of GPUs (default: those NVML sees)")
+@click.option("--gpu-mem", help="memory per GPU, e.g. 24GiB or 80GB (default: the smallest GPU found)")
+@click.option(
+    "--dtype", type=click.Choice(["auto", "bfloat16", "float16", "float32"]), default="auto", show_default=True
+)
+@click.option(
+    "--quantization",
+    "-q",
+    type=click.Choice(QUANT_CHOICES),
+    default=None,
+    help="weights quantization (default: from config.json)",
+)
+@click.option(
+    "--kv-cache-dtype", type=click.Choice(["auto", "fp8", "fp8_e4m3", "fp8_e5m2"]), default="auto", show_default=True
+)
+@click.option(
+    "--max-model-len", type=click.IntRange(16, None), help="context length to plan for (default: the model's)"
+)
+@click.option("--gpu-memory-utilization", type=click.FloatRange(0.05, 1.0), default=0.9, show_default=True)
+@click.option("--enforce-eager", is_flag=True, help="plan without CUDA graphs")
+@_layout_options
+@click.option("--topo", type=click.Path(dir_okay=False), help="`nvidia-smi topo -m` output, to judge TP links")
+@click.option(
+    "--snapshot", type=click.Path(dir_okay=False), help="GPU snapshot JSON (`doctor --record`) instead of NVML"
+)
+@click.option(
+    "--nvidia-smi", "nvidia_smi", type=click.Path(dir_okay=False), help="`nvidia-smi -q -x` output instead of NVML"
+)
+@click.option("--all", "show_all", is_flag=True, help="list every layout, replicas included")
+@_format
+def plan(
+    model: str,
+    gpus: int | None,
+    gpu_mem: str | None,
+    dtype: str,
+    quantization: str | None,
+    kv_cache_dtype: str,
+    max_model_len: int | None,
+    gpu_memory_utilization: float,
+    enforce_eager: bool,
+    tensor_parallel_size: int | None,
+    pipeline_parallel_size: int | None,
+    data_parallel_size: int | None,
+    topo: str | None,
+    snapshot: str | None,
+    nvidia_smi: str | None,
+    show_all: bool,
+    fmt: str,
+) -> None:
+    """Which tensor x pipeline x data parallel layouts work for MODEL on N GPUs, and the `vllm serve` command."""
+    import os
+
+    from qwen_triage.preflight.doctor import visible_gpus
+    from qwen_triage.preflight.model.config import ModelConfigError, load_model_config
+    from qwen_triage.preflight.machine.nvml import NvmlUnavailable, PynvmlProbe
+    from qwen_triage.preflight.plan.layouts import plan_layouts
+    from qwen_triage.units import SizeError, parse_size
+
+    try:
+        cfg = load_model_config(model)
+    except ModelConfigError as exc:
+        _fail("plan", str(exc))
+    mem_bytes = None
+    if gpu_mem is not None:
+        try:
+            mem_bytes = parse_size(gpu_mem)
+        except SizeError as exc:
+            _fail("plan", str(exc))
+
+    snap = _offline_snapshot("plan", snapshot, nvidia_smi, topo)
+    if snap is None and (gpus is None or mem_bytes is None):
+        try:
+            snap = visible_gpus(PynvmlProbe().snapshot(), os.environ.get("CUDA_VISIBLE_DEVICES"))
+        except NvmlUnavailable as exc:
+            _fail("plan", f"cannot read the GPUs (NVML: {exc}); pass --gpus and --gpu-mem")
+    topology = None
+    ccs = None
+    detected = None
+    if snap is not None and snap.gpus:
+        detected = len(snap.gpus)
+        n = gpus or detected
+        chosen = snap.gpus[:n]
+        if mem_bytes is None:
+            sizes = [g.memory.total for g in chosen if g.memory.total]
+            if not sizes:
+                _fail("plan", "the GPU data has no memory sizes; pass --gpu-mem")
+            mem_bytes = min(sizes)
+        if snap.topology and len(snap.topology) >= n:
+            topology = [row[:n] for row in snap.topology[:n]]
+        ccs = [g.compute_capability or "" for g in chosen]
+        gpus = n
+        if detected >= n:
+            detected = None  # only worth a finding when fewer are visible than planned for
+    if gpus is None or mem_bytes is None:
+        _fail("plan", "pass --gpus and --gpu-mem (no GPU data to read them from)")
+    result = plan_layouts(
+        cfg,
+        gpus,
+        mem_bytes,
+        dtype=dtype,
+        quantization=quantization,
+        kv_cache_dtype=kv_cache_dtype,
+        max_model_len=max_model_len,
+        gpu_memory_utilization=gpu_memory_utilization,
+        enforce_eager=enforce_eager,
+        topology=topology,
+        compute_capabilities=ccs,
+        requested=_requested(tensor_parallel_size, pipeline_parallel_size, data_parallel_size),
+        model_ref=model,
+        detected_gpus=detected,
+    )
+    _finish(result, fmt, show_all)
+
+
+# --- check-model -------------------------------------------------------------------------------
+
+
+@contextmanager
+def _progress() -> Iterator[Any]:
+    """A rich progress bar on stderr, only when stderr is a terminal and a file is big."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
+
+        def start(name: str, total: int):
+            if total < 256 << 20:
+                return lambda n: None
+            task = bar.add_task(f"sha256 {name}", total=total)
+            return lambda n: bar.advance(task, n)
+
+        yield start
+
+
+@click.command("check-model")
+@click.argument("path", type=click.Path())
+@click.option(
+    "--sha256",
+    "sha256",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[FILE]",
+    help="verify against a sha256sum-format FILE; alone: hash every weight file and print the sums",
+)
+@_format
+def check_model(path: str, sha256: str | None, fmt: str) -> None:
+    """Check a model directory or file (safetensors, GGUF, config, tokenizer) without loading it."""
+    from qwen_triage.preflight.model.check import ModelPathError, inspect_model
+
+    try:
+        with _progress() as progress:
+            result = inspect_model(path, sha256_list=sha256 or None, hash_files=sha256 == "", progress=progress)
+    except ModelPathError as exc:
+        _fail("check-model", str(exc))
+    if sha256 == "" and fmt == "text":
+        from qwen_triage.preflight.render import emit
+
+        emit(result, fmt, sys.stdout)
+        click.echo()
+        for f in result.files:
+            if f.sha256:
+                click.echo(f"{f.sha256}  {f.name}")
+        raise SystemExit(1 if result.diagnoses else 0)
+    _finish(result, fmt)
+
+
+# --- doctor ---------------------------------------------------------------------------------------
+
+
+@click.command("doctor")
+@click.option(
+    "--nvidia-smi",
+    "nvidia_smi",
+    type=click.Path(dir_okay=False),
+    help="analyse `nvidia-smi -q -x` output from another machine",
+)
+@click.option("--topo", type=click.Path(dir_okay=False), help="and its `nvidia-smi topo -m` output")
+@click.option("--snapshot", type=click.Path(dir_okay=False), help="replay a GPU snapshot recorded with --record")
+@click.option("--record", type=click.Path(dir_okay=False), help="write this machine's GPU snapshot (JSON) to a file")
+@click.option("--model", "-m", "model", help="also check this model's files and plan it on the GPUs found")
+@_layout_options
+@click.option("--max-model-len", type=click.IntRange(16, None))
+@click.option("--gpu-memory-utilization", type=click.FloatRange(0.05, 1.0), default=0.9, show_default=True)
+@_format
+def doctor(
+    nvidia_smi: str | None,
+    topo: str | None,
+    snapshot: str | None,
+    record: str | None,
+    model: str | None,
+    tensor_parallel_size: int | None,
+    pipeline_parallel_size: int | None,
+    data_parallel_size: int | None,
+    max_model_len: int | None,
+    gpu_memory_utilization: float,
+    fmt: str,
+) -> None:
+    """Probe GPUs, links, /dev/shm, driver and software; report findings and an inventory."""
+    from qwen_triage.preflight.doctor import DoctorInputError, probe
+    from qwen_triage.preflight.machine.nvml import ReplayProbe
+    from qwen_triage.preflight.machine.nvml import record as write_snapshot
+
+    if record and (nvidia_smi or topo or snapshot):
+        _fail(
+            "doctor", "--record writes this machine's GPUs; it cannot be combined with --nvidia-smi/--topo/--snapshot"
+        )
+    try:
+        result = probe(
+            gpu_probe=ReplayProbe(snapshot) if snapshot else None,
+            nvidia_smi=nvidia_smi,
+            topo=topo,
+            model=model,
+            gpu_memory_utilization=gpu_memory_utilization,
+            max_model_len=max_model_len,
+            requested=_requested(tensor_parallel_size, pipeline_parallel_size, data_parallel_size),
+        )
+    except DoctorInputError as exc:
+        _fail("doctor", str(exc))
+    if record:
+        if result.inventory.gpus is None:
+            _fail("doctor", f"nothing to record: {result.inventory.nvml_error or 'no GPU data'}")
+        write_snapshot(result.inventory.gpus, record)
+        result.notes.append(f"GPU snapshot written to {record}")
+    _finish(result, fmt)
+
+
+COMMANDS = [plan, check_model, doctor]

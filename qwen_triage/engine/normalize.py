@@ -1,0 +1,256 @@
+"""Recognise the wrappers around a log line and lift them into record fields.
+
+Wrappers nest: a journald line can carry an Ollama logfmt line, a docker
+compose line a vLLM worker line, and so on. Each layer strips its prefix and
+hands the rest to the next, so `message` ends up as the program's own words.
+Layers only ever remove a prefix (or a trailing CR): the message stays a
+substring of the line, so a prefilter that saw the raw line cannot have missed
+a pattern that matches the message.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from qwen_triage.engine.records import LineRecord
+
+ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+ANSI_BYTES_RE = re.compile(ANSI_RE.pattern.encode())
+
+_LEVELS = {
+    "d": "debug",
+    "debug": "debug",
+    "trace": "debug",
+    "i": "info",
+    "info": "info",
+    "notice": "info",
+    "w": "warning",
+    "warn": "warning",
+    "warning": "warning",
+    "e": "error",
+    "err": "error",
+    "error": "error",
+    "f": "critical",
+    "fatal": "critical",
+    "critical": "critical",
+    "crit": "critical",
+    "alert": "critical",
+    "emerg": "critical",
+    "panic": "critical",
+}
+
+# syslog priorities as journald's PRIORITY field carries them
+PRIORITY_LEVELS = {
+    "0": "critical",
+    "1": "critical",
+    "2": "critical",
+    "3": "error",
+    "4": "warning",
+    "5": "info",
+    "6": "info",
+    "7": "debug",
+}
+
+
+def level_name(raw: str | None) -> str | None:
+    return _LEVELS.get(raw.lower()) if raw else None
+
+
+_MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+
+JOURNALD_SHORT = re.compile(
+    rf"(?P<ts>{_MONTH} [ \d]\d \d\d:\d\d:\d\d) (?P<host>[^\s:]+) (?P<prog>[^\s\[:]+)(?:\[(?P<pid>\d+)\])?: ?(?P<msg>.*)",
+    re.S,
+)
+JOURNALD_ISO = re.compile(
+    r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?) (?P<host>[^\s:]+) "
+    r"(?P<prog>[^\s\[:]+)(?:\[(?P<pid>\d+)\])?: ?(?P<msg>.*)",
+    re.S,
+)
+DMESG = re.compile(r"\[\s*(?P<ts>\d+\.\d+)\] ?(?P<msg>.*)", re.S)
+DMESG_T = re.compile(
+    rf"\[(?P<ts>(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) {_MONTH} [ \d]\d \d\d:\d\d:\d\d \d{{4}})\] ?(?P<msg>.*)", re.S
+)
+# `kubectl logs --timestamps` and `docker logs -t`
+RFC3339_PREFIX = re.compile(r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) (?P<msg>.*)", re.S)
+COMPOSE = re.compile(r"(?P<container>[A-Za-z0-9][\w.-]*?)\s+\| (?P<msg>.*)", re.S)
+# The message starts after `msg="` (or `msg=` for a bare value) and runs to the
+# end of the line: the closing quote and the key=value pairs after it stay as
+# printed, so the message is a substring of the raw line — what the
+# prefilter, which sees raw bytes, relies on.
+OLLAMA_LOGFMT = re.compile(
+    r"time=(?P<ts>\S+) level=(?P<level>[A-Za-z]+)(?: source=(?P<src>\S+))?(?: msg=\"?)?(?P<rest>.*)",
+    re.S,
+)
+VLLM_PREFIX = re.compile(
+    r"\((?P<proc>[A-Za-z][\w-]*(?: [A-Za-z][\w-]*)?)(?: rank=(?P<rank>\d+))? pid=(?P<pid>\d+)(?:, ip=[^)]*)?\) ?(?P<msg>.*)",
+    re.S,
+)
+VLLM_LINE = re.compile(
+    r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?P<ts>\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) "
+    r"(?:\[(?P<src>[^\]\s]+)\]|(?P<src_old>[\w.]+:\d+)\]) ?(?P<msg>.*)",
+    re.S,
+)
+NCCL_LINE = re.compile(
+    r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<gpu>\d+)\] (?:(?P<loc>[\w/.-]+\.\w+:\d+) )?"
+    r"(?P<msg>NCCL (?P<level>WARN|INFO|ERROR|TRACE|ABORT)\b.*)",
+    re.S,
+)
+# mpirun --tag-output: `[1,0]<stdout>:…`
+MPI_TAG = re.compile(r"\[(?P<job>\d+),(?P<rank>\d+)\]<(?:stdout|stderr)>:(?P<msg>.*)", re.S)
+# Ray's worker prefix without a name: `(pid=909608) …`
+RAY_PID = re.compile(r"\(pid=(?P<pid>\d+)(?:, ip=[^)]*)?\) ?(?P<msg>.*)", re.S)
+# talosctl dmesg: `10.0.0.2: kern: warning: [2026-04-22T21:25:20.458998481Z]: …`
+TALOS_KERN = re.compile(r"(?P<host>[\w.:-]+): kern: +(?P<level>\w+): \[(?P<ts>[^\]]+)\]: (?P<msg>.*)", re.S)
+TORCH_RANK = re.compile(r"\[rank(?P<rank>\d+)\]:(?P<msg>.*)", re.S)
+GLOG = re.compile(r"\[(?P<level>[IWEF])(?P<ts>\d{3,4} \d\d:\d\d:\d\d\.\d+)(?: +\d+)? (?P<src>[^\]\s]+:\d+)\] ?(?P<msg>.*)", re.S)
+# torch's own logging without brackets: `W1129 16:46:03.146000 11144 torch/_library/triton.py:53] …`
+GLOG_BARE = re.compile(r"(?P<level>[IWEF])(?P<ts>\d{4} \d\d:\d\d:\d\d\.\d+) +\d+ (?P<src>\S+:\d+)\] ?(?P<msg>.*)", re.S)
+GPU_IN_PROC = re.compile(r"(?:TP|rank|_|-)(\d+)$")
+
+
+def _set_ts(rec: LineRecord, ts: str) -> None:
+    if rec.timestamp is None:
+        rec.timestamp = ts
+
+
+def _journald(rec: LineRecord, m: re.Match[str], fmt: str) -> None:
+    _set_ts(rec, m["ts"])
+    rec.host = m["host"]
+    prog = m["prog"]
+    rec.program = "kernel" if prog == "kernel" else prog
+    if m["pid"]:
+        rec.pid = int(m["pid"])
+    rec.formats += (fmt,)
+
+
+def _strip_layer(rec: LineRecord, msg: str) -> str | None:
+    """Strip one wrapper from ``msg``; return the inner text or None when none applies."""
+    c = msg[:1]
+    if c in "JFMASOND" and (m := JOURNALD_SHORT.match(msg)):
+        _journald(rec, m, "journald")
+        return m["msg"]
+    if c.isdigit():
+        if m := JOURNALD_ISO.match(msg):
+            _journald(rec, m, "journald-iso")
+            return m["msg"]
+        if m := RFC3339_PREFIX.match(msg):
+            _set_ts(rec, m["ts"])
+            rec.formats += ("timestamped",)
+            return m["msg"]
+    if " NCCL " in msg[:160] and (m := NCCL_LINE.match(msg)):
+        rec.host = rec.host or m["host"]
+        rec.pid = int(m["pid"])
+        rec.gpu = int(m["gpu"])
+        rec.level = level_name(m["level"])
+        rec.program = rec.program or "nccl"
+        rec.formats += ("nccl",)
+        if m["loc"]:
+            rec.extra["source"] = m["loc"]
+        return m["msg"]
+    if c.isalnum() and ": kern: " in msg[:60] and (m := TALOS_KERN.match(msg)):
+        _set_ts(rec, m["ts"])
+        rec.host = m["host"]
+        rec.program = "kernel"
+        rec.level = level_name(m["level"])
+        rec.formats += ("talos-kern",)
+        return m["msg"]
+    if c == "[":
+        if m := MPI_TAG.match(msg):
+            rec.rank = int(m["rank"])
+            rec.formats += ("mpi",)
+            return m["msg"]
+        if m := DMESG.match(msg):
+            _set_ts(rec, m["ts"])
+            rec.program = "kernel"
+            rec.formats += ("dmesg",)
+            return m["msg"]
+        if m := DMESG_T.match(msg):
+            _set_ts(rec, m["ts"])
+            rec.program = "kernel"
+            rec.formats += ("dmesg-T",)
+            return m["msg"]
+        if m := TORCH_RANK.match(msg):
+            rec.rank = int(m["rank"])
+            rec.formats += ("torch-rank",)
+            return m["msg"]
+        if m := GLOG.match(msg):
+            _set_ts(rec, m["ts"])
+            rec.level = level_name(m["level"])
+            rec.formats += ("glog",)
+            return m["msg"]
+    if c == "t" and (m := OLLAMA_LOGFMT.match(msg)):
+        _set_ts(rec, m["ts"])
+        rec.level = level_name(m["level"])
+        if m["src"]:
+            rec.extra["source"] = m["src"]
+        rec.formats += ("logfmt",)
+        return m["rest"].lstrip()
+    if c == "(" and msg.startswith("(pid=") and (m := RAY_PID.match(msg)):
+        rec.pid = int(m["pid"])
+        rec.formats += ("ray",)
+        return m["msg"]
+    if c == "(" and (m := VLLM_PREFIX.match(msg)):
+        rec.process = m["proc"]
+        rec.pid = int(m["pid"])
+        if m["rank"]:
+            rec.rank = int(m["rank"])
+        elif g := GPU_IN_PROC.search(m["proc"]):
+            rec.rank = int(g[1])
+        rec.formats += ("vllm-process",)
+        return m["msg"]
+    if c in "DIWEC" and (m := VLLM_LINE.match(msg)):
+        _set_ts(rec, m["ts"])
+        rec.level = level_name(m["level"])
+        rec.extra["source"] = m["src"] or m["src_old"]
+        rec.formats += ("vllm",)
+        return m["msg"]
+    if c in "IWEF" and msg[1:2].isdigit() and (m := GLOG_BARE.match(msg)):
+        _set_ts(rec, m["ts"])
+        rec.level = level_name(m["level"])
+        rec.formats += ("glog",)
+        return m["msg"]
+    if c.isalnum() and "| " in msg[:80] and (m := COMPOSE.match(msg)) and not rec.formats:
+        rec.extra["container"] = m["container"]
+        rec.formats += ("compose",)
+        return m["msg"]
+    return None
+
+
+MAX_LAYERS = 5
+
+
+def normalize(
+    text: str,
+    path: str = "<stdin>",
+    line: int = 0,
+    *,
+    source_index: int = 0,
+    truncated: bool = False,
+    preset: Callable[[LineRecord], None] | None = None,
+) -> LineRecord:
+    """Build a record from one decoded line (already free of ANSI codes and the LF)."""
+    if text.endswith("\r"):
+        text = text.rstrip("\r")
+    rec = LineRecord(path=path, line=line, message=text, text=text, truncated=truncated, source_index=source_index)
+    if preset is not None:
+        preset(rec)
+    msg = text
+    for _ in range(MAX_LAYERS):
+        inner = _strip_layer(rec, msg)
+        if inner is None:
+            break
+        msg = inner
+    rec.message = msg
+    return rec
+
+
+def decode_line(raw: bytes) -> str:
+    """Bytes of one line to text: invalid UTF-8 replaced, ANSI codes and NULs removed."""
+    if b"\x1b" in raw:
+        raw = ANSI_BYTES_RE.sub(b"", raw)
+    text = raw.decode("utf-8", "replace")
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    return text

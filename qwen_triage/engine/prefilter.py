@@ -1,0 +1,189 @@
+"""Find the candidate lines of a block: the lines some pattern might match.
+
+Two interchangeable engines. Hyperscan compiles every pattern into one
+automaton (in prefilter mode, so constructs it cannot do exactly are widened,
+never narrowed) and scans a whole block at once. The pure-Python engine looks
+for each pattern's required literals with ``bytes.find``. Either may report
+lines the pattern does not really match; the confirm step with ``regex``
+settles that. Neither may miss a line that matches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from pathlib import Path
+from typing import Protocol
+
+from qwen_triage.engine.literals import required_literals
+
+Candidates = dict[int, set[int]]  # line start offset in block -> pattern ids
+
+
+class Prefilter(Protocol):
+    name: str
+
+    def candidates(self, data: bytes) -> Candidates: ...
+
+
+def _line_start(data: bytes, end: int) -> int:
+    return data.rfind(b"\n", 0, max(end - 1, 0)) + 1 if end > 0 else 0
+
+
+class LiteralPrefilter:
+    """Pure Python: ``bytes.find`` for each required literal."""
+
+    name = "literal"
+
+    def __init__(self, patterns: list[str]):
+        self.always: list[int] = []  # patterns without a literal: tried on every line
+        by_literal: dict[tuple[bytes, bool], list[int]] = defaultdict(list)
+        for pid, pattern in enumerate(patterns):
+            req = required_literals(pattern)
+            if req is None:
+                self.always.append(pid)
+                continue
+            for alt in req.alternatives:
+                by_literal[(alt.encode("utf-8"), req.ignore_case)].append(pid)
+        # Longest first: a rare long literal is the cheapest to look for.
+        self.literals = sorted(by_literal.items(), key=lambda kv: -len(kv[0][0]))
+        self.any_ignore_case = any(ci for (_, ci), _ in self.literals)
+
+    def candidates(self, data: bytes) -> Candidates:
+        out: Candidates = {}
+        lowered = data.lower() if self.any_ignore_case else data
+        for (lit, ci), pids in self.literals:
+            hay = lowered if ci else data
+            pos = hay.find(lit)
+            while pos >= 0:
+                start = data.rfind(b"\n", 0, pos) + 1
+                out.setdefault(start, set()).update(pids)
+                nl = data.find(b"\n", pos)
+                if nl < 0:
+                    break
+                pos = hay.find(lit, nl + 1)
+        if self.always:
+            start = 0
+            while start < len(data):
+                out.setdefault(start, set()).update(self.always)
+                nl = data.find(b"\n", start)
+                if nl < 0:
+                    break
+                start = nl + 1
+        return out
+
+
+def _hs_expression(pattern: str) -> bytes:
+    # Rules match the message, but the prefilter sees the whole line with its
+    # wrappers, so anchors are dropped here (a wider net, never a narrower one).
+    if pattern.startswith("^"):
+        pattern = pattern[1:]
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        pattern = pattern[:-1]
+    return pattern.encode("utf-8")
+
+
+class HyperscanPrefilter:
+    """All patterns in one Hyperscan database, block mode, prefilter semantics."""
+
+    name = "hyperscan"
+
+    def __init__(self, patterns: list[str], cache_dir: Path | None = None):
+        import hyperscan  # noqa: PLC0415 - optional dependency
+
+        self._hs = hyperscan
+        exprs = [_hs_expression(p) for p in patterns]
+        flags = hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_ALLOWEMPTY | hyperscan.HS_FLAG_MULTILINE
+        key = hashlib.sha256(b"\0".join(exprs) + str(flags).encode() + hyperscan.__version__.encode()).hexdigest()[:32]
+        self.fallback: LiteralPrefilter | None = None
+        self.db = self._load_cached(cache_dir, key)
+        if self.db is None:
+            ids, good = [], []
+            bad: list[int] = []
+            for pid, expr in enumerate(exprs):
+                try:
+                    probe = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+                    probe.compile(expressions=[expr], ids=[pid], elements=1, flags=[flags])
+                except Exception:  # noqa: BLE001 - hyperscan.error: pattern not supported
+                    bad.append(pid)
+                    continue
+                ids.append(pid)
+                good.append(expr)
+            self.db = None
+            if good:
+                self.db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+                self.db.compile(expressions=good, ids=ids, elements=len(good), flags=[flags] * len(good))
+            self.bad = bad
+            self._store_cached(cache_dir, key, bad)
+        if self.bad:
+            # Patterns Hyperscan refuses still get a prefilter: their literals.
+            sub = [patterns[i] for i in self.bad]
+            self.fallback = LiteralPrefilter(sub)
+            self._fallback_ids = self.bad
+
+    def _load_cached(self, cache_dir: Path | None, key: str):  # type: ignore[no-untyped-def]
+        self.bad = []
+        if cache_dir is None:
+            return None
+        path = cache_dir / f"hs-{key}.db"
+        meta = cache_dir / f"hs-{key}.bad"
+        try:
+            blob = path.read_bytes()
+            self.bad = [int(x) for x in meta.read_text().split()]
+            db = self._hs.loadb(blob, mode=self._hs.HS_MODE_BLOCK)
+            db.scratch = self._hs.Scratch(db)  # a deserialised database has none
+            return db
+        except Exception:  # noqa: BLE001 - any cache problem means: compile again
+            self.bad = []
+            return None
+
+    def _store_cached(self, cache_dir: Path | None, key: str, bad: list[int]) -> None:
+        if cache_dir is None or self.db is None:
+            return  # nothing compiled: nothing worth caching
+        try:
+            cache_dir.mkdir(parents=True, exist_ok=True)
+            tmp = cache_dir / f"hs-{key}.db.tmp"
+            tmp.write_bytes(self._hs.dumpb(self.db))
+            (cache_dir / f"hs-{key}.bad").write_text(" ".join(map(str, bad)))
+            tmp.replace(cache_dir / f"hs-{key}.db")
+        except OSError:
+            pass  # a read-only home only costs the compile next time
+
+    def candidates(self, data: bytes) -> Candidates:
+        ends: list[tuple[int, int]] = []
+
+        def on_match(pid: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
+            ends.append((to, pid))
+
+        if self.db is not None:
+            self.db.scan(data, match_event_handler=on_match)
+        out: Candidates = {}
+        last_line = (-1, -1)
+        for to, pid in ends:
+            start = _line_start(data, to)
+            if (start, pid) == last_line:
+                continue
+            last_line = (start, pid)
+            out.setdefault(start, set()).add(pid)
+        if self.fallback is not None:
+            for start, sub_ids in self.fallback.candidates(data).items():
+                out.setdefault(start, set()).update(self._fallback_ids[i] for i in sub_ids)
+        return out
+
+
+def hyperscan_available() -> bool:
+    try:
+        import hyperscan  # noqa: F401, PLC0415
+    except Exception:  # noqa: BLE001
+        return False
+    return True
+
+
+def build_prefilter(patterns: list[str], engine: str = "auto", cache_dir: Path | None = None) -> Prefilter:
+    """``engine``: "auto" (Hyperscan where it loads), "hyperscan" or "literal"."""
+    if engine not in ("auto", "hyperscan", "literal"):
+        raise ValueError(f"unknown prefilter engine {engine!r}")
+    if engine != "literal" and (engine == "hyperscan" or hyperscan_available()):
+        return HyperscanPrefilter(patterns, cache_dir=cache_dir)
+    return LiteralPrefilter(patterns)
+

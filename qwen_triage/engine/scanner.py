@@ -1,0 +1,115 @@
+"""The scan pipeline: sources -> blocks -> matcher -> correlator -> report."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from platformdirs import user_cache_dir
+
+from qwen_triage.engine.correlate import Correlator
+from qwen_triage.engine.matcher import CompiledPack, Finding, Matcher
+from qwen_triage.rulepack.pack import RulePack, extra_rule_dirs, load_pack
+from qwen_triage.report.model import DisabledRuleOut, InputOut, Report, Stats
+from qwen_triage.engine.sources import MAX_LINE, Block, Source, iter_blocks
+
+
+def cache_dir() -> Path:
+    return Path(user_cache_dir("qwen-triage"))
+
+
+def compile_pack(
+    rule_dirs: Iterable[str] = (), engine: str = "auto", pack: RulePack | None = None
+) -> CompiledPack:
+    pack = pack or load_pack(extra_rule_dirs(list(rule_dirs)), cache_dir=cache_dir())
+    return CompiledPack.build(pack, engine=engine, cache_dir=cache_dir())
+
+
+class Scanner:
+    """One triage session over one or more inputs, giving one report."""
+
+    def __init__(self, compiled: CompiledPack, max_line: int = MAX_LINE):
+        self.compiled = compiled
+        self.matcher = Matcher(compiled)
+        self.correlator = Correlator(compiled.pack.classes)
+        self.max_line = max_line
+        self.sources: list[Source] = []
+        self.started = time.perf_counter()
+
+    def _take(self, findings: Iterable[Finding]) -> Iterator[Finding]:
+        """Feed findings to the correlator; yield those that open a new diagnosis."""
+        for f in findings:
+            if self.correlator.add(f):
+                yield f
+
+    def scan_source(self, source: Source, on_block: Callable[[Source], None] | None = None) -> Iterator[Finding]:
+        source.index = len(self.sources)
+        self.sources.append(source)
+        for block in iter_blocks(source, max_line=self.max_line):
+            yield from self._take(self.matcher.feed_block(block, source.name, source.index))
+            if on_block is not None:
+                on_block(source)
+        yield from self._take(self.matcher.finish(source.index))
+
+    def add_source(self, source: Source) -> int:
+        """Register a live source (fed line by line); returns its index."""
+        source.index = len(self.sources)
+        self.sources.append(source)
+        return source.index
+
+    def feed_block(self, source: Source, block: Block, raw_bytes: int | None = None) -> Iterator[Finding]:
+        """Live mode: a block of whole lines that arrived; ``raw_bytes`` it took on the wire."""
+        last = block.origin_line(block.nlines - 1) if block.nlines else block.first_line - 1
+        source.lines_read = max(source.lines_read, last)
+        source.bytes_read += len(block.data) if raw_bytes is None else raw_bytes
+        yield from self._take(self.matcher.feed_block(block, source.name, source.index))
+
+    def feed_line(self, source: Source, text: str, line_no: int) -> Iterator[Finding]:
+        """Live mode, one decoded line: a block of one line."""
+        data = text.encode("utf-8", "replace").replace(b"\n", b" ") + b"\n"
+        yield from self.feed_block(source, Block(data=data, first_line=line_no, nlines=1))
+
+    def flush(self) -> Iterator[Finding]:
+        yield from self._take(self.matcher.finish())
+
+    def report(self) -> Report:
+        m = self.matcher
+        notes = []
+        if m.stats.truncated:
+            notes.append(
+                f"{m.stats.truncated} line(s) longer than {self.max_line} bytes were matched on their first "
+                f"{self.max_line} bytes only"
+            )
+        disabled = [
+            DisabledRuleOut(rule=d.rule_id, pattern=d.pattern, where=d.where) for d in m.disabled_rules.values()
+        ]
+        for d in disabled:
+            notes.append(f"rule {d.rule} was disabled: its pattern timed out on {d.where}")
+        return Report(
+            inputs=[InputOut(name=s.name, kind=s.kind, lines=s.lines_read, bytes=s.bytes_read) for s in self.sources],
+            diagnoses=self.correlator.diagnoses(),
+            observations=self.correlator.observations(),
+            notes=notes,
+            stats=Stats(
+                lines=m.stats.lines,
+                bytes=sum(s.bytes_read for s in self.sources),
+                seconds=round(time.perf_counter() - self.started, 4),
+                rules=len(self.compiled.rules),
+                patterns=len(self.compiled.patterns),
+                prefilter=self.compiled.prefilter.name,
+                candidate_lines=m.stats.candidates,
+                truncated_lines=m.stats.truncated,
+                max_line_bytes=self.max_line,
+                disabled_rules=disabled,
+            ),
+        )
+
+
+def scan_paths(paths: list[str], compiled: CompiledPack) -> Report:
+    """Convenience for tests and the eval command: scan files, return the report."""
+    scanner = Scanner(compiled)
+    for i, p in enumerate(paths):
+        for _ in scanner.scan_source(Source.from_arg(p, i)):
+            pass
+    return scanner.report()

@@ -1,0 +1,367 @@
+"""Preflight for a relaunch: ``check-model``, ``doctor`` and ``plan`` applied to one vLLM command.
+
+Before any minutes go into loading weights: the model directory is checked,
+the GPUs (and /dev/shm, free GPU memory) are probed through ``doctor``, the
+requested layout is judged by ``plan`` against the GPUs the server will see,
+and the port is tried. Everything comes back as :class:`Diagnosis` objects
+with fix steps, exactly like a triaged log, so one plan builder handles both.
+
+How many devices to plan for:
+
+* NVML works: the GPUs it reports, narrowed by ``CUDA_VISIBLE_DEVICES`` in the
+  server's environment, with the smallest card's memory;
+* no NVML (vLLM's CPU build, or a broken driver): ``--gpus N``, else the
+  profile's ``expected_gpus``, else the command's own TP x PP x DP; memory per
+  device is ``gpu_memory_gib`` or, for the CPU build, host RAM shared evenly
+  (the CPU build's workers are processes on the one host). TP across CPU
+  workers is allowed; ``plan`` then only judges the shape (heads, KV heads,
+  layers), which is what vLLM refuses on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from qwen_triage.rulepack.actions import CheckPort, ChooseLayout, FreePort, SetArg
+from qwen_triage.preflight.findings import (
+    Finding,
+    act,
+    ev,
+    fix,
+    load_classes,
+    to_report,
+)
+from qwen_triage.preflight.model.config import (
+    ModelConfig,
+    ModelConfigError,
+    load_model_config,
+)
+from qwen_triage.preflight.machine.nvml import GpuProbe, GpuSnapshot
+from qwen_triage.preflight.plan.models import PlanResult
+from qwen_triage.preflight.machine.software import cuda_visible_indices
+from qwen_triage.units import GiB
+from qwen_triage.report.model import Diagnosis, Observation
+from qwen_triage.runner import probes
+from qwen_triage.runner.layout import is_cpu_build, requested, visible_indices
+from qwen_triage.runner.vllm.argv import VllmLaunch
+from qwen_triage.rulepack.schema import Severity
+
+if TYPE_CHECKING:
+    from qwen_triage.runner.fixplan import PlanContext
+
+# doctor findings about qwen-triage's own Python (its torch build), not the server's.
+_NOT_THE_SERVERS = {"preflight.doctor.driver-cuda"}
+
+
+class Machine(BaseModel):
+    """The devices a launch runs on, as far as the runner can tell."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gpus: int = Field(description="devices to plan for")
+    gpu_mem_bytes: int
+    source: str = Field(description="where the count came from, in words")
+    cpu_build: bool = False
+    nvml: bool = False
+    visible: list[int] = Field(default_factory=list, description="NVML indices the server sees, in its order")
+    all_gpus: int = 0
+    pci_bus_ids: list[str] = Field(default_factory=list, description="of every GPU, by NVML index")
+    memory_all: list[int] = Field(default_factory=list, description="bytes, of every GPU, by NVML index")
+    ccs_all: list[str] = Field(default_factory=list, description="compute capability of every GPU, by NVML index")
+    topology_all: list[list[str]] | None = Field(default=None, description="nvidia-smi topo -m labels, every GPU")
+    host_memory_bytes: int | None = None
+
+    @property
+    def compute_capabilities(self) -> list[str]:
+        return [self.ccs_all[i] for i in self.visible if i < len(self.ccs_all)]
+
+    @property
+    def topology(self) -> list[list[str]] | None:
+        t = self.topology_all
+        if not t or any(i >= len(t) for i in self.visible):
+            return None
+        return [[t[a][b] for b in self.visible] for a in self.visible]
+
+    def with_visible(self, visible: list[int]) -> Machine:
+        """The same machine, seen through another CUDA_VISIBLE_DEVICES (after a GPU is left out)."""
+        if not self.nvml:
+            return self.model_copy(update={"gpus": max(1, len(visible)), "visible": visible})
+        sizes = [self.memory_all[i] for i in visible if i < len(self.memory_all) and self.memory_all[i]]
+        return self.model_copy(update={"gpus": len(visible), "visible": visible,
+                                       "gpu_mem_bytes": min(sizes) if sizes else self.gpu_mem_bytes})
+
+
+class PreflightResult(BaseModel):
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    machine: Machine
+    diagnoses: list[Diagnosis] = Field(default_factory=list)
+    observations: list[Observation] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    plan: PlanResult | None = None
+    shape: ModelConfig | None = Field(default=None, description="the model's shape, when it could be read")
+    snapshot: GpuSnapshot | None = None
+
+
+def _visible(cvd: str | None, count: int) -> list[int]:
+    indices = cuda_visible_indices(cvd)
+    if indices is None:
+        return list(range(count))  # unset, or UUIDs / MIG names: doctor does not map them either
+    return [i for i in indices if i < count]
+
+
+def probe_machine(
+    launch: VllmLaunch,
+    env: Mapping[str, str],
+    *,
+    gpus: int | None = None,
+    expected_gpus: int | None = None,
+    gpu_memory_gib: float | None = None,
+    gpu_probe: GpuProbe | None = None,
+    classes: dict[str, Any] | None = None,
+) -> tuple[Machine, list[Diagnosis], list[Observation], list[str], GpuSnapshot | None]:
+    """Run ``doctor`` for the server's environment; the machine, doctor's diagnoses, notes."""
+    from qwen_triage.preflight.doctor import probe
+
+    cpu = is_cpu_build(env)
+    util = launch.gpu_memory_utilization or 0.9
+    result = probe(gpu_probe=gpu_probe, gpu_memory_utilization=util, environ=env, classes=classes)
+    notes = [n for n in result.notes if not n.startswith("neither torch nor vLLM")]
+    diagnoses = [d for d in result.diagnoses if d.rule not in _NOT_THE_SERVERS]
+    observations = list(result.observations)
+    snap = result.inventory.gpus
+    host_mem = result.inventory.system.host_memory_bytes if result.inventory.system else None
+    if cpu:
+        # NVML is not expected on the CPU build: its absence is no finding.
+        nvml_rules = {"preflight.doctor.nvml-unavailable", "preflight.doctor.nvml-missing", "preflight.doctor.no-gpus"}
+        diagnoses = [d for d in diagnoses if d.rule not in nvml_rules]
+        notes = [n for n in notes if not n.startswith("NVML could not be loaded")]
+
+    if snap is not None and snap.gpus and not cpu:
+        visible = _visible(env.get("CUDA_VISIBLE_DEVICES"), len(snap.gpus))
+        # with_visible sizes the devices by the smallest visible card; the fallback is for cards NVML gave no size.
+        machine = Machine(
+            gpus=len(visible),
+            gpu_mem_bytes=int((gpu_memory_gib or 80) * GiB),
+            source=f"NVML: {len(visible)} of {len(snap.gpus)} GPUs visible to the server",
+            nvml=True,
+            all_gpus=len(snap.gpus),
+            pci_bus_ids=[g.pci_bus_id for g in snap.gpus],
+            memory_all=[g.memory.total for g in snap.gpus],
+            ccs_all=[g.compute_capability or "" for g in snap.gpus],
+            topology_all=snap.topology,
+            host_memory_bytes=host_mem,
+        ).with_visible(visible)
+        if gpus is not None and gpus != machine.gpus:
+            notes.append(f"--gpus {gpus} ignored: NVML shows {machine.gpus} GPUs for this server")
+        return machine, diagnoses, observations, notes, snap
+
+    tp, pp, dp = requested(launch)
+    if gpus is not None:
+        count, where = gpus, f"--gpus {gpus}"
+    elif expected_gpus is not None:
+        count, where = expected_gpus, f"the profile's expected_gpus {expected_gpus}"
+    else:
+        count, where = tp * pp * dp, f"the command's TP x PP x DP = {tp * pp * dp}"
+    kind = "CPU build: devices are worker processes" if cpu else "no NVML"
+    if gpu_memory_gib is not None:
+        mem = int(gpu_memory_gib * GiB)
+    elif host_mem:
+        mem = host_mem // count
+    else:
+        mem = 16 * GiB
+    if not cpu and gpu_memory_gib is None:
+        notes.append("GPU memory unknown without NVML: memory fit is not judged (pass --gpu-mem)")
+        mem = max(mem, 1024 * GiB)
+    machine = Machine(
+        gpus=count,
+        gpu_mem_bytes=mem,
+        source=f"{where} ({kind})",
+        cpu_build=cpu,
+        visible=list(range(count)),
+        host_memory_bytes=host_mem,
+    )
+    return machine, diagnoses, observations, notes, snap
+
+
+def model_config_for(launch: VllmLaunch) -> tuple[ModelConfig | None, str | None]:
+    try:
+        return load_model_config(launch.model or ""), None
+    except ModelConfigError as exc:
+        return None, f"plan skipped: {exc}"
+
+
+def plan_for(
+    cfg: ModelConfig, machine: Machine, launch: VllmLaunch, want: tuple[int, int, int] | None = None
+) -> PlanResult:
+    """``plan`` for this command's settings on ``machine``; ``want`` turns its layout's problems into diagnoses."""
+    from qwen_triage.preflight.plan.layouts import plan_layouts
+
+    quant = launch.get("--quantization")
+    presets = {"awq", "gptq", "gptq-int8", "fp8", "bitsandbytes"}
+    return plan_layouts(
+        cfg,
+        machine.gpus,
+        machine.gpu_mem_bytes,
+        dtype=launch.dtype if launch.dtype in ("auto", "float16", "half", "bfloat16", "float32", "float") else "auto",
+        quantization=quant if quant in presets else None,
+        kv_cache_dtype=launch.get("--kv-cache-dtype") or "auto",
+        max_model_len=launch.max_model_len if launch.max_model_len and launch.max_model_len > 0 else None,
+        gpu_memory_utilization=launch.gpu_memory_utilization or 0.9,
+        enforce_eager=bool(launch.enforce_eager),
+        topology=machine.topology,
+        compute_capabilities=machine.compute_capabilities or None,
+        requested=want,
+        model_ref=launch.model,
+    )
+
+
+def plan_context(machine: Machine | None, shape: ModelConfig | None, base_env: Mapping[str, str]) -> "PlanContext":
+    """What the fix-plan builder may consult; its re-planner plans on the GPUs the launch's env leaves visible."""
+    from qwen_triage.runner.fixplan import PlanContext
+    from qwen_triage.runner.layout import choose_layout
+
+    def replan(launch: VllmLaunch, env: dict[str, str]):  # type: ignore[no-untyped-def]
+        assert machine is not None and shape is not None
+        m = machine
+        merged = {**base_env, **env}
+        if m.nvml and "CUDA_VISIBLE_DEVICES" in merged:
+            m = m.with_visible(visible_indices(merged, 0))
+        return choose_layout(plan_for(shape, m, launch), requested(launch))
+
+    return PlanContext(
+        base_env=dict(base_env),
+        replan=replan if shape is not None and machine is not None else None,
+        pci_to_index={pci: i for i, pci in enumerate(machine.pci_bus_ids)} if machine else {},
+        gpu_count=machine.all_gpus if machine and machine.nvml else None,
+        model_max_len=shape.max_position_embeddings if shape else None,
+    )
+
+
+def port_finding(launch: VllmLaunch, holders: list[probes.PortHolder]) -> Finding:
+    port = launch.effective_port
+    who = "; ".join(h.describe() for h in holders) or "a process this user cannot see"
+    return Finding(
+        class_id="server.port_in_use",
+        rule="runner.preflight.port-in-use",
+        title="The server's port is already taken",
+        severity=Severity.error,
+        summary=f"port {port} is held by {who}; vLLM would exit at once with 'Address already in use'. "
+        "The runner does not move the server to another port: its clients would not find it.",
+        facts={"port": port, "holders": [h.model_dump() for h in holders]},
+        evidence=[ev(f"port {port}", f"bind({probes.bind_host(launch.host) or '0.0.0.0'}, {port}): address in use")],
+        fix=[
+            fix(f"see who holds port {port}", act(CheckPort, port=str(port))),
+            fix(f"stop {who}, or choose another --port for the server and its clients", act(FreePort, port=str(port))),
+        ],
+    )
+
+
+def _unused_gpus_finding(launch: VllmLaunch, expected: int) -> Finding:
+    tp, pp, dp = requested(launch)
+    used = tp * pp * dp
+    return Finding(
+        class_id="config.insufficient_gpus",
+        rule="runner.preflight.gpus-unused",
+        title="The command uses fewer GPUs than the server should run on",
+        severity=Severity.error,
+        summary=f"TP {tp} x PP {pp} x DP {dp} = {used} GPU(s), but the profile expects {expected}: "
+        "the others would sit idle (the 'only one card is working' launch).",
+        facts={"used": used, "expected": expected},
+        evidence=[ev("command line", f"--tensor-parallel-size {tp} --pipeline-parallel-size {pp}")],
+        fix=[fix(f"choose a layout for {expected} GPUs", act(ChooseLayout))],
+    )
+
+
+def run_preflight(
+    launch: VllmLaunch,
+    env: Mapping[str, str],
+    *,
+    gpus: int | None = None,
+    expected_gpus: int | None = None,
+    gpu_memory_gib: float | None = None,
+    gpu_probe: GpuProbe | None = None,
+    check_port: bool = True,
+) -> PreflightResult:
+    """Every check that can run before the launch; ``env`` is the server's full environment."""
+    classes = load_classes()
+    machine, diagnoses, observations, notes, snap = probe_machine(
+        launch, env, gpus=gpus, expected_gpus=expected_gpus, gpu_memory_gib=gpu_memory_gib,
+        gpu_probe=gpu_probe, classes=classes,
+    )
+    notes.insert(0, f"planning for {machine.gpus} device(s): {machine.source}")
+    findings: list[Finding] = []
+
+    model_dir = probes.local_model_dir(launch.model)
+    if model_dir is not None:
+        from qwen_triage.preflight.model.check import ModelPathError, inspect_model
+
+        try:
+            check = inspect_model(model_dir, classes=classes)
+            diagnoses += check.diagnoses
+            observations += check.observations
+        except ModelPathError as exc:
+            notes.append(f"check-model skipped: {exc}")
+    else:
+        notes.append(f"check-model skipped: {launch.model} is not a local directory (a hub name?)")
+
+    cfg, why = model_config_for(launch)
+    plan = None
+    if cfg is not None:
+        plan = plan_for(cfg, machine, launch, requested(launch))
+        diagnoses += plan.diagnoses
+        observations += plan.observations
+        notes += [f"plan: {n}" for n in plan.notes]
+        if machine.compute_capabilities and not launch.dtype and plan.dtype == "float16" and cfg.dtype == "bfloat16":
+            findings.append(_bf16_finding(machine))
+    elif why:
+        notes.append(why)
+
+    if expected_gpus is not None and machine.gpus >= expected_gpus:
+        tp, pp, dp = requested(launch)
+        if tp * pp * dp < expected_gpus:
+            findings.append(_unused_gpus_finding(launch, expected_gpus))
+    if expected_gpus is not None and machine.nvml and machine.gpus < expected_gpus:
+        notes.append(f"the profile expects {expected_gpus} GPUs but only {machine.gpus} are visible: "
+                     "planning for those (check `nvidia-smi` and the kernel log for a lost card)")
+
+    if check_port:
+        try:
+            taken = probes.port_in_use(launch.host, launch.effective_port)
+        except OSError as exc:
+            taken = False
+            notes.append(f"port check failed: {exc}")
+        if taken:
+            findings.append(port_finding(launch, probes.port_holders(launch.effective_port)))
+
+    if findings:
+        d, o = to_report(findings, classes)
+        diagnoses += d
+        observations += o
+    diagnoses.sort(key=lambda d: d.severity.rank)
+    return PreflightResult(
+        machine=machine,
+        diagnoses=diagnoses,
+        observations=observations,
+        notes=notes,
+        plan=plan,
+        shape=cfg,
+        snapshot=snap,
+    )
+
+
+def _bf16_finding(machine: Machine) -> Finding:
+    old = next((cc for cc in machine.compute_capabilities if cc and float(cc) < 8.0), "?")
+    return Finding(
+        class_id="config.dtype_unsupported",
+        rule="runner.preflight.bf16-gpu",
+        title="bfloat16 checkpoint on GPUs without bfloat16",
+        severity=Severity.error,
+        summary=f"the checkpoint is bfloat16 and the GPUs have compute capability {old} (bfloat16 needs 8.0); "
+        "some vLLM releases refuse to start, others fall back with a warning.",
+        evidence=[ev("nvml", f"compute capability {old}")],
+        fix=[fix("launch with --dtype float16", act(SetArg, arg="--dtype", value="float16"))],
+    )
