@@ -6,10 +6,8 @@ import sys
 
 import click
 
-from qwen_triage.cli.main import format_option, pack_options
+from qwen_triage.cli.options import format_option, pack_options
 
-EXIT_CANNOT_RUN = 127  # as a shell says "command not found"
-EXIT_NOT_EXECUTABLE = 126
 
 
 def _seconds_option(flag: str, default: float, help_text: str):  # type: ignore[no-untyped-def]
@@ -101,7 +99,7 @@ def attach(pid: int, new_only: bool, fmt: str, rule_dirs: tuple[str, ...], engin
     \b
       qwen-triage attach $(pgrep -f 'vllm serve')
     """
-    from qwen_triage.cli.main import load_compiled
+    from qwen_triage.engine.scanner import load_compiled
     from qwen_triage.live.attach import attach_main
 
     compiled = load_compiled(rule_dirs, engine)
@@ -133,7 +131,7 @@ def journal(
       qwen-triage journal vllm --kernel --since -2h
       qwen-triage journal ollama --follow
     """
-    from qwen_triage.cli.main import load_compiled
+    from qwen_triage.engine.scanner import load_compiled
     from qwen_triage.live.systemd_journal import journal_main
 
     compiled = load_compiled(rule_dirs, engine)

@@ -15,9 +15,8 @@ from rich.console import Console
 from qwen_triage import __version__
 from qwen_triage.rulepack.yamlload import RuleFileError
 
-EXIT_CLEAN = 0
-EXIT_FOUND = 1
-EXIT_ERROR = 2
+from qwen_triage.cli.options import engine_option, fail, format_option, pack_options, rules_option
+from qwen_triage.exits import EXIT_CLEAN, EXIT_FOUND, Failure
 
 # Commands that live in their own subpackages, imported only when asked for, so
 # that `scan` starts fast and a broken optional part cannot take it down.
@@ -33,6 +32,12 @@ LAZY_COMMANDS = {
 
 
 class LazyGroup(click.Group):
+    def invoke(self, ctx: click.Context):  # type: ignore[no-untyped-def]
+        try:
+            return super().invoke(ctx)
+        except Failure as exc:
+            fail(str(exc))
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(super().list_commands(ctx)) | set(LAZY_COMMANDS))
 
@@ -48,56 +53,6 @@ class LazyGroup(click.Group):
                 return None  # that part is not in this build
             raise
         return next((c for c in getattr(module, "COMMANDS", ()) if c.name == name), None)
-
-rules_option = click.option(
-    "--rules",
-    "rule_dirs",
-    multiple=True,
-    type=click.Path(file_okay=True, dir_okay=True),
-    help="Extra rule directory (repeatable); QWEN_TRIAGE_RULES adds more (os.pathsep-separated).",
-)
-format_option = click.option(
-    "--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True
-)
-engine_option = click.option(
-    "--engine",
-    type=click.Choice(["auto", "hyperscan", "literal"]),
-    default="auto",
-    show_default=True,
-    help="Prefilter engine; auto uses Hyperscan where it is installed.",
-)
-
-
-def pack_options(command):  # type: ignore[no-untyped-def]
-    """``--rules`` and ``--engine``: every command that compiles the rule pack takes both."""
-    return rules_option(engine_option(command))
-
-
-def fail(message: str) -> NoReturn:
-    """Stop with the one-line reason on stderr and exit status 2."""
-    click.echo(f"qwen-triage: {message}", err=True)
-    sys.exit(EXIT_ERROR)
-
-
-def emit_report(report, fmt: str) -> None:  # type: ignore[no-untyped-def]
-    from qwen_triage.report.render import print_text, to_markdown
-
-    if fmt == "json":
-        click.echo(report.to_json())
-    elif fmt == "markdown":
-        click.echo(to_markdown(report), nl=False)
-    else:
-        print_text(report, Console(file=sys.stdout, highlight=False, soft_wrap=False))
-
-
-def load_compiled(rule_dirs: tuple[str, ...], engine: str = "auto"):  # type: ignore[no-untyped-def]
-    from qwen_triage.engine.scanner import compile_pack
-
-    try:
-        return compile_pack(rule_dirs, engine=engine)
-    except (RuleFileError, FileNotFoundError, ImportError) as exc:
-        fail(str(exc))
-
 
 def load_rule_pack(rule_dirs: tuple[str, ...]):  # type: ignore[no-untyped-def]
     """The bundled pack plus ``rule_dirs``, uncompiled; a bad rule file stops with exit status 2."""
@@ -129,6 +84,8 @@ def scan(paths: tuple[str, ...], fmt: str, rule_dirs: tuple[str, ...], engine: s
     from qwen_triage.cli.progress import scan_progress
     from qwen_triage.engine.sources import InputError, Source
 
+    from qwen_triage.engine.scanner import load_compiled
+
     compiled = load_compiled(rule_dirs, engine)
     if follow:
         try:
@@ -153,6 +110,8 @@ def scan(paths: tuple[str, ...], fmt: str, rule_dirs: tuple[str, ...], engine: s
     except KeyboardInterrupt:
         click.echo("qwen-triage: interrupted; report covers what was read", err=True)
     report = scanner.report()
+    from qwen_triage.report.emit import emit_report
+
     emit_report(report, fmt)
     sys.exit(EXIT_FOUND if report.diagnoses else EXIT_CLEAN)
 
@@ -245,6 +204,8 @@ def eval_cmd(directory: str, fmt: str, rule_dirs: tuple[str, ...], engine: str) 
     """Score the pack on a labelled corpus (walks DIR for cases.yaml)."""
     from qwen_triage.authoring.evaluate import evaluate
     from qwen_triage.authoring.eval_render import eval_markdown, print_eval
+
+    from qwen_triage.engine.scanner import load_compiled
 
     compiled = load_compiled(rule_dirs, engine)
     try:

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from qwen_triage.cli.main import pack_options
+from qwen_triage.cli.options import pack_options
 
 
 @click.command(

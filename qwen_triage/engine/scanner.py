@@ -26,6 +26,17 @@ def compile_pack(
     return CompiledPack.build(pack, engine=engine, cache_dir=cache_dir())
 
 
+def load_compiled(rule_dirs: Iterable[str] = (), engine: str = "auto") -> CompiledPack:
+    """:func:`compile_pack` for a command: a broken pack stops it with status 2 (:class:`Failure`)."""
+    from qwen_triage.exits import Failure
+    from qwen_triage.rulepack.yamlload import RuleFileError
+
+    try:
+        return compile_pack(rule_dirs, engine=engine)
+    except (RuleFileError, FileNotFoundError, ImportError) as exc:
+        raise Failure(str(exc)) from exc
+
+
 class Scanner:
     """One triage session over one or more inputs, giving one report."""
 

@@ -243,7 +243,8 @@ def _name(pid: int, comm: str) -> str:
 
 def attach_main(pid: int, compiled: "CompiledPack", fmt: str, new_only: bool = False) -> int:
     """The `attach` command. Exit status like `scan`; 2 when nothing can be read."""
-    from qwen_triage.cli.main import EXIT_CLEAN, EXIT_ERROR, EXIT_FOUND, emit_report
+    from qwen_triage.exits import EXIT_CLEAN, EXIT_ERROR, EXIT_FOUND
+    from qwen_triage.report.emit import emit_report
     from qwen_triage.live import systemd_journal as journal
     from qwen_triage.live.follow import FollowLoop, stop_signals
     from qwen_triage.live.live_report import LiveReporter, Sink

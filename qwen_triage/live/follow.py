@@ -277,7 +277,8 @@ def _stdin_is_regular_file() -> bool:
 
 def follow_scan(paths: list[str], compiled: "CompiledPack", fmt: str, max_line: int = MAX_LINE) -> int:
     """`qwen-triage scan --follow`: live diagnoses on stderr, the report on stdout at the end."""
-    from qwen_triage.cli.main import EXIT_CLEAN, EXIT_ERROR, EXIT_FOUND, emit_report
+    from qwen_triage.exits import EXIT_CLEAN, EXIT_ERROR, EXIT_FOUND
+    from qwen_triage.report.emit import emit_report
     from qwen_triage.live.live_report import LiveReporter, Sink
     from qwen_triage.live.session import LiveSession
 

@@ -24,8 +24,9 @@ def run_main(
     rule_dirs: tuple[str, ...],
     engine: str,
 ) -> int:
-    from qwen_triage.cli.main import EXIT_ERROR, load_compiled
-    from qwen_triage.cli.live import EXIT_CANNOT_RUN, EXIT_NOT_EXECUTABLE
+    from qwen_triage.engine.scanner import load_compiled
+    from qwen_triage.exits import EXIT_ERROR
+    from qwen_triage.exits import EXIT_CANNOT_RUN, EXIT_NOT_EXECUTABLE
     from qwen_triage.live.live_report import LiveReporter, Sink
     from qwen_triage.live.supervisor import LogFileError, Supervisor, default_log_path
 

@@ -181,7 +181,8 @@ def journal_main(
     user: bool = False,
 ) -> int:
     """The `journal` command. Exit status like `scan`: 0 clean, 1 diagnoses, 2 could not read."""
-    from qwen_triage.cli.main import EXIT_CLEAN, EXIT_ERROR, EXIT_FOUND, emit_report
+    from qwen_triage.exits import EXIT_CLEAN, EXIT_ERROR, EXIT_FOUND
+    from qwen_triage.report.emit import emit_report
     from qwen_triage.live.follow import FollowLoop, stop_signals
     from qwen_triage.live.live_report import LiveReporter, Sink
     from qwen_triage.live.procs import stop_helper

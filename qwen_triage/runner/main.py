@@ -114,7 +114,7 @@ def _main(command: list[str], opts: Mapping[str, Any], out: Printer, stop: threa
     rule_dirs, engine = tuple(opts.get("rule_dirs") or ()), str(opts.get("engine") or "auto")
 
     def compiled():  # type: ignore[no-untyped-def]
-        from qwen_triage.cli.main import load_compiled
+        from qwen_triage.engine.scanner import load_compiled
 
         return load_compiled(rule_dirs, engine)  # exits 2 on a broken rule pack
 

@@ -19,6 +19,7 @@ from qwen_triage.rulepack.actions import Redownload, VerifyFile
 from qwen_triage.preflight.model import gguf_check as ggufcheck
 from qwen_triage.preflight.model import safetensors_check as stcheck
 from qwen_triage.preflight.model.config_check import check_config, check_tokenizer
+from qwen_triage.preflight.model.scan_state import FileReport, ScanState
 from qwen_triage.preflight.findings import Finding, act, ev, fix, to_report
 from qwen_triage.preflight.model.hashes import ChecksumFileError, ProgressStart, blob_digest, parse_sums, sha256_file
 from qwen_triage.preflight.output import PreflightOutput
@@ -33,18 +34,6 @@ class ModelPathError(ValueError):
     """Bad input (no such path, unreadable checksum list); the CLI exits 2."""
 
 
-class FileReport(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    name: str
-    kind: str
-    bytes: int | None
-    ok: bool
-    tensors: int | None = None
-    sha256: str | None = None
-    detail: str = ""
-
-
 class CheckModelResult(PreflightOutput):
     kind: str = "check-model"
     path: str
@@ -53,25 +42,6 @@ class CheckModelResult(PreflightOutput):
     diagnoses: list[Diagnosis] = Field(default_factory=list)
     observations: list[Observation] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
-
-
-class ScanState:
-    def __init__(self, root: Path):
-        self.root = root
-        self.findings: list[Finding] = []
-        self.files: dict[str, FileReport] = {}
-        self.headers: dict[str, stcheck.StHeader] = {}
-        self.notes: list[str] = []
-
-    def file(self, name: str, kind: str, size: int | None, ok: bool = True, **kw: Any) -> FileReport:
-        report = FileReport(name=name, kind=kind, bytes=size, ok=ok, **kw)
-        self.files[name] = report
-        return report
-
-    def fail(self, name: str, detail: str) -> None:
-        if name in self.files:
-            self.files[name].ok = False
-            self.files[name].detail = self.files[name].detail or detail
 
 
 def _missing_finding(root: Path, names: list[str], why: str) -> Finding:

@@ -18,7 +18,7 @@ from qwen_triage.rulepack.schema import Severity
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from qwen_triage.preflight.model.check import ScanState
+    from qwen_triage.preflight.model.scan_state import ScanState
 
 
 _LAYER = re.compile(r"(?:^|\.)layers\.(\d+)\.")

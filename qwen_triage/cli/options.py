@@ -1,0 +1,39 @@
+"""Options and the failure exit that several commands share."""
+
+from __future__ import annotations
+
+import sys
+from typing import NoReturn
+
+import click
+
+from qwen_triage.exits import EXIT_ERROR
+
+rules_option = click.option(
+    "--rules",
+    "rule_dirs",
+    multiple=True,
+    type=click.Path(file_okay=True, dir_okay=True),
+    help="Extra rule directory (repeatable); QWEN_TRIAGE_RULES adds more (os.pathsep-separated).",
+)
+format_option = click.option(
+    "--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True
+)
+engine_option = click.option(
+    "--engine",
+    type=click.Choice(["auto", "hyperscan", "literal"]),
+    default="auto",
+    show_default=True,
+    help="Prefilter engine; auto uses Hyperscan where it is installed.",
+)
+
+
+def pack_options(command):  # type: ignore[no-untyped-def]
+    """``--rules`` and ``--engine``: every command that compiles the rule pack takes both."""
+    return rules_option(engine_option(command))
+
+
+def fail(message: str) -> NoReturn:
+    """Stop with the one-line reason on stderr and exit status 2."""
+    click.echo(f"qwen-triage: {message}", err=True)
+    sys.exit(EXIT_ERROR)
