@@ -7,33 +7,39 @@ import re
 GiB = 2**30
 MiB = 2**20
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(i?)(B?)\s*$", re.IGNORECASE)
-_POWER = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*([KMGTP]?)(i?)(B?)\s*$", re.IGNORECASE)
+_POWER = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5}
+MAX_SIZE = 2**80  # no byte count anyone prints is larger; a longer number is not a size
 
 
 class SizeError(ValueError):
     pass
 
 
-def parse_size(text: str) -> int:
-    """``24GiB``, ``24G``, ``24g`` -> binary; ``24GB`` -> decimal; a bare number means GiB.
+def parse_size(text: str, bare: int = GiB) -> int:
+    """A byte size as people and programs write it: the one size parser of the package.
 
-    A bare ``G`` is binary because that is what docker (``--shm-size 16g``) and
-    nvidia-smi (MiB) mean; ``GB`` is decimal because that is what the SI unit is.
-    A bare number is GiB: nobody has a GPU measured in bytes.
+    ``24GiB``, ``24G``, ``24g``, ``24 Gi`` are binary; ``24GB`` (a ``B`` without
+    ``i``) is decimal, because that is what the SI unit is; a bare ``G`` is
+    binary because that is what docker (``--shm-size 16g``), vLLM and
+    nvidia-smi mean. A bare number is in units of ``bare``: GiB for what a user
+    types (nobody has a GPU measured in bytes), MiB for nvidia-smi, bytes for a
+    log's "500 bytes".
     """
-    m = _SIZE.match(text)
+    m = _SIZE.match(text) if len(text) <= 64 else None
     if not m:
-        raise SizeError(f"cannot read size {text!r} (try 24GiB, 24GB or 80G)")
+        raise SizeError(f"cannot read size {text[:64]!r} (try 24GiB, 24GB or 80G)")
     number, prefix, binary, byte = m.groups()
     value = float(number)
     prefix = prefix.upper()
-    if not prefix and not byte:
-        return int(value * GiB)
     if not prefix:
-        return int(value)
-    base = 1024 if (binary or not byte) else 1000
-    return int(value * base ** _POWER[prefix])
+        out = int(value * (1 if byte else bare))
+    else:
+        base = 1000 if (byte and not binary) else 1024
+        out = int(value * base ** _POWER[prefix])
+    if out > MAX_SIZE:
+        raise SizeError(f"size {text[:64]!r} is out of range")
+    return out
 
 
 def human(n: int | float | None) -> str:

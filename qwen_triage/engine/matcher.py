@@ -28,19 +28,14 @@ from qwen_triage.rulepack.schema import Rule, Severity
 
 CONFIRM_TIMEOUT = 0.25  # seconds for one confirm call on one line
 
-_SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([KMGTP]?i?B?)\s*$", re.I)
-
-
 def _to_bytes(text: str) -> int | str:
-    """"24 GiB", "500MB", "16g" -> bytes; binary units unless a decimal "kB/MB/GB" is spelled out."""
-    m = _SIZE_RE.match(text)
-    if not m:
+    """"24 GiB", "500MB", "16g" -> bytes (a bare number is bytes); the text when it is no size."""
+    from qwen_triage.units import SizeError, parse_size
+
+    try:
+        return parse_size(text, bare=1)
+    except SizeError:
         return text
-    unit = m[2].upper()
-    letter = unit[:1] if unit[:1] in ("K", "M", "G", "T", "P") else ""
-    power = "KMGTP".index(letter) + 1 if letter else 0
-    base = 1000 if (unit.endswith("B") and "I" not in unit and letter) else 1024
-    return int(float(m[1]) * base**power)
 
 
 def convert_fact(kind: str, value: str) -> object:
@@ -57,6 +52,27 @@ def convert_fact(kind: str, value: str) -> object:
     except ValueError:
         return value
     return value
+
+
+class LazyRegexes:
+    """Confirmation patterns, each compiled the first time a candidate line needs it.
+
+    A typical log makes only a handful of patterns candidates; compiling all
+    three hundred up front cost more than scanning a small log.
+    """
+
+    def __init__(self, patterns: list[str]):
+        self._patterns = patterns
+        self._compiled: list[regex.Pattern[str] | None] = [None] * len(patterns)
+
+    def __len__(self) -> int:
+        return len(self._patterns)
+
+    def __getitem__(self, pid: int) -> regex.Pattern[str]:
+        compiled = self._compiled[pid]
+        if compiled is None:
+            compiled = self._compiled[pid] = compile_pattern(self._patterns[pid])
+        return compiled
 
 
 @dataclass
@@ -77,7 +93,7 @@ class CompiledRule:
 class CompiledPack:
     pack: RulePack
     patterns: list[str]
-    regexes: list[regex.Pattern[str]]
+    regexes: LazyRegexes
     rules: list[CompiledRule]
     users: list[list[tuple[int, str]]]  # pattern id -> [(rule index, role)]
     prefilter: Prefilter
@@ -111,7 +127,7 @@ class CompiledPack:
             for role, group in (("any", r.any_ids), ("all", r.all_ids), ("unless", r.unless_ids)):
                 for p in dict.fromkeys(group):
                     users[p].append((r.index, role))
-        regexes = [compile_pattern(p) for p in patterns]
+        regexes = LazyRegexes(patterns)
         return cls(pack, patterns, regexes, rules, users, build_prefilter(patterns, engine, cache_dir))
 
 

@@ -15,6 +15,9 @@ from qwen_triage.rulepack.yamlload import Position, RuleFileError, load_yaml
 
 RULES_ENV = "QWEN_TRIAGE_RULES"
 CLASSES_FILE = "classes.yaml"
+# Data files beside the rules that are not rule files: the class catalogue, the
+# launch stages of the stall watchdog, the runner's per-class fix defaults.
+DATA_FILES = (CLASSES_FILE, "stages.yaml", "fix-defaults.yaml")
 
 
 def bundled_rules_dir() -> Path:
@@ -71,7 +74,7 @@ def rule_files(directory: Path) -> list[Path]:
         return [directory]
     if not directory.is_dir():
         raise RuleFileError(directory, 1, 1, "rules directory does not exist")
-    return sorted(p for p in directory.rglob("*") if p.suffix in (".yaml", ".yml") and p.name != CLASSES_FILE)
+    return sorted(p for p in directory.rglob("*") if p.suffix in (".yaml", ".yml") and p.name not in DATA_FILES)
 
 
 def extra_rule_dirs(cli_dirs: tuple[str, ...] | list[str] = ()) -> list[Path]:

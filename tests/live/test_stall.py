@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from qwen_triage.live.stall import STAGES, LastLines, StageTracker, StallWatchdog
+from qwen_triage.live.stall import LastLines, stages, StageTracker, StallWatchdog
 from qwen_triage.engine.literals import required_literals
 
 # One real line per stage pattern family (vLLM 0.6-0.10, NCCL 2.2x, Ollama 0.5, llama.cpp).
@@ -83,7 +83,7 @@ REAL_LINES = {
 }
 
 
-@pytest.mark.parametrize("stage", [s.id for s in STAGES])
+@pytest.mark.parametrize("stage", [s.id for s in stages()])
 def test_each_stage_is_recognised_from_real_lines(stage: str) -> None:
     for line in REAL_LINES[stage]:
         tracker = StageTracker()
@@ -92,7 +92,7 @@ def test_each_stage_is_recognised_from_real_lines(stage: str) -> None:
 
 
 def test_every_stage_pattern_has_a_literal_for_the_prefilter() -> None:
-    for s in STAGES:
+    for s in stages():
         for p in s.patterns:
             req = required_literals(p)
             assert req is not None and req.weakest >= 3, (s.id, p)
@@ -126,7 +126,7 @@ def test_watchdog_reports_once_per_silence_and_not_while_serving() -> None:
     assert w.due(None) is None  # reported already for this silence
     w.activity()
     now[0] += 6
-    serving = next(s for s in STAGES if s.id == "serving")
+    serving = next(s for s in stages() if s.id == "serving")
     assert w.due(serving) is None  # an idle server is quiet by design
     assert StallWatchdog(None).due(None) is None
 
