@@ -34,3 +34,14 @@ def test_shown_for_a_big_file_on_a_terminal(monkeypatch) -> None:
         src.bytes_read = progress.BIG_INPUT
         cb(src)
     assert "scanning big.log" in tty.getvalue()
+
+
+def test_hash_progress_only_for_big_files_and_terminals() -> None:
+    with progress.hash_progress(force=False) as start:
+        assert start is None
+    with progress.hash_progress(force=True) as start:
+        assert start is not None
+        small = start("tiny.safetensors", 10)
+        small(10)  # a no-op callback: no bar for a file hashed in no time
+        big = start("model-00001-of-00002.safetensors", progress.BIG_HASH)
+        big(progress.BIG_HASH // 2)

@@ -23,10 +23,12 @@ def print_eval(r: EvalResult, console: Console) -> None:
         console.print("[bold]misses[/bold]")
         for m in r.misses:
             tag = " (evidence inferred)" if m.inferred else ""
-            console.print(f"  {m.id}: expected {m.expect[:1] or 'no diagnosis'}, got {m.got or 'nothing'}{tag}")
+            got = m.got or ("unrecognised errors only" if m.unrecognised else "nothing (silent)")
+            console.print(f"  {m.id}: expected {m.expect[:1] or 'no diagnosis'}, got {got}{tag}")
     console.print(
         f"healthy logs with a diagnosis: {r.healthy_with_diagnoses} of {r.healthy_cases}; "
-        f"evidence-inferred cases right: {r.inferred_correct} of {r.inferred_cases}"
+        f"evidence-inferred cases right: {r.inferred_correct} of {r.inferred_cases}; "
+        f"failing logs with an empty report: {r.silent}"
     )
     console.print(f"top-1 accuracy: {r.correct}/{r.cases} = {r.accuracy * 100:.1f}%")
 
@@ -43,5 +45,6 @@ def eval_markdown(r: EvalResult) -> str:
             lines.append(f"- `{m.id}`: expected {m.expect[:1] or 'no diagnosis'}, got {m.got or 'nothing'}")
         lines.append("")
     lines.append(f"Healthy logs with a diagnosis: {r.healthy_with_diagnoses} of {r.healthy_cases}.")
+    lines.append(f"Failing logs with an empty report: {r.silent}.")
     lines.append(f"Top-1 accuracy: {r.correct}/{r.cases} = {r.accuracy * 100:.1f}%")
     return "\n".join(lines) + "\n"

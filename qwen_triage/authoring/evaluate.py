@@ -32,6 +32,12 @@ class CaseResult(BaseModel):
     correct: bool
     inferred: bool = False
     unexpected: list[str] = Field(default_factory=list, description="diagnoses neither expected nor allowed")
+    unrecognised: int = Field(default=0, description="unrecognised error templates the report listed")
+
+    @property
+    def silent(self) -> bool:
+        """A failing log whose report says nothing: no diagnosis and no unrecognised error."""
+        return bool(self.expect) and not self.got and not self.unrecognised
 
 
 class ClassScore(BaseModel):
@@ -48,6 +54,7 @@ class EvalResult(BaseModel):
     healthy_with_diagnoses: int
     inferred_cases: int
     inferred_correct: int
+    silent: int = Field(description="failing logs with an empty report (no diagnosis, no unrecognised error)")
     per_class: dict[str, ClassScore]
     misses: list[CaseResult]
     results: list[CaseResult]
@@ -83,6 +90,7 @@ def evaluate(root: Path, compiled: CompiledPack) -> EvalResult:
                 correct=correct,
                 inferred=case.evidence == "inferred",
                 unexpected=[c for c in got if c not in allowed and c not in symptoms],
+                unrecognised=len(report.unrecognised),
             )
         )
     tp: Counter[str] = Counter()
@@ -121,6 +129,7 @@ def evaluate(root: Path, compiled: CompiledPack) -> EvalResult:
         healthy_with_diagnoses=sum(1 for r in healthy if r.got),
         inferred_cases=len(inferred),
         inferred_correct=sum(r.correct for r in inferred),
+        silent=sum(r.silent for r in results),
         per_class=per_class,
         misses=[r for r in results if not r.correct],
         results=results,

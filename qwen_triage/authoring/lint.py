@@ -19,6 +19,7 @@ from qwen_triage.rulepack.pack import (
     load_rule_file,
     rule_files,
 )
+from qwen_triage.rulepack.fix_defaults import FIX_DEFAULTS_FILE, load_fix_defaults
 from qwen_triage.rulepack.schema import FailureClass
 from qwen_triage.engine.sources import Block
 from qwen_triage.rulepack.yamlload import RuleFileError
@@ -131,7 +132,7 @@ def lint_rule(lr: LoadedRule) -> list[Problem]:
         if name not in groups:
             problem("error", f"extract names {name!r}, which no pattern captures")
     texts = [rule.explain or ""] + [s.step for s in rule.fix]
-    texts += [str(v) for s in rule.fix if s.action for v in s.action.model_dump().values() if isinstance(v, str)]
+    texts += [str(v) for s in rule.fix if s.action for v in s.action.values() if isinstance(v, str)]
     for text in texts:
         for name in _PLACEHOLDER.findall(text):
             if name not in groups:
@@ -139,6 +140,15 @@ def lint_rule(lr: LoadedRule) -> list[Problem]:
     if not rule.fix:
         problem("warning", "no fix steps: the class's default fix will be shown")
     return out
+
+
+def lint_fix_defaults(path: Path, classes: dict[str, FailureClass]) -> list[Problem]:
+    """The runner's per-class fix defaults: schema (actions from the vocabulary), class ids exist."""
+    try:
+        load_fix_defaults(path, set(classes))
+    except RuleFileError as exc:
+        return [Problem(exc.path, exc.line, exc.column, "error", exc.reason)]
+    return []
 
 
 def _place(lr: LoadedRule) -> tuple[str, int, int]:
@@ -155,6 +165,7 @@ def lint_paths(paths: list[Path]) -> list[Problem]:
         return [Problem(exc.path, exc.line, exc.column, "error", exc.reason)]
     for cycle in _class_cycles(classes):
         problems.append(Problem(str(base / "classes.yaml"), 1, 1, "error", "explains cycle: " + " -> ".join(cycle)))
+    problems.extend(lint_fix_defaults(base / FIX_DEFAULTS_FILE, classes))
     targets = paths or [base]
     seen: dict[str, LoadedRule] = {}
     if paths:  # contributors' rules load beside the bundled ones: ids must not clash

@@ -13,7 +13,7 @@ import click
 from rich.console import Console
 
 from qwen_triage import __version__
-from qwen_triage.rulepack.yamlload import RuleFileError
+from qwen_triage.rulepack.errors import RuleFileError
 
 from qwen_triage.cli.options import engine_option, fail, format_option, pack_options, rules_option
 from qwen_triage.exits import EXIT_CLEAN, EXIT_FOUND, Failure
@@ -77,8 +77,11 @@ def cli() -> None:
 @click.option("--max-line", type=click.IntRange(256, 64 * 2**20), default=64 * 1024, show_default=True,
               help="Lines longer than this many bytes are matched on this prefix.")
 @click.option("--follow", "-f", is_flag=True, help="Keep reading as the file (or stdin) grows, like tail -F.")
+@click.option("--fail-on", "fail_on", type=click.Choice(["diagnosis", "unrecognised"]), default="diagnosis",
+              show_default=True,
+              help="Exit 1 on a diagnosis (default), or also on error lines no rule explains.")
 def scan(paths: tuple[str, ...], fmt: str, rule_dirs: tuple[str, ...], engine: str, max_line: int,
-         follow: bool) -> None:
+         follow: bool, fail_on: str) -> None:
     """Triage logs: files (plain or gzip), or stdin when no path or `-` is given."""
     from qwen_triage.engine.scanner import Scanner
     from qwen_triage.cli.progress import scan_progress
@@ -113,7 +116,8 @@ def scan(paths: tuple[str, ...], fmt: str, rule_dirs: tuple[str, ...], engine: s
     from qwen_triage.report.emit import emit_report
 
     emit_report(report, fmt)
-    sys.exit(EXIT_FOUND if report.diagnoses else EXIT_CLEAN)
+    failed = bool(report.diagnoses) or (fail_on == "unrecognised" and bool(report.unrecognised))
+    sys.exit(EXIT_FOUND if failed else EXIT_CLEAN)
 
 
 @cli.command()
@@ -155,7 +159,7 @@ def rules_show(rule_id: str, rule_dirs: tuple[str, ...]) -> None:
     if lr is None:
         fail(f"no rule {rule_id!r}")
     click.echo(f"# {lr.path}:{lr.position.line}")
-    click.echo(json.dumps(lr.rule.model_dump(mode="json", by_alias=True, exclude_defaults=True), indent=2))
+    click.echo(json.dumps(lr.rule.shown(), indent=2))
 
 
 @rules.command("lint")
@@ -194,6 +198,39 @@ def rules_test(paths: tuple[str, ...], engine: str) -> None:
         click.echo(f"{r.path}:{r.line}: [{r.rule}] {r.kind} example {want}: {r.example!r}")
     click.echo(f"{len(results) - len(bad)} passed, {len(bad)} failed")
     sys.exit(EXIT_FOUND if bad else EXIT_CLEAN)
+
+
+@rules.command("suggest")
+@click.argument("paths", nargs=-1, required=True)
+@pack_options
+@click.option("--prefix", default="local", show_default=True, help="Rule id namespace of the drafts.")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False), help="Write the drafts here instead of stdout.")
+def rules_suggest(paths: tuple[str, ...], rule_dirs: tuple[str, ...], engine: str, prefix: str,
+                  out_path: str | None) -> None:
+    """Draft a rule for each error line no rule explains (fill in the class, then lint and test)."""
+    from qwen_triage.authoring.suggest import draft_rules, render
+    from qwen_triage.engine.scanner import Scanner, load_compiled
+    from qwen_triage.engine.sources import InputError, Source
+
+    compiled = load_compiled(rule_dirs, engine)
+    scanner = Scanner(compiled)
+    try:
+        for i, p in enumerate(paths):
+            for _ in scanner.scan_source(Source.from_arg(p, i)):
+                pass
+    except InputError as exc:
+        fail(str(exc))
+    items = scanner.report().unrecognised
+    if not items:
+        click.echo("qwen-triage: no unrecognised error lines: nothing to suggest", err=True)
+        sys.exit(EXIT_CLEAN)
+    text = render(draft_rules(items, prefix))
+    if out_path:
+        Path(out_path).write_text(text)
+        click.echo(f"qwen-triage: {len(items)} draft rule(s) written to {out_path}", err=True)
+    else:
+        click.echo(text, nl=False)
+    sys.exit(EXIT_CLEAN)
 
 
 @cli.command("eval")

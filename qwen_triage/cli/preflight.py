@@ -201,34 +201,6 @@ def plan(
 # --- check-model -------------------------------------------------------------------------------
 
 
-@contextmanager
-def _progress() -> Iterator[Any]:
-    """A rich progress bar on stderr, only when stderr is a terminal and a file is big."""
-    if not sys.stderr.isatty():
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
-
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        DownloadColumn(),
-        TransferSpeedColumn(),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as bar:
-
-        def start(name: str, total: int):
-            if total < 256 << 20:
-                return lambda n: None
-            task = bar.add_task(f"sha256 {name}", total=total)
-            return lambda n: bar.advance(task, n)
-
-        yield start
-
-
 @click.command("check-model")
 @click.argument("path", type=click.Path())
 @click.option(
@@ -246,7 +218,9 @@ def check_model(path: str, sha256: str | None, fmt: str) -> None:
     from qwen_triage.preflight.model.check import ModelPathError, inspect_model
 
     try:
-        with _progress() as progress:
+        from qwen_triage.cli.progress import hash_progress
+
+        with hash_progress() as progress:
             result = inspect_model(path, sha256_list=sha256 or None, hash_files=sha256 == "", progress=progress)
     except ModelPathError as exc:
         _fail("check-model", str(exc))

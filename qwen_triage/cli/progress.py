@@ -1,4 +1,7 @@
-"""A progress bar for long scans: on stderr, only when stderr is a terminal."""
+"""Progress bars on stderr, shown only when stderr is a terminal and the work is big.
+
+One bar for both long jobs: scanning big inputs and hashing big model files.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +9,25 @@ import sys
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
-
 from qwen_triage.engine.sources import Source, is_terminal
 
 BIG_INPUT = 16 * 2**20  # below this a scan takes well under a second
+BIG_HASH = 256 * 2**20  # below this hashing a file takes well under a second
+
+
+def _bar(label: str):  # type: ignore[no-untyped-def]
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+
+    return Progress(
+        TextColumn(label),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        console=Console(file=sys.stderr),
+        transient=True,
+    )
 
 
 @contextmanager
@@ -23,15 +39,7 @@ def scan_progress(sources: list[Source], force: bool | None = None) -> Iterator[
     if not show:
         yield None
         return
-    progress = Progress(
-        TextColumn("scanning {task.description}"),
-        BarColumn(),
-        DownloadColumn(),
-        TransferSpeedColumn(),
-        TimeRemainingColumn(),
-        console=Console(file=sys.stderr),
-        transient=True,
-    )
+    progress = _bar("scanning {task.description}")
     tasks = {s.index: progress.add_task(s.name, total=s.size) for s in sources}
     with progress:
 
@@ -39,3 +47,21 @@ def scan_progress(sources: list[Source], force: bool | None = None) -> Iterator[
             progress.update(tasks[source.index], completed=source.position())
 
         yield on_block
+
+
+@contextmanager
+def hash_progress(force: bool | None = None) -> Iterator[Callable[[str, int], Callable[[int], None]] | None]:
+    """Yields ``start(name, total)`` returning a per-chunk callback, or None when no bar should be shown."""
+    show = force if force is not None else is_terminal(sys.stderr)
+    if not show:
+        yield None
+        return
+    with _bar("{task.description}") as bar:
+
+        def start(name: str, total: int) -> Callable[[int], None]:
+            if total < BIG_HASH:
+                return lambda n: None
+            task = bar.add_task(f"sha256 {name}", total=total)
+            return lambda n: bar.advance(task, n)
+
+        yield start

@@ -1,28 +1,48 @@
 """Findings to diagnoses: group by class, find root causes, order them.
 
+This is the one place that builds the root-cause tree, for both kinds of
+finding: a rule firing on log lines (:class:`~qwen_triage.engine.matcher.Finding`,
+from ``scan`` and the live commands) and a preflight check's verdict
+(:class:`~qwen_triage.engine.check_finding.CheckFinding`, from ``plan``, ``check-model``, ``doctor`` and the
+runner's own checks). Both kinds may meet in one correlator, so a missing
+shard found before launch explains the load error found in the log.
+
 A class that `explains` another present class is its root cause: the explained
 class is listed inside it as a symptom. Explanation is followed through
 chains (a GPU off the bus explains an NCCL init failure, which explains the
 timeouts), so a symptom lands under the top of its chain. Roots are ordered by
 severity, then first occurrence. `info` findings are observations only.
+
+The two kinds differ in what they carry, so a group speaks for them
+differently: a log finding brings a rule whose templates are filled from the
+facts of the whole group (the most severe match speaks), while a check finding
+arrives already worded, so its summary, fixes and references are merged as
+they are.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qwen_triage.engine.matcher import Finding
 from qwen_triage.engine.records import LineRecord
 from qwen_triage.report.model import Diagnosis, Evidence, FixOut, Observation, Symptom
-from qwen_triage.rulepack.schema import FailureClass, Severity
+from qwen_triage.rulepack.severity import Severity
+from qwen_triage.rulepack.spec import ClassSpec as FailureClass
+
+if TYPE_CHECKING:
+    from qwen_triage.engine.check_finding import CheckFinding
 
 MAX_EVIDENCE = 5
+MAX_SUMMARIES = 3  # worded summaries joined into one before "(and N more)"
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-def render(template: str, facts: dict[str, Any]) -> str:
+def fill(template: str, facts: dict[str, Any]) -> str:
     """Fill ``{name}`` from facts. Plain substitution: no attribute access or format specs."""
 
     def sub(m: re.Match[str]) -> str:
@@ -32,13 +52,13 @@ def render(template: str, facts: dict[str, Any]) -> str:
     return _PLACEHOLDER.sub(sub, template)
 
 
-def _render_any(value: Any, facts: dict[str, Any]) -> Any:
+def _fill_any(value: Any, facts: dict[str, Any]) -> Any:
     if isinstance(value, str):
-        return render(value, facts)
+        return fill(value, facts)
     if isinstance(value, dict):
-        return {k: _render_any(v, facts) for k, v in value.items()}
+        return {k: _fill_any(v, facts) for k, v in value.items()}
     if isinstance(value, list):
-        return [_render_any(v, facts) for v in value]
+        return [_fill_any(v, facts) for v in value]
     return value
 
 
@@ -51,27 +71,45 @@ class Group:
     """Everything found for one class (or, for observations, one rule)."""
 
     key: str
-    first: Finding
+    first: Finding | CheckFinding
     severity: Severity
-    best: Finding | None = None  # speaks for the group: most severe, then most facts
+    seq: int  # order of the first finding, for ranking
+    best: Finding | None = None  # the log finding that speaks: most severe, then most facts
     last_line: tuple[int, int] | None = None
     count: int = 0
-    evidence: list[LineRecord] = field(default_factory=list)
+    evidence: list[LineRecord] = field(default_factory=list)  # log lines, at most MAX_EVIDENCE
     evidence_seen: set[tuple[int, int]] = field(default_factory=set)  # of the listed lines only
     last_evidence: tuple[int, int] | None = None
     evidence_total: int = 0
     facts: dict[str, Any] = field(default_factory=dict)
     rules: dict[str, None] = field(default_factory=dict)
+    checks: list[CheckFinding] = field(default_factory=list)
+    check_evidence: dict[tuple[str, str], Evidence] = field(default_factory=dict)  # every distinct one
 
-    def add(self, f: Finding) -> None:
+    def add(self, f: Finding | CheckFinding) -> None:
+        if f.severity.rank < self.severity.rank:
+            self.severity = f.severity
+        if isinstance(f, Finding):
+            self._add_match(f)
+        else:
+            self._add_check(f)
+
+    def _add_check(self, f: CheckFinding) -> None:
+        self.count += 1
+        self.checks.append(f)
+        self.rules.setdefault(f.rule, None)
+        for k, v in f.facts.items():
+            self.facts.setdefault(k, v)
+        for e in f.evidence:
+            self.check_evidence.setdefault((e.path, e.text), e)
+
+    def _add_match(self, f: Finding) -> None:
         # Several rules of one class firing on one line count once: lines of
         # evidence are what a reader means by "seen N times".
         here = (f.records[-1].source_index, f.records[-1].line)
         if here != self.last_line:
             self.count += 1
             self.last_line = here
-        if f.severity.rank < self.severity.rank:
-            self.severity = f.severity
         best = self.best
         if best is None or (f.severity.rank, -len(f.facts)) < (best.severity.rank, -len(best.facts)):
             self.best = f
@@ -88,29 +126,103 @@ class Group:
                 self.evidence.append(rec)
                 self.evidence_seen.add(key)
 
+    # -- what the group says ---------------------------------------------------
+
+    def speaker(self) -> tuple[str, str, str]:
+        """Class, rule id and title of the finding that speaks for the group."""
+        if self.best is not None:
+            rule = self.best.rule.rule
+            return rule.class_, rule.id, rule.title
+        first = self.checks[0]
+        return first.class_id, first.rule, first.title
+
+    def all_facts(self) -> dict[str, Any]:
+        facts = {**self.facts, **(self.best.facts if self.best else {})}
+        if len(self.checks) > 1:
+            # Per-check facts would otherwise be lost to the merge.
+            facts["findings"] = [c.facts for c in self.checks]
+        return facts
+
+    def summary(self, facts: dict[str, Any]) -> str:
+        texts: list[str] = []
+        if self.best is not None:
+            rule = self.best.rule.rule
+            texts.append(fill(rule.explain or rule.title, facts))
+        texts = list(dict.fromkeys([*texts, *(c.summary for c in self.checks)]))
+        text = " ".join(texts[:MAX_SUMMARIES])
+        if len(texts) > MAX_SUMMARIES:
+            text += f" (and {len(texts) - MAX_SUMMARIES} more)"
+        return text
+
+    def shown_evidence(self) -> tuple[list[Evidence], int]:
+        """The evidence listed, and how many more lines there were."""
+        listed = [evidence_of(r) for r in self.evidence] + list(self.check_evidence.values())
+        total = self.evidence_total + len(self.check_evidence)
+        shown = listed[:MAX_EVIDENCE]
+        return shown, max(total - len(shown), 0)
+
+    def references(self) -> list[str]:
+        refs = list(self.best.rule.rule.references) if self.best else []
+        return list(dict.fromkeys([*refs, *(r for c in self.checks for r in c.references)]))
+
+    def fixes(self, facts: dict[str, Any]) -> list[FixOut]:
+        out = []
+        if self.best is not None:
+            out = [
+                FixOut(
+                    step=fill(step.step, facts),
+                    action=_fill_any(step.action, facts) if step.action else None,
+                )
+                for step in self.best.rule.rule.fix
+            ]
+        seen = {json.dumps([s.step, s.action], sort_keys=True) for s in out}
+        for c in self.checks:
+            for step in c.fix:
+                key = json.dumps([step.step, step.action], sort_keys=True)
+                if key not in seen:
+                    seen.add(key)
+                    out.append(step)
+        return out
+
 
 class Correlator:
+    """Groups findings of both kinds and orders them into diagnoses and observations."""
+
     def __init__(self, classes: dict[str, FailureClass]):
         self.classes = classes
         self.groups: dict[str, Group] = {}  # class id -> group (severity above info)
         self.observed: dict[str, Group] = {}  # rule id -> group (info)
+        self._seq = 0  # the latest order seen: check findings are numbered after it
 
-    def add(self, f: Finding) -> bool:
+    def add(self, f: Finding | CheckFinding) -> bool:
         """Record a finding; True when it starts a new diagnosis or observation."""
+        if isinstance(f, Finding):
+            self._seq = max(self._seq, f.seq)
+            seq, class_id, rule_id = f.seq, f.rule.rule.class_, f.rule.rule.id
+        else:
+            self._seq += 1
+            seq, class_id, rule_id = self._seq, f.class_id, f.rule
         info = f.severity is Severity.info
         table = self.observed if info else self.groups
-        key = f.rule.rule.id if info else f.rule.rule.class_
+        key = rule_id if info else class_id
         group = table.get(key)
         new = group is None
         if group is None:
-            group = table[key] = Group(key=key, first=f, severity=f.severity)
+            group = table[key] = Group(key=key, first=f, severity=f.severity, seq=seq)
         group.add(f)
         return new
 
+    def extend(self, findings: Iterable[Finding | CheckFinding]) -> Correlator:
+        """Add every finding; returns the correlator, for a one-line report."""
+        for f in findings:
+            self.add(f)
+        return self
+
     # -- ordering ------------------------------------------------------------
 
-    def _rank(self, g: Group) -> tuple[int, int]:
-        return (g.severity.rank, g.first.seq)
+    @staticmethod
+    def _rank(g: Group) -> tuple[int, int]:
+        return (g.severity.rank, g.seq)
 
     def roots(self) -> list[tuple[Group, list[Group]]]:
         present = self.groups
@@ -142,61 +254,47 @@ class Correlator:
     # -- output --------------------------------------------------------------
 
     @staticmethod
-    def _facts(g: Group) -> dict[str, Any]:
-        return {**g.facts, **(g.best.facts if g.best else {})}
-
-    def _observation_fields(self, g: Group) -> dict[str, Any]:
-        rule = (g.best or g.first).rule.rule
-        template = rule.explain or rule.title
-        refs = list(dict.fromkeys(rule.references))
-        facts = self._facts(g)
+    def _observation_fields(g: Group) -> dict[str, Any]:
+        class_, rule, title = g.speaker()
+        facts = g.all_facts()
+        evidence, more = g.shown_evidence()
         return {
-            "class_": rule.class_,
-            "rule": rule.id,
-            "title": rule.title,
+            "class_": class_,
+            "rule": rule,
+            "title": title,
             "severity": g.severity,
-            "summary": render(template, facts),
+            "summary": g.summary(facts),
             "facts": facts,
-            "evidence": [evidence_of(r) for r in g.evidence],
-            "more_evidence": max(g.evidence_total - len(g.evidence), 0),
+            "evidence": evidence,
+            "more_evidence": more,
             "count": g.count,
-            "references": refs,
+            "references": g.references(),
         }
+
+    @staticmethod
+    def _symptom(g: Group) -> Symptom:
+        _, rule, title = g.speaker()
+        return Symptom(
+            class_=g.key,
+            rule=rule,
+            title=title,
+            severity=g.severity,
+            count=g.count,
+            evidence=g.shown_evidence()[0][:2],
+        )
 
     def diagnoses(self) -> list[Diagnosis]:
         out = []
         for g, syms in self.roots():
-            rule = (g.best or g.first).rule.rule
-            facts = self._facts(g)
-            fix = [
-                FixOut(
-                    step=render(step.step, facts),
-                    action=_render_any(step.action.model_dump(mode="json"), facts) if step.action else None,
-                )
-                for step in rule.fix
-            ]
-            if not fix and (cls := self.classes.get(rule.class_)):
+            fields = self._observation_fields(g)
+            fix = g.fixes(fields["facts"])
+            if not fix and (cls := self.classes.get(fields["class_"])):
                 fix = [FixOut(step=cls.fix)]
             out.append(
-                Diagnosis(
-                    **self._observation_fields(g),
-                    rules=list(g.rules),
-                    symptoms=[
-                        Symptom(
-                            class_=s.key,
-                            rule=(s.best or s.first).rule.rule.id,
-                            title=(s.best or s.first).rule.rule.title,
-                            severity=s.severity,
-                            count=s.count,
-                            evidence=[evidence_of(r) for r in s.evidence[:2]],
-                        )
-                        for s in syms
-                    ],
-                    fix=fix,
-                )
+                Diagnosis(**fields, rules=list(g.rules), symptoms=[self._symptom(s) for s in syms], fix=fix)
             )
         return out
 
     def observations(self) -> list[Observation]:
-        groups = sorted(self.observed.values(), key=lambda g: g.first.seq)
+        groups = sorted(self.observed.values(), key=lambda g: g.seq)
         return [Observation(**self._observation_fields(g)) for g in groups]

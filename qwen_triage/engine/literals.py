@@ -74,14 +74,26 @@ def _seq_literals(items: list) -> list[frozenset[str]]:  # type: ignore[type-arg
     return found
 
 
-def required_literals(pattern: str) -> Required | None:
-    """The best literal set for ``pattern``, or None when none can be derived."""
+def _one_line(literal: str) -> str:
+    """The longest space-free piece of a literal: what must sit on one line of a multi-line record."""
+    return max(literal.split(" "), key=len)
+
+
+def required_literals(pattern: str, one_line: bool = False) -> Required | None:
+    """The best literal set for ``pattern``, or None when none can be derived.
+
+    ``one_line``: the pattern matches a multi-line record (its lines joined with a
+    space), so a literal is only required as far as it stays within one line.
+    """
     try:
         parsed = _p.parse(pattern)
     except Exception:  # noqa: BLE001 - any parser failure means "no literal known"
         return None
     ignore_case = bool(parsed.state.flags & _c.SRE_FLAG_IGNORECASE)
     sets = [s for s in _seq_literals(list(parsed)) if all(s)]
+    if one_line:
+        sets = [frozenset(_one_line(a) for a in s) for s in sets]
+        sets = [s for s in sets if all(len(a) >= MIN_LITERAL for a in s)]
     if not sets:
         return None
     best = max(sets, key=lambda s: (min(len(x) for x in s), -len(s)))

@@ -12,8 +12,8 @@ rules with `unless`.
 from __future__ import annotations
 
 import re
-from collections import defaultdict
-from dataclasses import dataclass
+from collections import defaultdict, deque
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterator
 
@@ -23,8 +23,11 @@ from qwen_triage.engine.normalize import decode_line, normalize
 from qwen_triage.rulepack.pack import LoadedRule, RulePack, compile_pattern
 from qwen_triage.engine.prefilter import Prefilter, build_prefilter
 from qwen_triage.engine.records import LineRecord
+from qwen_triage.engine.multiline import Assembly, continuing_family, family_of
+from qwen_triage.engine.unrecognised import SIGNALS, Collector, frame_file, is_exception_line, library_of
 from qwen_triage.engine.sources import Block
-from qwen_triage.rulepack.schema import Rule, Severity
+from qwen_triage.rulepack.severity import Severity
+from qwen_triage.rulepack.spec import RuleSpec
 
 CONFIRM_TIMEOUT = 0.25  # seconds for one confirm call on one line
 
@@ -85,7 +88,7 @@ class CompiledRule:
     where: tuple[tuple[str, regex.Pattern[str]], ...]
 
     @property
-    def rule(self) -> Rule:
+    def rule(self) -> RuleSpec:
         return self.loaded.rule
 
 
@@ -97,6 +100,11 @@ class CompiledPack:
     rules: list[CompiledRule]
     users: list[list[tuple[int, str]]]  # pattern id -> [(rule index, role)]
     prefilter: Prefilter
+    signals: dict[int, str]  # pattern id -> kind of error signal (engine.unrecognised), not a rule's
+
+    def benign_patterns(self) -> tuple[regex.Pattern[str], ...]:
+        """The known-benign templates, compiled (a handful; compiled per scan)."""
+        return tuple(compile_pattern(p) for p in self.pack.benign)
 
     @classmethod
     def build(cls, pack: RulePack, engine: str = "auto", cache_dir: Path | None = None) -> "CompiledPack":
@@ -122,13 +130,16 @@ class CompiledPack:
                     where=tuple((k, compile_pattern(v)) for k, v in m.where.items()),
                 )
             )
+        signals = {pid(p): kind for kind, p in SIGNALS.items()}
         users: list[list[tuple[int, str]]] = [[] for _ in patterns]
         for r in rules:
             for role, group in (("any", r.any_ids), ("all", r.all_ids), ("unless", r.unless_ids)):
                 for p in dict.fromkeys(group):
                     users[p].append((r.index, role))
         regexes = LazyRegexes(patterns)
-        return cls(pack, patterns, regexes, rules, users, build_prefilter(patterns, engine, cache_dir))
+        multiline = frozenset(p for r in rules if r.rule.match.multiline for p in (*r.any_ids, *r.all_ids))
+        prefilter = build_prefilter(patterns, engine, cache_dir, multiline)
+        return cls(pack, patterns, regexes, rules, users, prefilter, signals)
 
 
 @dataclass(slots=True)
@@ -171,11 +182,17 @@ class MatchStats:
     truncated: int = 0
 
 
+def _next_line(data: bytes, start: int) -> int:
+    end = data.find(b"\n", start)
+    return end + 1 if end >= 0 else len(data)
+
+
 class Matcher:
     """Feeds blocks (or single lines) through the compiled pack; yields findings."""
 
-    def __init__(self, compiled: CompiledPack, timeout: float = CONFIRM_TIMEOUT):
+    def __init__(self, compiled: CompiledPack, timeout: float = CONFIRM_TIMEOUT, collector: Collector | None = None):
         self.c = compiled
+        self.collector = collector  # error lines no rule matched go here
         self.timeout = timeout
         self.seq = 0
         self.stats = MatchStats()
@@ -185,6 +202,11 @@ class Matcher:
         self._all_state: dict[tuple[int, int], dict[int, tuple[LineRecord, dict[str, object]]]] = defaultdict(dict)
         self._last_veto: dict[tuple[int, int], int] = {}
         self._pending: dict[int, list[_Pending]] = defaultdict(list)  # source -> pending
+        # per (rule, source): the lines of a `count` rule within its window
+        self._counted: dict[tuple[int, int], deque[tuple[LineRecord, dict[str, object]]]] = {}
+        self._row_rules: dict[tuple[int, int], CompiledRule] = {}  # (rule, table row) -> the rule as that row
+        self._held: dict[int, tuple[LineRecord, set[int], Assembly]] = {}  # source -> a record awaiting more lines
+        self._last_frame: dict[int, str] = {}  # source -> file of the latest traceback frame seen
 
     # -- input ---------------------------------------------------------------
 
@@ -195,30 +217,128 @@ class Matcher:
         self.stats.lines += nlines if block.meta is None else len({m.line for m in block.meta})
         self.stats.truncated += len(block.truncated)
         cands = self.c.prefilter.candidates(data)
+        # Candidate lines by the line their record starts on: a continuation line of a
+        # multi-line record (the literal a rule keys on can sit on any of its lines)
+        # is confirmed as part of the whole record, once.
+        records: dict[int, tuple[int, set[int]]] = {}  # start offset -> (line index, pattern ids)
+        held = self._held.pop(source_index, None)
+        consumed = 0
+        if held is not None:
+            consumed = self._assemble(held[2], block, 0, 0, source_name, source_index)
         index = 0
         prev = 0
         for start in sorted(cands):
             index += data.count(b"\n", prev, start)
             prev = start
+            if index < consumed and held is not None:
+                held[1].update(cands[start])  # a continuation of the record held from the last block
+                continue
+            at = self._record_start(block, start, index, source_name, source_index)
+            key, key_index = at if at is not None else (start, index)
+            _, pids = records.setdefault(key, (key_index, set()))
+            pids.update(cands[start])
+        if held is not None:
+            rec, pids, assembly = held
+            rec.message = assembly.message
+            rec.raised_by = rec.raised_by or assembly.raised_by
+            if assembly.done or consumed < nlines:
+                yield from self._on_line(rec, pids)
+            else:
+                self._held[source_index] = held  # every line of this block continued it: wait on
+        for start in sorted(records):
+            index, pids = records[start]
             end = data.find(b"\n", start)
             raw = data[start : end if end >= 0 else len(data)]
-            line_no = block.origin_line(index)
-            meta = block.meta[index] if block.meta is not None else None
-            rec = normalize(
-                decode_line(raw),
-                source_name,
-                line_no,
-                source_index=source_index,
-                truncated=line_no in block.truncated,
-                preset=meta.apply if meta is not None else None,
-            )
-            yield from self._expire(source_index, line_no)
-            yield from self._on_line(rec, cands[start])
+            rec = self._record(block, index, raw, source_name, source_index)
+            yield from self._expire(source_index, rec.line)
+            family = family_of(rec.message)
+            if family is not None:
+                assembly = Assembly(family, rec.message)
+                self._assemble(assembly, block, index + 1, end + 1 if end >= 0 else len(data), source_name, source_index)
+                rec.message = assembly.message
+                rec.raised_by = rec.raised_by or assembly.raised_by
+                if not assembly.done:  # the record may go on in the next block: wait for it
+                    self._held[source_index] = (rec, pids, assembly)
+                    continue
+            yield from self._on_line(rec, pids)
         last_line = block.origin_line(max(nlines - 1, 0)) if nlines else block.first_line
         yield from self._expire(source_index, last_line)
 
+    def _record_start(self, block: Block, start: int, index: int, source_name: str,
+                      source_index: int) -> tuple[int, int] | None:
+        """For a line that continues a multi-line record: where that record starts in this block.
+
+        The earliest line within the family's reach whose record, assembled forward,
+        takes this line in (an NVRM line can both start a message and continue one).
+        """
+        data = block.data
+        end = data.find(b"\n", start)
+        message = self._record(block, index, data[start : end if end >= 0 else len(data)], source_name,
+                               source_index).message
+        family = continuing_family(message)
+        if family is None:
+            return None
+        found = None
+        pos, i = start, index
+        for _ in range(family.max_lines):
+            if pos == 0:
+                break
+            prev_start = data.rfind(b"\n", 0, pos - 1) + 1
+            i -= 1
+            head = self._record(block, i, data[prev_start : pos - 1], source_name, source_index).message
+            pos = prev_start
+            if family.starts.search(head):
+                assembly = Assembly(family, head)
+                taken = self._assemble(assembly, block, i + 1, _next_line(data, prev_start), source_name,
+                                       source_index, stop_at=index)
+                if taken >= index - i:
+                    found = (prev_start, i)
+                elif family.name != "nvrm":
+                    break
+            elif family.name == "nvrm" and not family.continues.search(head):
+                break
+        return found
+
+    def _record(self, block: Block, index: int, raw: bytes, source_name: str, source_index: int) -> LineRecord:
+        line_no = block.origin_line(index)
+        meta = block.meta[index] if block.meta is not None else None
+        return normalize(
+            decode_line(raw),
+            source_name,
+            line_no,
+            source_index=source_index,
+            truncated=line_no in block.truncated,
+            preset=meta.apply if meta is not None else None,
+        )
+
+    def _assemble(self, assembly: Assembly, block: Block, index: int, pos: int, source_name: str,
+                  source_index: int, stop_at: int | None = None) -> int:
+        """Offer the lines from byte ``pos`` (line ``index``) until the record is complete; lines taken."""
+        data = block.data
+        taken = 0
+        while pos < len(data) and not assembly.done and (stop_at is None or index <= stop_at):
+            end = data.find(b"\n", pos)
+            raw = data[pos : end if end >= 0 else len(data)]
+            message = self._record(block, index, raw, source_name, source_index).message
+            if not assembly.offer(message):
+                break
+            taken += 1
+            index += 1
+            pos = end + 1 if end >= 0 else len(data)
+        return taken
+
+    def release_held(self, source_index: int | None = None) -> Iterator[Finding]:
+        """Records still waiting for continuation lines are complete now (end of input, or a quiet input)."""
+        keys = [source_index] if source_index is not None else list(self._held)
+        for key in keys:
+            held = self._held.pop(key, None)
+            if held is not None:
+                held[2].done = True
+                yield from self._on_line(held[0], held[1])
+
     def finish(self, source_index: int | None = None) -> Iterator[Finding]:
-        """End of a source (or all): pending findings whose veto never came are final."""
+        """End of a source (or all): held records complete; pending findings whose veto never came are final."""
+        yield from self.release_held(source_index)
         keys = [source_index] if source_index is not None else list(self._pending)
         for key in keys:
             for p in sorted(self._pending.pop(key, []), key=lambda p: p.finding.seq):
@@ -258,12 +378,26 @@ class Matcher:
     def _on_line(self, rec: LineRecord, pids: set[int]) -> Iterator[Finding]:
         self.stats.candidates += 1
         hits: dict[int, regex.Match[str]] = {}
+        signals: list[str] = []
         for pid in sorted(pids):
+            kind = self.c.signals.get(pid)
+            if kind is not None:
+                signals.append(kind)
+                continue
             if pid in self.disabled_patterns:
                 continue
             m = self._confirm(pid, rec)
             if m is not None:
                 hits[pid] = m
+        if "frame" in signals:
+            frame = frame_file(rec.message)
+            if frame is not None:
+                self._last_frame[rec.source_index] = frame
+        elif rec.raised_by is None and self._last_frame and is_exception_line(rec.message):
+            frame = self._last_frame.pop(rec.source_index, None)
+            rec.raised_by = library_of(frame) if frame else None
+        if signals and "frame" not in signals and self.collector is not None and not self._explained(hits, rec):
+            self.collector.signal(rec)
         if not hits:
             return
         self.stats.confirmed += 1
@@ -281,7 +415,10 @@ class Matcher:
                 rule = self.c.rules[ri]
                 if not self._where_ok(rule, rec):
                     continue
-                if role == "any":
+                if role == "any" and rule.rule.match.count > 1:
+                    fired.add(ri)
+                    yield from self._count(rule, rec, self._facts(rule, m))
+                elif role == "any":
                     fired.add(ri)
                     yield from self._fire(rule, [rec], self._facts(rule, m))
                 else:  # all
@@ -301,7 +438,54 @@ class Matcher:
                         state.clear()
                         yield from self._fire(rule, [r for r, _ in parts], facts)
 
+    def _explained(self, hits: dict[int, regex.Match[str]], rec: LineRecord) -> bool:
+        """Whether a rule takes this line as evidence (a veto or a `where` that fails does not count)."""
+        for pid in hits:
+            for ri, role in self.c.users[pid]:
+                if role != "unless" and ri not in self.disabled_rules and self._where_ok(self.c.rules[ri], rec):
+                    return True
+        return False
+
+    def _count(self, rule: CompiledRule, rec: LineRecord, facts: dict[str, object]) -> Iterator[Finding]:
+        """A storm rule: fires when ``count`` matching lines fall within ``window`` lines, then counts anew."""
+        match = rule.rule.match
+        seen = self._counted.setdefault((rule.index, rec.source_index), deque(maxlen=match.count))
+        seen.append((rec, facts))
+        while seen and rec.line - seen[0][0].line >= match.window:
+            seen.popleft()
+        if len(seen) < match.count:
+            return
+        records = [r for r, _ in seen]
+        merged: dict[str, object] = {}
+        for _r, f in seen:
+            for k, v in f.items():
+                merged.setdefault(k, v)
+        merged["lines_in_window"] = len(records)
+        seen.clear()
+        shown = records[:3] + records[-1:] if len(records) > 4 else records
+        yield from self._fire(rule, shown, merged)
+
+    def _as_row(self, rule: CompiledRule, facts: dict[str, object]) -> CompiledRule | None:
+        """The rule as its table row for this finding's code (None: a code the table drops)."""
+        table = rule.rule.table
+        if table is None:
+            return rule
+        value = facts.get(table.key)
+        row = table.row_for(value) if value is not None else None
+        if row is None:
+            return None if table.otherwise == "ignore" else rule
+        key = (rule.index, table.rows.index(row))
+        variant = self._row_rules.get(key)
+        if variant is None:
+            loaded = replace(rule.loaded, rule=rule.rule.for_row(row))
+            variant = self._row_rules[key] = replace(rule, loaded=loaded)
+        return variant
+
     def _fire(self, rule: CompiledRule, records: list[LineRecord], facts: dict[str, object]) -> Iterator[Finding]:
+        as_row = self._as_row(rule, facts)
+        if as_row is None:
+            return
+        rule = as_row
         self.seq += 1
         finding = Finding(rule=rule, records=records, facts=facts, seq=self.seq)
         if not rule.unless_ids:

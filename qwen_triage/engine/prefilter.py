@@ -11,6 +11,8 @@ settles that. Neither may miss a line that matches.
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Protocol
@@ -35,11 +37,11 @@ class LiteralPrefilter:
 
     name = "literal"
 
-    def __init__(self, patterns: list[str]):
+    def __init__(self, patterns: list[str], multiline: frozenset[int] = frozenset()):
         self.always: list[int] = []  # patterns without a literal: tried on every line
         by_literal: dict[tuple[bytes, bool], list[int]] = defaultdict(list)
         for pid, pattern in enumerate(patterns):
-            req = required_literals(pattern)
+            req = required_literals(pattern, one_line=pid in multiline)
             if req is None:
                 self.always.append(pid)
                 continue
@@ -73,6 +75,14 @@ class LiteralPrefilter:
         return out
 
 
+def _hs_one_line(pattern: str) -> bytes:
+    req = required_literals(pattern, one_line=True)
+    if req is None:
+        return b"(?s:.)"  # no literal: every line is a candidate (lint warns about such patterns)
+    alts = "|".join(re.escape(a) for a in req.alternatives)
+    return (f"(?i:{alts})" if req.ignore_case else f"(?:{alts})").encode("utf-8")
+
+
 def _hs_expression(pattern: str) -> bytes:
     # Rules match the message, but the prefilter sees the whole line with its
     # wrappers, so anchors are dropped here (a wider net, never a narrower one).
@@ -88,11 +98,14 @@ class HyperscanPrefilter:
 
     name = "hyperscan"
 
-    def __init__(self, patterns: list[str], cache_dir: Path | None = None):
+    def __init__(self, patterns: list[str], cache_dir: Path | None = None, multiline: frozenset[int] = frozenset()):
         import hyperscan  # noqa: PLC0415 - optional dependency
 
         self._hs = hyperscan
-        exprs = [_hs_expression(p) for p in patterns]
+        # A pattern of a multi-line record (an NVRM sentence, an OOM report) spans raw lines with
+        # their prefixes in between: its prefilter is the literal that must sit on one line; the
+        # matcher finds where the record starts and confirms the pattern on the joined record.
+        exprs = [_hs_one_line(p) if i in multiline else _hs_expression(p) for i, p in enumerate(patterns)]
         flags = hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_ALLOWEMPTY | hyperscan.HS_FLAG_MULTILINE
         key = hashlib.sha256(b"\0".join(exprs) + str(flags).encode() + hyperscan.__version__.encode()).hexdigest()[:32]
         self.fallback: LiteralPrefilter | None = None
@@ -118,36 +131,43 @@ class HyperscanPrefilter:
         if self.bad:
             # Patterns Hyperscan refuses still get a prefilter: their literals.
             sub = [patterns[i] for i in self.bad]
-            self.fallback = LiteralPrefilter(sub)
+            self.fallback = LiteralPrefilter(sub, frozenset(n for n, i in enumerate(self.bad) if i in multiline))
             self._fallback_ids = self.bad
 
     def _load_cached(self, cache_dir: Path | None, key: str):  # type: ignore[no-untyped-def]
+        """The database stored for ``key``, when the private cache holds it and its digest checks out."""
+        from qwen_triage.rulepack.cache import Cache, digest
+
         self.bad = []
-        if cache_dir is None:
+        cache = Cache.open(cache_dir) if cache_dir is not None else None
+        entry = cache.read(f"hs-{key}") if cache is not None else None
+        if entry is None:
             return None
-        path = cache_dir / f"hs-{key}.db"
-        meta = cache_dir / f"hs-{key}.bad"
         try:
-            blob = path.read_bytes()
-            self.bad = [int(x) for x in meta.read_text().split()]
+            header, blob = entry.split(b"\n", 1)
+            meta = json.loads(header)
+            if meta.get("sha256") != digest(blob):
+                return None  # damaged or replaced: compile again
+            bad = [int(x) for x in meta["bad"]]
             db = self._hs.loadb(blob, mode=self._hs.HS_MODE_BLOCK)
             db.scratch = self._hs.Scratch(db)  # a deserialised database has none
-            return db
         except Exception:  # noqa: BLE001 - any cache problem means: compile again
-            self.bad = []
             return None
+        self.bad = bad
+        return db
 
     def _store_cached(self, cache_dir: Path | None, key: str, bad: list[int]) -> None:
+        from qwen_triage.rulepack.cache import Cache, digest
+
         if cache_dir is None or self.db is None:
             return  # nothing compiled: nothing worth caching
-        try:
-            cache_dir.mkdir(parents=True, exist_ok=True)
-            tmp = cache_dir / f"hs-{key}.db.tmp"
-            tmp.write_bytes(self._hs.dumpb(self.db))
-            (cache_dir / f"hs-{key}.bad").write_text(" ".join(map(str, bad)))
-            tmp.replace(cache_dir / f"hs-{key}.db")
-        except OSError:
-            pass  # a read-only home only costs the compile next time
+        cache = Cache.open(cache_dir)
+        if cache is None:
+            return
+        blob = self._hs.dumpb(self.db)
+        header = json.dumps({"bad": bad, "sha256": digest(blob)}).encode()
+        if cache.write(f"hs-{key}", header + b"\n" + blob):
+            cache.prune("hs-", keep=f"hs-{key}")
 
     def candidates(self, data: bytes) -> Candidates:
         ends: list[tuple[int, int]] = []
@@ -179,11 +199,16 @@ def hyperscan_available() -> bool:
     return True
 
 
-def build_prefilter(patterns: list[str], engine: str = "auto", cache_dir: Path | None = None) -> Prefilter:
-    """``engine``: "auto" (Hyperscan where it loads), "hyperscan" or "literal"."""
+def build_prefilter(
+    patterns: list[str], engine: str = "auto", cache_dir: Path | None = None, multiline: frozenset[int] = frozenset()
+) -> Prefilter:
+    """``engine``: "auto" (Hyperscan where it loads), "hyperscan" or "literal".
+
+    ``multiline``: ids of patterns that match multi-line records (their lines joined).
+    """
     if engine not in ("auto", "hyperscan", "literal"):
         raise ValueError(f"unknown prefilter engine {engine!r}")
     if engine != "literal" and (engine == "hyperscan" or hyperscan_available()):
-        return HyperscanPrefilter(patterns, cache_dir=cache_dir)
-    return LiteralPrefilter(patterns)
+        return HyperscanPrefilter(patterns, cache_dir=cache_dir, multiline=multiline)
+    return LiteralPrefilter(patterns, multiline)
 

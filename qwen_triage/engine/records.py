@@ -25,6 +25,7 @@ class LineRecord:
     rank: int | None = None
     gpu: int | None = None
     level: str | None = None  # debug, info, warning, error, critical
+    raised_by: str | None = None  # for a traceback's last line or a Go panic: the library that raised
     truncated: bool = False
     source_index: int = 0  # which input of the scan it came from
     extra: dict[str, str] = field(default_factory=dict)

@@ -8,10 +8,13 @@ from typing import Callable, Iterable, Iterator
 
 from platformdirs import user_cache_dir
 
-from qwen_triage.engine.correlate import Correlator
+from qwen_triage.engine.correlate import Correlator, evidence_of
+from qwen_triage.engine.unrecognised import Collector
 from qwen_triage.engine.matcher import CompiledPack, Finding, Matcher
 from qwen_triage.rulepack.pack import RulePack, extra_rule_dirs, load_pack
-from qwen_triage.report.model import DisabledRuleOut, InputOut, Report, Stats
+from qwen_triage.report.model import DisabledRuleOut, InputOut, Report, Stats, Unrecognised
+
+MAX_UNRECOGNISED = 50  # templates listed in a report; the rest are counted in a note
 from qwen_triage.engine.sources import MAX_LINE, Block, Source, iter_blocks
 
 
@@ -29,7 +32,7 @@ def compile_pack(
 def load_compiled(rule_dirs: Iterable[str] = (), engine: str = "auto") -> CompiledPack:
     """:func:`compile_pack` for a command: a broken pack stops it with status 2 (:class:`Failure`)."""
     from qwen_triage.exits import Failure
-    from qwen_triage.rulepack.yamlload import RuleFileError
+    from qwen_triage.rulepack.errors import RuleFileError
 
     try:
         return compile_pack(rule_dirs, engine=engine)
@@ -42,7 +45,8 @@ class Scanner:
 
     def __init__(self, compiled: CompiledPack, max_line: int = MAX_LINE):
         self.compiled = compiled
-        self.matcher = Matcher(compiled)
+        self.unrecognised = Collector(benign=compiled.benign_patterns())
+        self.matcher = Matcher(compiled, collector=self.unrecognised)
         self.correlator = Correlator(compiled.pack.classes)
         self.max_line = max_line
         self.sources: list[Source] = []
@@ -81,6 +85,10 @@ class Scanner:
         data = text.encode("utf-8", "replace").replace(b"\n", b" ") + b"\n"
         yield from self.feed_block(source, Block(data=data, first_line=line_no, nlines=1))
 
+    def release_held(self) -> Iterator[Finding]:
+        """Live mode, the input went quiet: multi-line records still open are complete."""
+        yield from self._take(self.matcher.release_held())
+
     def flush(self) -> Iterator[Finding]:
         yield from self._take(self.matcher.finish())
 
@@ -97,11 +105,27 @@ class Scanner:
         ]
         for d in disabled:
             notes.append(f"rule {d.rule} was disabled: its pattern timed out on {d.where}")
+        items = self.unrecognised.ordered()
+        if len(items) > MAX_UNRECOGNISED or self.unrecognised.dropped:
+            more = len(items) - MAX_UNRECOGNISED + self.unrecognised.dropped
+            notes.append(f"{more} more unrecognised error template(s) not listed")
         return Report(
             inputs=[InputOut(name=s.name, kind=s.kind, lines=s.lines_read, bytes=s.bytes_read) for s in self.sources],
             diagnoses=self.correlator.diagnoses(),
             observations=self.correlator.observations(),
             notes=notes,
+            unrecognised=[
+                Unrecognised(
+                    template=i.template,
+                    kind=i.kind,
+                    count=i.count,
+                    evidence=evidence_of(i.first),
+                    program=i.program,
+                    raised_by=i.raised_by,
+                    exception=i.exception,
+                )
+                for i in items[:MAX_UNRECOGNISED]
+            ],
             stats=Stats(
                 lines=m.stats.lines,
                 bytes=sum(s.bytes_read for s in self.sources),

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from qwen_triage.engine.matcher import CompiledPack
 
 INTERVAL = 0.2
+QUIET_AFTER = 0.5  # seconds without new bytes after which an open multi-line record is complete
 READ_LIMIT = 4 << 20  # per file per round, so one huge file does not starve the others
 BREAK = "break"  # marker in a poll result: end the partial line before the bytes that follow
 
@@ -162,6 +163,8 @@ class FollowLoop:
         self.files: list[tuple[FileFollower, LiveInput]] = []
         self.streams: dict[int, LiveInput] = {}
         self.sel = selectors.DefaultSelector()
+        self._last_data = time.monotonic()
+        self._released = True
 
     def add_file(self, path: str, name: str | None = None, from_end: bool = False, kind: str = "auto",
                  by_name: bool = True) -> "LiveInput":
@@ -175,6 +178,10 @@ class FollowLoop:
         self.sel.register(fd, selectors.EVENT_READ)
         return inp
 
+    def _fed(self) -> None:
+        self._last_data = time.monotonic()
+        self._released = False
+
     def poll_files(self) -> bool:
         """One round over the files; True when one has more to read right away."""
         busy = False
@@ -184,6 +191,7 @@ class FollowLoop:
                     self.session.break_line(inp)
                 else:
                     self.session.feed(inp, item)
+                    self._fed()
             busy = busy or follower.more
         return busy
 
@@ -200,6 +208,7 @@ class FollowLoop:
                 data = b""
             if data:
                 self.session.feed(inp, data)
+                self._fed()
             else:
                 self.sel.unregister(key.fd)
                 del self.streams[key.fd]
@@ -214,6 +223,9 @@ class FollowLoop:
             if not self.files and not self.streams:
                 return "eof"
             self._read_streams(0 if busy else self.interval)
+            if not self._released and time.monotonic() - self._last_data >= QUIET_AFTER:
+                self.session.release_held()  # the inputs paused: open multi-line records are complete
+                self._released = True
             if on_tick is not None:
                 on_tick()
 

@@ -119,7 +119,7 @@ class LiveReporter:
         self.quiet = quiet
         self.started = time.monotonic()
         # Import and warm up the renderer now, not when the first diagnosis is due.
-        from qwen_triage.report.render import diagnosis_renderable  # noqa: F401
+        from qwen_triage.report.text import diagnosis_renderable  # noqa: F401
 
         self._console()
 
@@ -155,15 +155,14 @@ class LiveReporter:
             return
         from rich.text import Text
 
-        from qwen_triage.report.render import diagnosis_renderable
+        from qwen_triage.report.text import diagnosis_renderable, symptom_line
 
         if ev.kind == "diagnosis" and ev.item is not None:
             title = f"diagnosis {ev.number} [{ev.severity.value}] at +{ev.elapsed:.1f}s"
             self.sink.write_block(self._render(self._rule(title), diagnosis_renderable(ev.item, ev.number)))
         elif ev.kind == "symptom":
             rule = ev.finding.rule.rule
-            cause = f" — a consequence of: {ev.root.title} ({ev.root.class_})" if ev.root else ""
-            line = f"{TAG} ▸ also [{ev.severity.value}] {rule.title} ({rule.class_}){cause}"
+            line = f"{TAG} ▸ " + symptom_line(ev.severity, rule.title, rule.class_, ev.root)
             self.sink.write_block(self._render(Text(line, style="dim" if self.color else "")))
         # observations (info) are benign: they wait for the summary
 
@@ -199,7 +198,7 @@ class LiveReporter:
         """The end-of-run report, as `scan` prints it, under a rule."""
         if self.quiet:
             return
-        from qwen_triage.report.render import print_text
+        from qwen_triage.report.text import print_text
 
         console = self._console()
         console.print(self._rule(title))

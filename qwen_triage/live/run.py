@@ -107,7 +107,7 @@ def _how(sup) -> str:  # type: ignore[no-untyped-def]
 
 
 def _write_report(report, path: Path) -> None:  # type: ignore[no-untyped-def]
-    from qwen_triage.report.render import to_markdown
+    from qwen_triage.report.markdown import to_markdown
 
     text = to_markdown(report) if path.suffix.lower() in (".md", ".markdown") else report.to_json() + "\n"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -20,7 +20,7 @@ from qwen_triage.live.lines import LineSplitter
 from qwen_triage.engine.matcher import CompiledPack, Finding
 from qwen_triage.engine.normalize import ANSI_BYTES_RE
 from qwen_triage.report.model import Diagnosis, Observation, Report
-from qwen_triage.rulepack.schema import Severity
+from qwen_triage.rulepack.severity import Severity
 from qwen_triage.engine.sources import MAX_LINE, Block, Source, journal_blocks, looks_like_journal_json
 
 FATAL = (Severity.critical, Severity.error)
@@ -183,6 +183,10 @@ class LiveSession:
     def _emit(self, event: LiveEvent) -> None:
         if self.on_event is not None:
             self.on_event(event)
+
+    def release_held(self) -> None:
+        """The input paused: multi-line records still waiting for continuation lines are complete."""
+        self._announce(self.scanner.release_held())
 
     def settle(self) -> None:
         """Release findings still waiting on a veto window: the input has gone quiet for long.

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from qwen_triage.live import procs
 from qwen_triage.live.lines import LineSplitter
 from qwen_triage.live.stall import (
-    HEARTBEAT_RE,
+    is_heartbeat,
     LastLines,
     Stall,
     StageState,
@@ -53,7 +53,8 @@ if TYPE_CHECKING:
     from qwen_triage.engine.matcher import CompiledPack
     from qwen_triage.report.model import Report
 
-SETTLE, STDOUT, STDERR = 0, 1, 2  # SETTLE: a queue item asking triage to release pending findings
+SETTLE, STDOUT, STDERR, QUIET = 0, 1, 2, 3  # SETTLE: release pending findings; QUIET: the output paused
+QUIET_AFTER = 0.5  # seconds without output after which a multi-line record still open is complete
 READ_SIZE = 1 << 16
 PIPE_SIZE = 1 << 20  # ask the kernel for 1 MiB pipes: fewer stalls of a chatty child
 MAX_BACKLOG = 64 << 20  # bytes waiting for triage before triage starts skipping
@@ -380,9 +381,11 @@ class Supervisor:
         sel = selectors.DefaultSelector()
         sel.register(self.proc.stdout.fileno(), selectors.EVENT_READ, STDOUT)
         sel.register(self.proc.stderr.fileno(), selectors.EVENT_READ, STDERR)
+        last_output, quiet_sent = time.monotonic(), True
         try:
             while sel.get_map() and not self._abandon:
-                for key, _ in sel.select(timeout=0.2):
+                events = sel.select(timeout=0.2)
+                for key, _ in events:
                     try:
                         data = os.read(key.fd, READ_SIZE)
                     except OSError:
@@ -391,6 +394,10 @@ class Supervisor:
                         sel.unregister(key.fd)
                         continue
                     self._deliver(key.data, data)
+                    last_output, quiet_sent = time.monotonic(), False
+                if not events and not quiet_sent and time.monotonic() - last_output >= QUIET_AFTER:
+                    self._queue.put((QUIET, b"", time.monotonic()))
+                    quiet_sent = True
         finally:
             sel.close()
             for f in (self.proc.stdout, self.proc.stderr):
@@ -462,7 +469,10 @@ class Supervisor:
                 self._backlog -= size
             if any(b[0] == SETTLE for b in batch):
                 self._settle()
-                batch = [b for b in batch if b[0] != SETTLE]
+            if any(b[0] == QUIET for b in batch):
+                self._quiet()
+            if any(b[0] in (SETTLE, QUIET) for b in batch):
+                batch = [b for b in batch if b[0] not in (SETTLE, QUIET)]
                 if not batch:
                     continue
             # merge runs of the same stream: fewer, larger blocks
@@ -477,6 +487,14 @@ class Supervisor:
             self._triage_chunk(stream, b"".join(chunks), when)
             if end:
                 break
+
+    def _quiet(self) -> None:
+        if self.session is not None and self._triage_ok:
+            try:
+                self.session.release_held()
+            except Exception as exc:  # noqa: BLE001
+                self._triage_ok = False
+                self._note(f"live triage stopped on an internal error ({exc!r})", report=True)
 
     def _settle(self) -> None:
         if self.session is not None and self._triage_ok:
@@ -510,7 +528,7 @@ class Supervisor:
         try:
             raw = [line for line, _ in lines]
             block = b"\n".join(raw)
-            if HEARTBEAT_RE.search(block) is None or count_progress(raw):
+            if not is_heartbeat(block) or count_progress(raw):
                 self._progress = when
             self.last.extend(raw)
             if b"\x1b" in block:

@@ -3,7 +3,8 @@
 One `journalctl -o json` process reads everything, with journal matches OR-ed
 together — the unit's own output, systemd's messages about the unit (its
 "Main process exited, code=killed, status=9/KILL" lines), its core dumps and,
-with ``--kernel``, the kernel log — so the journal itself merges them into one
+with ``--kernel``, the kernel log (:data:`qwen_triage.live.kernel_log.JOURNAL_MATCH`; reading the kernel
+log alone for a window is :mod:`qwen_triage.live.kernel_log`'s) — so the journal itself merges them into one
 timeline, in time order, for any window and with ``--follow`` alike. The JSON is
 decoded by the engine's journal reader (`qwen_triage.engine.sources`), which keeps each
 line's program, pid and priority for the rules' `where:` constraints.
@@ -21,6 +22,8 @@ import subprocess
 import sys
 import tempfile
 from typing import TYPE_CHECKING, Callable
+
+from qwen_triage.live import kernel_log
 
 if TYPE_CHECKING:
     from qwen_triage.engine.matcher import CompiledPack
@@ -51,7 +54,7 @@ def unit_matches(unit: str, user: bool = False, kernel: bool = False) -> list[st
     else:
         matches = [f"_SYSTEMD_UNIT={u}", "+", f"UNIT={u}", "_PID=1", "+", f"COREDUMP_UNIT={u}"]
     if kernel:
-        matches += ["+", "_TRANSPORT=kernel"]
+        matches += ["+", kernel_log.JOURNAL_MATCH]
     return matches
 
 

@@ -4,6 +4,11 @@ Offline (``--nvidia-smi``/``--topo``/``--snapshot``) it judges the pasted
 machine and skips the local system and software checks, which would describe
 the wrong computer. When NVML cannot load, it says why, as a finding, and
 goes on with everything else.
+
+Its steps (:func:`check_model`, :func:`model_shape`, :func:`plan_model`,
+:func:`visible_gpus`, :func:`merge_results`) are public because the runner's
+launch checks run the same ones for one vLLM command; only what is about that
+command (its settings, its port, the devices of a CPU build) stays in the runner.
 """
 
 from __future__ import annotations
@@ -15,16 +20,17 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from qwen_triage.preflight.model.check import CheckModelResult, inspect_model
-from qwen_triage.preflight.findings import Finding, to_report
+from qwen_triage import visible_devices
+from qwen_triage.preflight.model.check import CheckModelResult, ModelPathError, inspect_model
+from qwen_triage.preflight.findings import CheckFinding, to_report
 from qwen_triage.preflight.machine.gpu_checks import gpu_findings
 from qwen_triage.preflight.machine.host_checks import nvml_finding, software_findings, system_findings
-from qwen_triage.preflight.model.config import ModelConfigError, load_model_config
+from qwen_triage.preflight.model.config import ModelConfig, ModelConfigError, load_model_config
 from qwen_triage.preflight.machine.nvml import GpuProbe, GpuSnapshot, NvmlUnavailable, PynvmlProbe
 from qwen_triage.preflight.output import PreflightOutput
 from qwen_triage.preflight.plan.layouts import PlanResult, plan_layouts
 from qwen_triage.preflight.machine.smi import merge_topology, parse_nvidia_smi_xml, parse_topo_matrix
-from qwen_triage.preflight.machine.software import SoftwareInfo, cuda_visible_indices, probe_software
+from qwen_triage.preflight.machine.software import SoftwareInfo, probe_software
 from qwen_triage.preflight.machine.system import SystemInfo, gpu_numa_node, probe_system
 from qwen_triage.report.model import Diagnosis, Observation
 from qwen_triage.rulepack.schema import FailureClass
@@ -55,44 +61,118 @@ class DoctorInputError(ValueError):
 
 
 def visible_gpus(snap: GpuSnapshot, cvd: str | None) -> GpuSnapshot:
-    """The GPUs a launched server will see, renumbered from 0 (numeric CUDA_VISIBLE_DEVICES only)."""
-    indices = cuda_visible_indices(cvd)
-    if not indices:
+    """The GPUs a launched server will see through ``CUDA_VISIBLE_DEVICES`` ``cvd``, in CUDA's order.
+
+    Read by :mod:`qwen_triage.visible_devices`: unset is every GPU, empty none; GPU UUIDs are matched
+    against NVML's; MIG devices are not whole GPUs, so every GPU is kept for them.
+    """
+    keep = visible_devices.parse(cvd).resolve(len(snap.gpus), [g.uuid for g in snap.gpus]).indices
+    if keep is None or keep == list(range(len(snap.gpus))):
         return snap
-    keep = [i for i in indices if i < len(snap.gpus)]
     gpus = [snap.gpus[i] for i in keep]
     topo = [[snap.topology[a][b] for b in keep] for a in keep] if snap.topology else None
     return snap.model_copy(update={"gpus": gpus, "topology": topo})
 
 
-def _plan_for(
-    model: str,
-    snap: GpuSnapshot,
-    util: float,
-    max_model_len: int | None,
-    requested: tuple[int, int, int] | None,
-    classes,
-) -> tuple[PlanResult | None, list[str]]:
+# --- the steps doctor runs, which the runner's launch checks run too ---------------------------------
+
+
+def check_model(
+    model: str | None, classes: dict[str, FailureClass] | None = None
+) -> tuple[CheckModelResult | None, list[str]]:
+    """``check-model`` on ``model`` when it is a path on this machine; otherwise a note says why not."""
+    if not model:
+        return None, []
+    if not Path(model).expanduser().exists():
+        return None, [f"check-model skipped: {model} is not a local directory (a hub name?)"]
     try:
-        cfg = load_model_config(model)
+        return inspect_model(model, classes=classes), []
+    except ModelPathError as exc:
+        return None, [f"check-model skipped: {exc}"]
+
+
+def model_shape(model: str) -> tuple[ModelConfig | None, list[str]]:
+    """The model's config (heads, layers, dtype...) for ``plan``; a note when it cannot be read."""
+    try:
+        return load_model_config(model), []
     except ModelConfigError as exc:
         return None, [f"plan skipped: {exc}"]
-    sizes = [g.memory.total for g in snap.gpus if g.memory.total]
-    if not sizes:
+
+
+def plan_model(
+    cfg: ModelConfig,
+    gpus: int,
+    gpu_mem_bytes: int | None,
+    *,
+    topology: list[list[str]] | None = None,
+    compute_capabilities: list[str] | None = None,
+    requested: tuple[int, int, int] | None = None,
+    model_ref: str | None = None,
+    classes: dict[str, FailureClass] | None = None,
+    **settings: Any,
+) -> tuple[PlanResult | None, list[str]]:
+    """``plan`` for ``gpus`` devices of ``gpu_mem_bytes``; ``settings`` are :func:`plan_layouts`'s launch settings
+    (dtype, quantization, max_model_len, ...). None and a note when there is nothing to plan on."""
+    if gpus < 1:
+        return None, ["plan skipped: no GPU is visible (CUDA_VISIBLE_DEVICES hides them all)"]
+    if not gpu_mem_bytes:
         return None, ["plan skipped: GPU memory sizes unknown (pass --gpu-mem to `plan`)"]
     result = plan_layouts(
         cfg,
+        gpus,
+        gpu_mem_bytes,
+        topology=topology,
+        compute_capabilities=compute_capabilities,
+        requested=requested,
+        model_ref=model_ref,
+        classes=classes,
+        **settings,
+    )
+    return result, []
+
+
+def plan_on_snapshot(
+    model: str,
+    snap: GpuSnapshot,
+    *,
+    requested: tuple[int, int, int] | None = None,
+    classes: dict[str, FailureClass] | None = None,
+    **settings: Any,
+) -> tuple[PlanResult | None, list[str]]:
+    """``plan`` for ``model`` on the GPUs of ``snap`` (already narrowed by :func:`visible_gpus`)."""
+    cfg, notes = model_shape(model)
+    if cfg is None:
+        return None, notes
+    sizes = [g.memory.total for g in snap.gpus if g.memory.total]
+    return plan_model(
+        cfg,
         len(snap.gpus),
-        min(sizes),
-        max_model_len=max_model_len,
-        gpu_memory_utilization=util,
+        min(sizes) if sizes else None,
         topology=snap.topology,
         compute_capabilities=[g.compute_capability or "" for g in snap.gpus],
         requested=requested,
         model_ref=model,
         classes=classes,
+        **settings,
     )
-    return result, []
+
+
+Reported = tuple[list[Diagnosis], list[Observation]]
+
+
+def merge_results(*parts: Reported | CheckModelResult | PlanResult | None) -> Reported:
+    """The diagnoses and observations of every part (``to_report``'s pairs, or sub-results), the most severe
+    first; parts keep their order among equals."""
+    diagnoses: list[Diagnosis] = []
+    observations: list[Observation] = []
+    for part in parts:
+        if part is None:
+            continue
+        d, o = part if isinstance(part, tuple) else (part.diagnoses, part.observations)
+        diagnoses += d
+        observations += o
+    diagnoses.sort(key=lambda d: d.severity.rank)
+    return diagnoses, observations
 
 
 def probe(
@@ -123,7 +203,7 @@ def probe(
     environ = os.environ if environ is None else environ
     offline = nvidia_smi is not None or topo is not None or isinstance(gpu_probe, ReplayProbe)
     notes: list[str] = []
-    findings: list[Finding] = []
+    findings: list[CheckFinding] = []
     inv = Inventory()
 
     if not offline:
@@ -176,21 +256,20 @@ def probe(
     model_check = None
     plan = None
     if model:
-        if check_files and Path(model).expanduser().exists():
-            model_check = inspect_model(model, classes=classes)
+        if check_files:
+            model_check, model_notes = check_model(model, classes)
+            notes += model_notes
         if snap is not None and snap.gpus and any(g.memory.total for g in snap.gpus):
-            visible = visible_gpus(snap, environ.get("CUDA_VISIBLE_DEVICES") if not offline else None)
-            plan, plan_notes = _plan_for(model, visible, gpu_memory_utilization, max_model_len, requested, classes)
+            visible = visible_gpus(snap, environ.get(visible_devices.ENV) if not offline else None)
+            plan, plan_notes = plan_on_snapshot(
+                model, visible, requested=requested, classes=classes,
+                max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
+            )
             notes += plan_notes
         else:
             notes.append("plan check skipped: no GPU inventory")
 
-    diagnoses, observations = to_report(findings, classes)
-    for sub in (model_check, plan):
-        if sub is not None:
-            diagnoses += sub.diagnoses
-            observations += sub.observations
-    diagnoses.sort(key=lambda d: d.severity.rank)
+    diagnoses, observations = merge_results(to_report(findings, classes), model_check, plan)
     return DoctorResult(
         offline=offline,
         inventory=inv,

@@ -2,7 +2,10 @@
 
 Text and markdown show the same things in the same order: what was looked at,
 the findings with their evidence and fixes, then observations and notes.
-JSON is the pydantic model itself, with the report's ``class`` alias.
+The tables of what was looked at are laid out here; the findings are worded by
+:mod:`qwen_triage.report.text` and :mod:`qwen_triage.report.markdown`, like
+every diagnosis. JSON is the pydantic model itself, with the report's ``class``
+alias.
 """
 
 from __future__ import annotations
@@ -22,22 +25,15 @@ from qwen_triage.preflight.plan.memory import NCCL_BYTES
 from qwen_triage.preflight.plan.layouts import Layout, PlanResult
 from qwen_triage.preflight.plan.models import label
 from qwen_triage.units import GiB, human
-from qwen_triage.report.model import Diagnosis, Observation
+from qwen_triage.report.markdown import findings_markdown, md_escape
+from qwen_triage.report.text import print_findings
 
 FORMATS = ("text", "json", "markdown")
 NCCL_GIB = round(NCCL_BYTES / GiB, 2)
-_COLOR = {"critical": "bold red", "error": "red", "warning": "yellow", "info": "cyan"}
 
 
 def to_json(result: BaseModel) -> str:
     return result.model_dump_json(by_alias=True, indent=2)
-
-
-def _action(fix_action: dict | None) -> str:
-    if not fix_action:
-        return ""
-    fields = ", ".join(f"{k}={v}" for k, v in fix_action.items() if k not in ("type", "safety") and v is not None)
-    return f"[{fix_action.get('type')}{': ' + fields if fields else ''}; {fix_action.get('safety')}]"
 
 
 def _command_line(result: PlanResult) -> str:
@@ -65,40 +61,6 @@ def _status(x: Layout) -> str:
 
 
 # --- text ---------------------------------------------------------------------------------
-
-
-def _text_findings(c: Console, diagnoses: list[Diagnosis], observations: list[Observation], notes: list[str]) -> None:
-    if diagnoses:
-        c.print()
-        c.print(f"[bold]Findings ({len(diagnoses)})[/bold]")
-    for d in diagnoses:
-        sev = d.severity.value
-        c.print(
-            f"[{_COLOR[sev]}]{sev.upper():8}[/] [bold]{escape(d.class_)}[/bold]  {escape(d.title)}  "
-            f"[dim]({escape(d.rule)})[/dim]"
-        )
-        c.print(f"         {escape(d.summary)}")
-        for e in d.evidence:
-            c.print(f"         [dim]evidence[/dim] {escape(e.path)}: {escape(e.text)}")
-        if d.more_evidence:
-            c.print(f"         [dim]... {d.more_evidence} more[/dim]")
-        for s in d.symptoms:
-            c.print(f"         [dim]explains[/dim] {escape(s.class_)} ({escape(s.title)})")
-        for f in d.fix:
-            action = f" [dim]{escape(_action(f.action))}[/dim]" if f.action else ""
-            c.print(f"         [green]fix[/green] {escape(f.step)}{action}")
-    if observations:
-        c.print()
-        c.print("[bold]Observations[/bold]")
-        for o in observations:
-            c.print(f"[cyan]info[/cyan]     {escape(o.summary)} [dim]({escape(o.rule)})[/dim]")
-    if notes:
-        c.print()
-        for n in notes:
-            c.print(f"[dim]note[/dim]     {escape(n)}")
-    if not diagnoses:
-        c.print()
-        c.print("[green]No problems found.[/green]")
 
 
 def text_plan(result: PlanResult, c: Console, show_all: bool = False) -> None:
@@ -161,7 +123,7 @@ def text_plan(result: PlanResult, c: Console, show_all: bool = False) -> None:
         c.print("[bold]Other layouts[/bold]")
         for a in result.alternatives:
             c.print(f"   {label(a)}: {escape(a.why)}")
-    _text_findings(c, result.diagnoses, result.observations, result.notes)
+    print_findings(c, result.diagnoses, result.observations, result.notes)
 
 
 def text_check(result: CheckModelResult, c: Console) -> None:
@@ -182,7 +144,7 @@ def text_check(result: CheckModelResult, c: Console) -> None:
             style=None if f.ok else "red",
         )
     c.print(table)
-    _text_findings(c, result.diagnoses, result.observations, result.notes)
+    print_findings(c, result.diagnoses, result.observations, result.notes)
 
 
 def text_doctor(result: DoctorResult, c: Console) -> None:
@@ -263,42 +225,10 @@ def text_doctor(result: DoctorResult, c: Console) -> None:
         )
     if result.plan is not None and result.plan.recommended:
         c.print(f"[bold]Plan[/bold]  {label(result.plan.recommended)}: {escape(_command_line(result.plan))}")
-    _text_findings(c, result.diagnoses, result.observations, result.notes)
+    print_findings(c, result.diagnoses, result.observations, result.notes)
 
 
 # --- markdown ------------------------------------------------------------------------------
-
-
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def _md_findings(out: list[str], diagnoses: list[Diagnosis], observations: list[Observation], notes: list[str]) -> None:
-    out.append("")
-    out.append(f"## Findings ({len(diagnoses)})" if diagnoses else "## Findings\n\nNo problems found.")
-    for d in diagnoses:
-        out.append("")
-        out.append(f"### {d.severity.value.upper()}: `{d.class_}` — {d.title}")
-        out.append("")
-        out.append(d.summary)
-        out.append("")
-        for e in d.evidence:
-            out.append(f"- evidence: `{e.path}`: {e.text}")
-        for s in d.symptoms:
-            out.append(f"- explains: `{s.class_}` ({s.title})")
-        for f in d.fix:
-            out.append(f"- fix: {f.step} {('`' + _action(f.action) + '`') if f.action else ''}".rstrip())
-        out.append(f"- rule: `{d.rule}`")
-    if observations:
-        out.append("")
-        out.append("## Observations")
-        out.append("")
-        out += [f"- {o.summary} (`{o.rule}`)" for o in observations]
-    if notes:
-        out.append("")
-        out.append("## Notes")
-        out.append("")
-        out += [f"- {n}" for n in notes]
 
 
 def md_plan(result: PlanResult, show_all: bool = False) -> str:
@@ -321,7 +251,7 @@ def md_plan(result: PlanResult, show_all: bool = False) -> str:
             f"{f'{x.weights_gib_per_gpu:.1f} GiB' if x.weights_gib_per_gpu is not None else '-'} | "
             f"{x.kv_cache_tokens if x.kv_cache_tokens is not None else '-'} | "
             f"{x.total_concurrent_seqs if x.total_concurrent_seqs is not None else '-'} | {x.tp_link or '-'} | "
-            f"{_md_escape(_status(x))} |"
+            f"{md_escape(_status(x))} |"
         )
     if result.recommended:
         r = result.recommended
@@ -331,7 +261,7 @@ def md_plan(result: PlanResult, show_all: bool = False) -> str:
     if result.alternatives:
         out += ["", "**Other layouts:**", ""]
         out += [f"- {label(a)}: {a.why}" for a in result.alternatives]
-    _md_findings(out, result.diagnoses, result.observations, result.notes)
+    out += findings_markdown(result.diagnoses, result.observations, result.notes)
     return "\n".join(out) + "\n"
 
 
@@ -348,9 +278,9 @@ def md_check(result: CheckModelResult) -> str:
             status += f" sha256 `{f.sha256}`"
         out.append(
             f"| {f.name} | {f.kind} | {human(f.bytes) if f.bytes is not None else '-'} | "
-            f"{f.tensors if f.tensors is not None else '-'} | {_md_escape(status)} |"
+            f"{f.tensors if f.tensors is not None else '-'} | {md_escape(status)} |"
         )
-    _md_findings(out, result.diagnoses, result.observations, result.notes)
+    out += findings_markdown(result.diagnoses, result.observations, result.notes)
     return "\n".join(out) + "\n"
 
 
@@ -375,7 +305,7 @@ def md_doctor(result: DoctorResult) -> str:
                 f"| {g.index} | {g.name} | {human(g.memory.used)} / {human(g.memory.total)} | "
                 f"{g.compute_capability or '-'} | "
                 f"gen{p.gen_current or '?'} x{p.width_current or '?'} / gen{p.gen_max or '?'} x{p.width_max or '?'} | "
-                f"{g.numa_node if g.numa_node is not None else '-'} | {_md_escape(procs)} |"
+                f"{g.numa_node if g.numa_node is not None else '-'} | {md_escape(procs)} |"
             )
         if snap.topology:
             n = len(snap.topology)
@@ -400,7 +330,7 @@ def md_doctor(result: DoctorResult) -> str:
         ]
     if result.plan is not None and result.plan.command:
         out += ["", "Plan:", "", "```sh", _command_line(result.plan), "```"]
-    _md_findings(out, result.diagnoses, result.observations, result.notes)
+    out += findings_markdown(result.diagnoses, result.observations, result.notes)
     return "\n".join(out) + "\n"
 
 

@@ -15,13 +15,13 @@ def emit_report(report: Report, fmt: str, stream: IO[str] | None = None) -> None
     if fmt == "json":
         stream.write(report.to_json() + "\n")
     elif fmt == "markdown":
-        from qwen_triage.report.render import to_markdown
+        from qwen_triage.report.markdown import to_markdown
 
         stream.write(to_markdown(report))
     else:
         from rich.console import Console
 
-        from qwen_triage.report.render import print_text
+        from qwen_triage.report.text import print_text
 
         print_text(report, Console(file=stream, highlight=False, soft_wrap=False))
     stream.flush()

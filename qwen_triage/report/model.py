@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from qwen_triage import __version__
-from qwen_triage.rulepack.schema import Severity
+from qwen_triage.rulepack.severity import Severity
 
 SCHEMA_VERSION = 1
 
@@ -63,6 +63,18 @@ class Diagnosis(Observation):
     fix: list[FixOut] = Field(default_factory=list)
 
 
+class Unrecognised(_Out):
+    """Error evidence no rule explains, as a template (variable parts masked), deduplicated."""
+
+    template: str = Field(description="the line with numbers, paths, addresses and quoted values masked")
+    kind: str = Field(description="exception (a traceback's final line), error (an error-level line) or exit")
+    count: int = Field(description="lines with this template")
+    evidence: Evidence = Field(description="the first line with this template")
+    program: str | None = Field(default=None, description="the program that printed it, where the line says")
+    raised_by: str | None = Field(default=None, description="for exceptions: the library of the frame that raised")
+    exception: str | None = Field(default=None, description="for exceptions: the exception's class name")
+
+
 class DisabledRuleOut(_Out):
     rule: str
     pattern: str
@@ -97,6 +109,9 @@ class Report(_Out):
     diagnoses: list[Diagnosis] = Field(default_factory=list, description="root causes, most important first")
     observations: list[Observation] = Field(default_factory=list, description="benign findings worth knowing")
     notes: list[str] = Field(default_factory=list, description="things about the scan itself")
+    unrecognised: list[Unrecognised] = Field(
+        default_factory=list, description="error lines no rule explains, most telling first (added in 0.2)"
+    )
     stats: Stats
 
     def to_json(self, indent: int | None = 2) -> str:

@@ -1,23 +1,35 @@
-"""Load the rule pack: class catalogue plus rule files, validated, with positions."""
+"""Load the rule pack: class catalogue plus rule files, validated, with positions.
+
+Validation (YAML, pydantic) runs when a file changed; what passed is kept in the
+private cache as JSON of the plain specs (``spec``), keyed by the files'
+contents, so a scan of a small log neither parses YAML nor imports pydantic.
+"""
 
 from __future__ import annotations
 
-import hashlib
+import json
 import os
-import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import regex
 
-from qwen_triage.rulepack.schema import ClassCatalogue, FailureClass, Rule, RuleFile
-from qwen_triage.rulepack.yamlload import Position, RuleFileError, load_yaml
+from qwen_triage.rulepack.errors import MAX_RULE_FILE_BYTES, Position, RuleFileError
+from qwen_triage.rulepack.spec import ClassSpec, RuleSpec
+
+if TYPE_CHECKING:
+    from qwen_triage.rulepack.cache import Cache
+
+PACK_CACHE_FORMAT = 1
+MAX_RULE_FILES = 2000
 
 RULES_ENV = "QWEN_TRIAGE_RULES"
 CLASSES_FILE = "classes.yaml"
 # Data files beside the rules that are not rule files: the class catalogue, the
 # launch stages of the stall watchdog, the runner's per-class fix defaults.
-DATA_FILES = (CLASSES_FILE, "stages.yaml", "fix-defaults.yaml")
+DATA_FILES = (CLASSES_FILE, "stages.yaml", "fix-defaults.yaml", "benign.yaml")
+BENIGN_FILE = "benign.yaml"
 
 
 def bundled_rules_dir() -> Path:
@@ -36,30 +48,34 @@ def compile_pattern(pattern: str) -> regex.Pattern[str]:
 
 @dataclass
 class LoadedRule:
-    rule: Rule
+    rule: RuleSpec
     path: str
     position: Position
 
 
 @dataclass
 class RulePack:
-    classes: dict[str, FailureClass]
+    classes: dict[str, ClassSpec]
     rules: list[LoadedRule] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    benign: list[str] = field(default_factory=list)  # patterns of known-benign error lines
 
     def rule(self, rule_id: str) -> LoadedRule | None:
         return next((r for r in self.rules if r.rule.id == rule_id), None)
 
 
-def load_classes(path: Path) -> dict[str, FailureClass]:
+def load_classes(path: Path) -> dict[str, ClassSpec]:
+    from qwen_triage.rulepack.schema import ClassCatalogue
+    from qwen_triage.rulepack.yamlload import load_yaml
+
     loaded = load_yaml(path)
     catalogue: ClassCatalogue = loaded.validate(ClassCatalogue)
-    out: dict[str, FailureClass] = {}
+    out: dict[str, ClassSpec] = {}
     for i, cls in enumerate(catalogue.classes):
         if cls.id in out:
             pos = loaded.position_of(("classes", i, "id"))
             raise RuleFileError(path, pos.line, pos.column, f"duplicate class id {cls.id!r}")
-        out[cls.id] = cls
+        out[cls.id] = ClassSpec.from_model(cls)
     for i, cls in enumerate(catalogue.classes):
         for j, target in enumerate(cls.explains):
             if target not in out:
@@ -83,7 +99,10 @@ def extra_rule_dirs(cli_dirs: tuple[str, ...] | list[str] = ()) -> list[Path]:
     return dirs
 
 
-def load_rule_file(path: Path, classes: dict[str, FailureClass]) -> list[LoadedRule]:
+def load_rule_file(path: Path, classes: dict[str, ClassSpec]) -> list[LoadedRule]:
+    from qwen_triage.rulepack.schema import RuleFile
+    from qwen_triage.rulepack.yamlload import load_yaml
+
     loaded = load_yaml(path)
     if loaded.data is None:
         return []
@@ -94,6 +113,10 @@ def load_rule_file(path: Path, classes: dict[str, FailureClass]) -> list[LoadedR
         if rule.class_ not in classes:
             pos = loaded.position_of(here + ("class",))
             raise RuleFileError(path, pos.line, pos.column, f"rule {rule.id}: unknown class {rule.class_!r}")
+        for r, row in enumerate(rule.table.rows if rule.table else ()):
+            if row.class_ is not None and row.class_ not in classes:
+                pos = loaded.position_of(here + ("table", "rows", r, "class"))
+                raise RuleFileError(path, pos.line, pos.column, f"rule {rule.id}: unknown class {row.class_!r}")
         for section in ("any", "all", "unless"):
             for j, pattern in enumerate(getattr(rule.match, section)):
                 try:
@@ -107,18 +130,55 @@ def load_rule_file(path: Path, classes: dict[str, FailureClass]) -> list[LoadedR
             except regex.error as exc:
                 pos = loaded.position_of(here + ("match", "where", key))
                 raise RuleFileError(path, pos.line, pos.column, f"rule {rule.id}: bad `where` pattern: {exc}") from None
-        out.append(LoadedRule(rule=rule, path=str(path), position=loaded.position_of(here)))
+        out.append(LoadedRule(rule=RuleSpec.from_model(rule), path=str(path), position=loaded.position_of(here)))
     return out
 
 
-def _cache_key(files: list[Path]) -> str:
+def _cache_key(files: list[Path]) -> str | None:
+    """A digest of the tool's version and every file's path and contents; None when one cannot be read."""
     from qwen_triage import __version__
+    from qwen_triage.rulepack.cache import digest
 
-    h = hashlib.sha256(__version__.encode())
+    parts = [f"{__version__}\0{PACK_CACHE_FORMAT}".encode()]
     for f in files:
-        st = f.stat()
-        h.update(f"{f}\0{st.st_mtime_ns}\0{st.st_size}\0".encode())
-    return h.hexdigest()[:32]
+        try:
+            if f.stat().st_size > MAX_RULE_FILE_BYTES:
+                return None  # the loader will say why
+            parts += [str(f).encode(), f.read_bytes()]
+        except OSError:
+            return None
+    return digest(*parts)[:40]
+
+
+def pack_to_json(pack: RulePack) -> bytes:
+    data = {
+        "format": PACK_CACHE_FORMAT,
+        "classes": [vars(c) | {"explains": list(c.explains)} for c in pack.classes.values()],
+        "rules": [
+            {"path": lr.path, "line": lr.position.line, "column": lr.position.column, "rule": lr.rule.to_dict()}
+            for lr in pack.rules
+        ],
+        "files": pack.files,
+        "benign": pack.benign,
+    }
+    return json.dumps(data, separators=(",", ":")).encode()
+
+
+def pack_from_json(blob: bytes) -> RulePack | None:
+    """The pack a cache entry holds, or None when it is not one this version wrote."""
+    try:
+        data: Any = json.loads(blob)
+        if not isinstance(data, dict) or data.get("format") != PACK_CACHE_FORMAT:
+            return None
+        classes = {c["id"]: ClassSpec.from_dict(c) for c in data["classes"]}
+        rules = [
+            LoadedRule(rule=RuleSpec.from_dict(r["rule"]), path=str(r["path"]), position=Position(int(r["line"]), int(r["column"])))
+            for r in data["rules"]
+        ]
+        benign = [str(p) for p in data["benign"]]
+        return RulePack(classes=classes, rules=rules, files=[str(f) for f in data["files"]], benign=benign)
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def load_pack(
@@ -126,35 +186,39 @@ def load_pack(
 ) -> RulePack:
     """Bundled rules plus ``extra_dirs``. Raises RuleFileError on the first problem.
 
-    With ``cache_dir``, a validated pack is kept there keyed by every file's
-    path, size and mtime: parsing YAML in pure Python costs more than a whole
+    With ``cache_dir``, a validated pack is kept there (JSON, private, keyed by
+    every file's contents): parsing YAML in pure Python costs more than a whole
     scan of a typical log, and the files rarely change.
     """
     base = bundled_rules_dir()
     dirs = ([base] if bundled else []) + list(extra_dirs or [])
     files: dict[Path, None] = {}  # a file named twice (bundled dir passed again) loads once
+    benign_files = [d / BENIGN_FILE for d in dirs if d.is_dir() and (d / BENIGN_FILE).is_file()]
     for directory in dirs:
         for path in rule_files(directory):
             files.setdefault(path.resolve(), None)
-    cached = None
+            if len(files) > MAX_RULE_FILES:
+                raise RuleFileError(directory, 1, 1, f"more than {MAX_RULE_FILES} rule files")
+    cache: Cache | None = None
+    key = None
     if cache_dir is not None:
-        cached = cache_dir / f"pack-{_cache_key([base / CLASSES_FILE, *files])}.pickle"
-        try:
-            with open(cached, "rb") as fh:
-                pack = pickle.load(fh)
-            if isinstance(pack, RulePack):
+        from qwen_triage.rulepack.cache import Cache
+
+        cache = Cache.open(cache_dir)
+        key = _cache_key([base / CLASSES_FILE, *files, *benign_files]) if cache is not None else None
+        if cache is not None and key is not None:
+            blob = cache.read(f"pack-{key}.json")
+            pack = pack_from_json(blob) if blob is not None else None
+            if pack is not None:
                 return pack
-        except (OSError, pickle.PickleError, EOFError, AttributeError, ImportError, TypeError, ValueError):
-            pass
     pack = _load_pack_files(base, list(files))
-    if cached is not None:
-        try:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cached.with_suffix(".tmp")
-            tmp.write_bytes(pickle.dumps(pack, protocol=pickle.HIGHEST_PROTOCOL))
-            tmp.replace(cached)
-        except OSError:
-            pass  # a read-only cache only costs the parse next time
+    from qwen_triage.rulepack.benign import load_benign
+
+    for path in benign_files:
+        pack.benign.extend(load_benign(path))
+    if cache is not None and key is not None:
+        if cache.write(f"pack-{key}.json", pack_to_json(pack)):
+            cache.prune("pack-", keep=f"pack-{key}.json")
     return pack
 
 

@@ -2,32 +2,13 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from qwen_triage.rulepack.actions import Action
-
-
-class Severity(str, Enum):
-    critical = "critical"
-    error = "error"
-    warning = "warning"
-    info = "info"
-
-    @property
-    def rank(self) -> int:
-        return _SEVERITY_RANK[self]
-
-
-_SEVERITY_RANK = {Severity.critical: 0, Severity.error: 1, Severity.warning: 2, Severity.info: 3}
-
-
-class Status(str, Enum):
-    stable = "stable"
-    experimental = "experimental"
-    deprecated = "deprecated"
+from qwen_triage.rulepack.severity import Severity, Status
+from qwen_triage.rulepack.spec import table_value
 
 
 # Programs a rule documents itself as applying to (`sources:`); matching is
@@ -44,11 +25,19 @@ SOURCE_FAMILIES = (
     "hub",
     "transformers",
     "systemd",
+    "sglang",
+    "tgi",
+    "accelerate",
+    "deepspeed",
+    "peft",
+    "fabricmanager",
+    "slurm",
+    "kubernetes",
     "any",
 )
 
 # Record fields a rule may constrain with `where`.
-RECORD_FIELDS = ("program", "host", "level", "format", "rank", "gpu", "pid", "process", "path")
+RECORD_FIELDS = ("program", "host", "level", "format", "rank", "gpu", "pid", "process", "path", "raised_by")
 
 FactType = Literal["str", "int", "float", "bytes", "hex"]
 
@@ -58,11 +47,19 @@ class _Strict(BaseModel):
 
 
 class Match(_Strict):
-    """What must be seen: ``any`` one pattern, or ``all`` within ``window`` lines."""
+    """What must be seen: ``any`` one pattern, or ``all`` within ``window`` lines.
+
+    ``count`` (with ``any``): that many matching lines within ``window`` lines
+    — a storm of lines that are harmless one by one (PCIe correctable errors).
+    ``multiline``: the patterns may reach across the lines of a multi-line record
+    (joined with a space), so the prefilter keys on words, not phrases.
+    """
 
     any: list[str] = Field(default_factory=list)
     all: list[str] = Field(default_factory=list)
     window: int = Field(default=200, ge=1, le=100_000)
+    count: int = Field(default=1, ge=1, le=10_000)
+    multiline: bool = False  # patterns match a multi-line record (NVRM message, AER/OOM report) joined
     unless: list[str] = Field(default_factory=list)
     where: dict[str, str] = Field(default_factory=dict)
 
@@ -73,6 +70,10 @@ class Match(_Strict):
         for key in self.where:
             if key not in RECORD_FIELDS:
                 raise ValueError(f"`where` names unknown field {key!r}; known: {', '.join(RECORD_FIELDS)}")
+        if self.count > 1 and not self.any:
+            raise ValueError("`count` counts lines of `any` patterns")
+        if self.count > self.window:
+            raise ValueError("`count` cannot exceed `window` (lines)")
         return self
 
 
@@ -84,6 +85,47 @@ class FixStep(_Strict):
 class Examples(_Strict):
     match: list[str] = Field(min_length=1)
     no_match: list[str] = Field(min_length=1)
+
+
+class TableRow(_Strict):
+    """Members of a code family that share a resolution: what a finding with one of these codes is."""
+
+    values: list[str | int] = Field(min_length=1)
+    class_: str | None = Field(default=None, alias="class")
+    severity: Severity | None = None
+    title: str | None = Field(default=None, min_length=3)
+    explain: str | None = None
+    fix: list[FixStep] | None = None
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Table(_Strict):
+    """A closed set upstream defines (Xid codes, CUresult, NCCL results, errno…), one row per resolution.
+
+    ``key`` is a fact the patterns capture; a finding whose key is listed in a
+    row takes that row's class, severity, title, explain and fix (each falls
+    back to the rule's own). ``otherwise``: for a value no row lists, ``rule``
+    keeps the rule's own class, ``ignore`` drops the finding.
+    """
+
+    key: str
+    source: str = Field(description="URL of the upstream catalogue the rows follow")
+    rows: list[TableRow] = Field(min_length=1)
+    otherwise: Literal["rule", "ignore"] = "rule"
+
+    @model_validator(mode="after")
+    def _unique_values(self) -> "Table":
+        if not self.source.startswith(("https://", "http://")):
+            raise ValueError(f"table source {self.source!r} is not a URL")
+        seen: set[str] = set()
+        for row in self.rows:
+            for value in row.values:
+                key = table_value(value)
+                if key in seen:
+                    raise ValueError(f"table value {value!r} is listed twice")
+                seen.add(key)
+        return self
 
 
 class Rule(_Strict):
@@ -98,9 +140,16 @@ class Rule(_Strict):
     extract: dict[str, FactType] = Field(default_factory=dict)
     explain: str | None = None
     fix: list[FixStep] = Field(default_factory=list)
+    table: Table | None = None
     examples: Examples
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @model_validator(mode="after")
+    def _table_key_is_a_fact(self) -> "Rule":
+        if self.table is not None and self.table.key not in self.extract:
+            raise ValueError(f"table key {self.table.key!r} is not a fact in `extract`")
+        return self
 
     @field_validator("sources")
     @classmethod

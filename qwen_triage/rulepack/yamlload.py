@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+
+from qwen_triage.rulepack.errors import MAX_RULE_FILE_BYTES, Position, RuleFileError
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.events import AliasEvent, CollectionStartEvent, ScalarEvent
@@ -28,26 +30,8 @@ _CORE_TAGS = {
     "tag:yaml.org,2002:seq",
 }
 
-MAX_RULE_FILE_BYTES = 8 * 2**20
 
 Path_ = tuple[Any, ...]
-
-
-@dataclass(frozen=True)
-class Position:
-    line: int  # 1-based
-    column: int  # 1-based
-
-
-class RuleFileError(Exception):
-    """A problem in a rule file, with its place: ``file:line:col: reason``."""
-
-    def __init__(self, path: str | Path, line: int, column: int, reason: str):
-        self.path = str(path)
-        self.line = line
-        self.column = column
-        self.reason = reason
-        super().__init__(f"{self.path}:{line}:{column}: {reason}")
 
 
 @dataclass

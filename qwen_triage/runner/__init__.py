@@ -1,8 +1,10 @@
 """The remediation runner (``qwen-triage relaunch``).
 
-``vllm_args`` parses a vLLM launch command line, edits it, and renders the
-difference between two launches (argv + environment), each change with its
-reason. The rest, one job per module:
+``vllm/`` parses a vLLM launch command line (``options``: vLLM's option
+tables, built in or probed from the launch's own vLLM by ``probe``;
+``argv``: the launch model and parser), edits it (``edit``), and renders the
+difference between two launches, argv + environment, each change with its
+reason (``diff``). The rest, one job per module:
 
 * ``profile``    the YAML profile and the merged run settings
 * ``preflight``  check-model, doctor and plan applied to one command
@@ -25,27 +27,40 @@ from __future__ import annotations
 
 from typing import Any
 
-_VLLM_ARGS = (
-    "ArgToken",
-    "Change",
-    "EntryPoint",
-    "VllmArgsError",
-    "VllmLaunch",
-    "apply_action",
-    "apply_edits",
-    "diff_launches",
-    "parse_command_line",
-    "parse_vllm_argv",
-    "remove_arg",
-    "render_diff",
-    "set_arg",
-)
+# name -> the module of runner/vllm/ that holds it
+_VLLM_NAMES = {
+    "ArgToken": "argv",
+    "EntryPoint": "argv",
+    "VllmArgsError": "argv",
+    "VllmLaunch": "argv",
+    "parse_command_line": "argv",
+    "parse_vllm_argv": "argv",
+    "OptionTable": "options",
+    "apply_action": "edit",
+    "apply_edits": "edit",
+    "remove_arg": "edit",
+    "set_arg": "edit",
+    "Change": "diff",
+    "diff_launches": "diff",
+    "render_diff": "diff",
+    "parse_launch": "probe",
+}
 
-__all__ = list(_VLLM_ARGS)
+__all__ = sorted(_VLLM_NAMES)
 
 
 def __getattr__(name: str) -> Any:
-    if name in _VLLM_ARGS:
-        from qwen_triage.runner.vllm import argv as vllm_args
-        return getattr(vllm_args, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _VLLM_NAMES.get(name)
+    if module == "argv":
+        from qwen_triage.runner.vllm import argv as found
+    elif module == "options":
+        from qwen_triage.runner.vllm import options as found
+    elif module == "edit":
+        from qwen_triage.runner.vllm import edit as found
+    elif module == "diff":
+        from qwen_triage.runner.vllm import diff as found
+    elif module == "probe":
+        from qwen_triage.runner.vllm import probe as found
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(found, name)

@@ -10,7 +10,7 @@ Two ways to run it, one interface (:class:`Server`):
   for the stall watchdog and triages the file after a failure.
 
 :func:`triage_attempt` scans the attempt's log together with the kernel log of
-the same window (``journalctl -k``, else ``dmesg``) when this user can read it.
+the same window (``journalctl -k``, else ``dmesg``; :mod:`qwen_triage.live.kernel_log`) when this user can read it.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from qwen_triage.live import procs
+from qwen_triage.live import kernel_log, procs
 if TYPE_CHECKING:
     from qwen_triage.live.session import LiveEvent
     from qwen_triage.live.stall import Stall
@@ -281,32 +281,10 @@ class DetachedServer:
 
 
 def kernel_window(since: float, until: float, run=subprocess.run) -> tuple[bytes | None, str]:  # type: ignore[no-untyped-def]
-    """The kernel log between two wall-clock times: (text or journal JSON, how it was read)."""
-    lo, hi = int(since) - 2, int(until) + 2
-    try:
-        cp = run(["journalctl", "-k", "-o", "json", "--no-pager", "-q", f"--since=@{lo}", f"--until=@{hi}"],
-                 capture_output=True, timeout=15)
-        if cp.returncode == 0 and cp.stdout.strip():
-            return cp.stdout, "journalctl -k"
-    except (OSError, subprocess.SubprocessError):
-        pass
-    try:
-        cp = run(["dmesg", "--time-format=iso"], capture_output=True, timeout=15)
-    except (OSError, subprocess.SubprocessError):
-        return None, "kernel log not readable here (no journalctl, no dmesg)"
-    if cp.returncode != 0:
-        err = cp.stderr.decode("utf-8", "replace").strip().splitlines()
-        return None, f"kernel log not readable here ({err[0] if err else 'dmesg failed'})"
-    keep = []
-    for line in cp.stdout.splitlines():
-        stamp = line.split(b" ", 1)[0].decode("ascii", "replace")
-        try:
-            t = datetime.fromisoformat(stamp.replace(",", ".")).timestamp()
-        except ValueError:
-            continue
-        if lo <= t <= hi:
-            keep.append(line)
-    return b"\n".join(keep) + (b"\n" if keep else b""), "dmesg"
+    """The kernel log between two wall-clock times (:mod:`qwen_triage.live.kernel_log`): (text or journal JSON,
+    how it was read)."""
+    got = kernel_log.read_window(kernel_log.Window(since, until), run)
+    return got.text, got.how
 
 
 def triage_attempt(

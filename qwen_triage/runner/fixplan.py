@@ -18,7 +18,7 @@ For each root-cause diagnosis (severity error or critical) the plan walks its
 
 A diagnosis none of whose steps changes the launch *blocks*: relaunching would
 fail the same way. Rules that lack the action the runner needs get the class's
-default steps appended (see ``CLASS_DEFAULTS``).
+default steps appended (``rules/fix-defaults.yaml``, see :func:`class_defaults`).
 
 Identical attempts: :func:`attempt_key` names a launch (argv + the environment
 the runner sets); the loop never relaunches a key that already failed.
@@ -49,6 +49,7 @@ from qwen_triage.rulepack.actions import (
     UnsetEnv,
 )
 from qwen_triage.report.model import Diagnosis, FixOut
+from qwen_triage.rulepack.fix_defaults import FixDefaults, bundled_fix_defaults
 from qwen_triage.runner import probes
 from qwen_triage.runner.layout import (
     LAYOUT_ARGS,
@@ -57,13 +58,9 @@ from qwen_triage.runner.layout import (
     is_cpu_build,
     visible_indices,
 )
-from qwen_triage.runner.vllm.argv import (
-    Change,
-    VllmArgsError,
-    VllmLaunch,
-    apply_edits,
-    diff_launches,
-)
+from qwen_triage.runner.vllm.argv import VllmArgsError, VllmLaunch
+from qwen_triage.runner.vllm.diff import Change, diff_launches
+from qwen_triage.runner.vllm.edit import apply_edits
 
 LaunchEdit = SetArg | RemoveArg | SetEnv | UnsetEnv
 _ACTION = TypeAdapter(Action)
@@ -136,46 +133,15 @@ class PlanContext(BaseModel):
 
 # --- class defaults: what a rule of that class should carry ---------------------------
 
-def _fo(step: str, action: dict[str, Any]) -> FixOut:
-    return FixOut(step=step, action=_ACTION.validate_python(action).model_dump(mode="json"))
 
-
-def class_defaults(d: Diagnosis, launch: VllmLaunch) -> list[FixOut]:
-    """Steps the class implies, for rules that do not carry them (yet)."""
-    c, f = d.class_, d.facts
-    model = launch.model or ""
-    port = str(f.get("port") or launch.effective_port)
-    out: list[FixOut] = []
-    if c in ("config.tp_indivisible", "config.insufficient_gpus"):
-        out.append(_fo("choose a layout plan accepts", {"type": "choose_layout"}))
-    elif c == "memory.kv_cache_insufficient":
-        to = f.get("max_tokens") or f.get("kv_tokens")
-        out.append(_fo("lower --max-model-len to what fits", {"type": "lower_max_model_len", "to": str(to) if to else None}))
-    elif c == "memory.gpu_util_too_high":
-        out.append(_fo("lower --gpu-memory-utilization", {"type": "lower_gpu_memory_utilization"}))
-    elif c == "server.port_in_use":
-        out.append(_fo(f"see who holds port {port}", {"type": "check_port", "port": port}))
-        out.append(_fo(f"stop the process on port {port}, or give the server (and its clients) another --port",
-                       {"type": "free_port", "port": port}))
-    elif c in ("model.shard_missing", "model.shard_corrupt", "model.file_missing", "download.incomplete"):
-        out.append(_fo(f"check the model files in {model}", {"type": "verify_file", "path": model}))
-        out.append(_fo(f"download the damaged or missing files of {model} again", {"type": "redownload", "what": model}))
-    elif c == "nccl.p2p_unsupported":
-        out.append(_fo("all-reduce through NCCL", {"type": "set_arg", "arg": "--disable-custom-all-reduce"}))
-        out.append(_fo("NCCL without GPU peer-to-peer", {"type": "set_env", "name": "NCCL_P2P_DISABLE", "value": "1"}))
-    elif c == "nccl.shm_too_small":
-        out.append(_fo("check /dev/shm", {"type": "check_shm"}))
-        out.append(_fo("give the container a larger /dev/shm", {"type": "container_option", "option": "--shm-size", "value": "16g"}))
-    elif c in ("nccl.timeout", "nccl.init_failure"):
-        out.append(_fo("rerun with NCCL_DEBUG=INFO for evidence", {"type": "rerun_with_debug"}))
-    elif c == "hardware.xid_fatal":
-        gpu = f.get("pci") or f.get("gpu")
-        if gpu:
-            out.append(_fo(f"leave the GPU at {gpu} out", {"type": "exclude_gpu", "gpu": str(gpu)}))
-    elif c == "config.dtype_unsupported":
-        out.append(_fo("launch in float16", {"type": "set_arg", "arg": "--dtype", "value": "float16"}))
+def class_defaults(d: Diagnosis, launch: VllmLaunch, defaults: FixDefaults | None = None) -> list[FixOut]:
+    """Steps the class implies (``rules/fix-defaults.yaml``), for rules that do not carry them (yet)."""
+    table = defaults or bundled_fix_defaults()
+    launch_values = {"model": launch.model, "port": launch.effective_port}
+    values = table.resolve(d.facts, launch_values.get)
     have = {(s.action or {}).get("type") for s in d.fix}
-    return [s for s in out if (s.action or {}).get("type") not in have]
+    return [FixOut(step=step, action=action) for step, action in table.render(d.class_, values)
+            if action.get("type") not in have]
 
 
 # --- making an action concrete ---------------------------------------------------------
@@ -192,7 +158,7 @@ def _placeholder(value: str | None) -> bool:
 def _layout_edits(launch: VllmLaunch, choice: LayoutChoice) -> list[LaunchEdit]:
     out: list[LaunchEdit] = []
     for flag, value in zip(LAYOUT_ARGS, (choice.tp, choice.pp, choice.dp), strict=True):
-        given = launch.last(flag) is not None
+        given = launch.last(flag) is not None  # in the argv or the --config file: the argv overrides either
         if given or value != 1:
             out.append(SetArg(type="set_arg", arg=flag, value=str(value)))
     if choice.max_model_len and (launch.max_model_len is None or launch.max_model_len > choice.max_model_len):
@@ -432,7 +398,7 @@ def build_fix_plan(
 
     def note_reason(edits: list[LaunchEdit], reason: str) -> None:
         for e in edits:
-            key = e.name if isinstance(e, SetEnv | UnsetEnv) else _canon(e.arg)
+            key = e.name if isinstance(e, SetEnv | UnsetEnv) else launch.options.name_of(e.arg)
             if reason not in reasons.get(key, "").split("; "):
                 reasons[key] = f"{reasons[key]}; {reason}" if key in reasons else reason
 
@@ -463,7 +429,7 @@ def build_fix_plan(
                 continue
             if took:
                 continue
-            if chose_layout and t == "set_arg" and _canon(a.get("arg", "")) in LAYOUT_ARGS:
+            if chose_layout and t == "set_arg" and launch.options.name_of(a.get("arg", "")) in LAYOUT_ARGS:
                 continue  # plan's own layout pick; the runner re-plans closest to the request instead
             try:
                 action = _parse(a)
@@ -523,12 +489,6 @@ def build_fix_plan(
         notes=notes,
         layout=layout,
     )
-
-
-def _canon(flag: str) -> str:
-    from qwen_triage.runner.vllm.argv import _split_negation, canonical_flag
-
-    return _split_negation(canonical_flag(flag))[0]
 
 
 def _safety(action: dict[str, Any]) -> str:

@@ -6,10 +6,15 @@ requested layout is judged by ``plan`` against the GPUs the server will see,
 and the port is tried. Everything comes back as :class:`Diagnosis` objects
 with fix steps, exactly like a triaged log, so one plan builder handles both.
 
+The steps are doctor's own (:mod:`qwen_triage.preflight.doctor`: ``probe``,
+``check_model``, ``model_shape``, ``plan_model``, ``merge_results``); this module
+only adds what is about one launch command: its settings turned into ``plan``'s,
+the devices of a CPU build, its port, a profile's expected GPU count.
+
 How many devices to plan for:
 
 * NVML works: the GPUs it reports, narrowed by ``CUDA_VISIBLE_DEVICES`` in the
-  server's environment, with the smallest card's memory;
+  server's environment as CUDA reads it (empty: none), with the smallest card's memory;
 * no NVML (vLLM's CPU build, or a broken driver): ``--gpus N``, else the
   profile's ``expected_gpus``, else the command's own TP x PP x DP; memory per
   device is ``gpu_memory_gib`` or, for the CPU build, host RAM shared evenly
@@ -25,23 +30,20 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from qwen_triage.rulepack.actions import CheckPort, ChooseLayout, FreePort, SetArg
+from qwen_triage.rulepack.actions import CheckPort, ChooseLayout, FreePort
 from qwen_triage.preflight.findings import (
-    Finding,
+    CheckFinding,
     act,
     ev,
     fix,
     load_classes,
     to_report,
 )
-from qwen_triage.preflight.model.config import (
-    ModelConfig,
-    ModelConfigError,
-    load_model_config,
-)
+from qwen_triage.preflight.doctor import check_model, merge_results, model_shape, plan_model, probe
+from qwen_triage.preflight.model.config import ModelConfig
 from qwen_triage.preflight.machine.nvml import GpuProbe, GpuSnapshot
 from qwen_triage.preflight.plan.models import PlanResult
-from qwen_triage.preflight.machine.software import cuda_visible_indices
+from qwen_triage.preflight.plan.checks import bf16_finding, no_bf16_cc
 from qwen_triage.units import GiB
 from qwen_triage.report.model import Diagnosis, Observation
 from qwen_triage.runner import probes
@@ -71,6 +73,7 @@ class Machine(BaseModel):
     pci_bus_ids: list[str] = Field(default_factory=list, description="of every GPU, by NVML index")
     memory_all: list[int] = Field(default_factory=list, description="bytes, of every GPU, by NVML index")
     ccs_all: list[str] = Field(default_factory=list, description="compute capability of every GPU, by NVML index")
+    uuids_all: list[str | None] = Field(default_factory=list, description="GPU UUID of every GPU, by NVML index")
     topology_all: list[list[str]] | None = Field(default=None, description="nvidia-smi topo -m labels, every GPU")
     host_memory_bytes: int | None = None
 
@@ -106,13 +109,6 @@ class PreflightResult(BaseModel):
     snapshot: GpuSnapshot | None = None
 
 
-def _visible(cvd: str | None, count: int) -> list[int]:
-    indices = cuda_visible_indices(cvd)
-    if indices is None:
-        return list(range(count))  # unset, or UUIDs / MIG names: doctor does not map them either
-    return [i for i in indices if i < count]
-
-
 def probe_machine(
     launch: VllmLaunch,
     env: Mapping[str, str],
@@ -124,7 +120,6 @@ def probe_machine(
     classes: dict[str, Any] | None = None,
 ) -> tuple[Machine, list[Diagnosis], list[Observation], list[str], GpuSnapshot | None]:
     """Run ``doctor`` for the server's environment; the machine, doctor's diagnoses, notes."""
-    from qwen_triage.preflight.doctor import probe
 
     cpu = is_cpu_build(env)
     util = launch.gpu_memory_utilization or 0.9
@@ -141,7 +136,8 @@ def probe_machine(
         notes = [n for n in notes if not n.startswith("NVML could not be loaded")]
 
     if snap is not None and snap.gpus and not cpu:
-        visible = _visible(env.get("CUDA_VISIBLE_DEVICES"), len(snap.gpus))
+        uuids = [g.uuid for g in snap.gpus]
+        visible = visible_indices(env, len(snap.gpus), uuids)
         # with_visible sizes the devices by the smallest visible card; the fallback is for cards NVML gave no size.
         machine = Machine(
             gpus=len(visible),
@@ -152,6 +148,7 @@ def probe_machine(
             pci_bus_ids=[g.pci_bus_id for g in snap.gpus],
             memory_all=[g.memory.total for g in snap.gpus],
             ccs_all=[g.compute_capability or "" for g in snap.gpus],
+            uuids_all=uuids,
             topology_all=snap.topology,
             host_memory_bytes=host_mem,
         ).with_visible(visible)
@@ -188,35 +185,49 @@ def probe_machine(
 
 
 def model_config_for(launch: VllmLaunch) -> tuple[ModelConfig | None, str | None]:
-    try:
-        return load_model_config(launch.model or ""), None
-    except ModelConfigError as exc:
-        return None, f"plan skipped: {exc}"
+    """The model's shape (doctor's :func:`model_shape`); the note says why when it cannot be read."""
+    cfg, notes = model_shape(launch.model or "")
+    return cfg, (notes[0] if notes else None)
+
+
+_QUANT_PRESETS = {"awq", "gptq", "gptq-int8", "fp8", "bitsandbytes"}
+_DTYPES = ("auto", "float16", "half", "bfloat16", "float32", "float")
+
+
+def plan_settings(launch: VllmLaunch) -> dict[str, Any]:
+    """This command's options as ``plan``'s settings (what it would pass to ``plan_layouts``)."""
+    quant = launch.get("--quantization")
+    return {
+        "dtype": launch.dtype if launch.dtype in _DTYPES else "auto",
+        "quantization": quant if quant in _QUANT_PRESETS else None,
+        "kv_cache_dtype": launch.get("--kv-cache-dtype") or "auto",
+        "max_model_len": launch.max_model_len if launch.max_model_len and launch.max_model_len > 0 else None,
+        "gpu_memory_utilization": launch.gpu_memory_utilization or 0.9,
+        "enforce_eager": bool(launch.enforce_eager),
+    }
 
 
 def plan_for(
-    cfg: ModelConfig, machine: Machine, launch: VllmLaunch, want: tuple[int, int, int] | None = None
-) -> PlanResult:
-    """``plan`` for this command's settings on ``machine``; ``want`` turns its layout's problems into diagnoses."""
-    from qwen_triage.preflight.plan.layouts import plan_layouts
-
-    quant = launch.get("--quantization")
-    presets = {"awq", "gptq", "gptq-int8", "fp8", "bitsandbytes"}
-    return plan_layouts(
+    cfg: ModelConfig,
+    machine: Machine,
+    launch: VllmLaunch,
+    want: tuple[int, int, int] | None = None,
+    classes: dict[str, Any] | None = None,
+) -> PlanResult | None:
+    """doctor's ``plan`` for this command's settings on ``machine``; ``want`` turns its layout's problems into
+    diagnoses. None when the machine has no device to plan on (``CUDA_VISIBLE_DEVICES`` hides every GPU)."""
+    plan, _ = plan_model(
         cfg,
         machine.gpus,
         machine.gpu_mem_bytes,
-        dtype=launch.dtype if launch.dtype in ("auto", "float16", "half", "bfloat16", "float32", "float") else "auto",
-        quantization=quant if quant in presets else None,
-        kv_cache_dtype=launch.get("--kv-cache-dtype") or "auto",
-        max_model_len=launch.max_model_len if launch.max_model_len and launch.max_model_len > 0 else None,
-        gpu_memory_utilization=launch.gpu_memory_utilization or 0.9,
-        enforce_eager=bool(launch.enforce_eager),
         topology=machine.topology,
         compute_capabilities=machine.compute_capabilities or None,
         requested=want,
         model_ref=launch.model,
+        classes=classes,
+        **plan_settings(launch),
     )
+    return plan
 
 
 def plan_context(machine: Machine | None, shape: ModelConfig | None, base_env: Mapping[str, str]) -> "PlanContext":
@@ -227,10 +238,10 @@ def plan_context(machine: Machine | None, shape: ModelConfig | None, base_env: M
     def replan(launch: VllmLaunch, env: dict[str, str]):  # type: ignore[no-untyped-def]
         assert machine is not None and shape is not None
         m = machine
-        merged = {**base_env, **env}
-        if m.nvml and "CUDA_VISIBLE_DEVICES" in merged:
-            m = m.with_visible(visible_indices(merged, 0))
-        return choose_layout(plan_for(shape, m, launch), requested(launch))
+        if m.nvml:
+            m = m.with_visible(visible_indices({**base_env, **env}, m.all_gpus, m.uuids_all))
+        plan = plan_for(shape, m, launch)
+        return choose_layout(plan, requested(launch)) if plan is not None else None
 
     return PlanContext(
         base_env=dict(base_env),
@@ -241,10 +252,10 @@ def plan_context(machine: Machine | None, shape: ModelConfig | None, base_env: M
     )
 
 
-def port_finding(launch: VllmLaunch, holders: list[probes.PortHolder]) -> Finding:
+def port_finding(launch: VllmLaunch, holders: list[probes.PortHolder]) -> CheckFinding:
     port = launch.effective_port
     who = "; ".join(h.describe() for h in holders) or "a process this user cannot see"
-    return Finding(
+    return CheckFinding(
         class_id="server.port_in_use",
         rule="runner.preflight.port-in-use",
         title="The server's port is already taken",
@@ -260,10 +271,10 @@ def port_finding(launch: VllmLaunch, holders: list[probes.PortHolder]) -> Findin
     )
 
 
-def _unused_gpus_finding(launch: VllmLaunch, expected: int) -> Finding:
+def _unused_gpus_finding(launch: VllmLaunch, expected: int) -> CheckFinding:
     tp, pp, dp = requested(launch)
     used = tp * pp * dp
-    return Finding(
+    return CheckFinding(
         class_id="config.insufficient_gpus",
         rule="runner.preflight.gpus-unused",
         title="The command uses fewer GPUs than the server should run on",
@@ -293,30 +304,22 @@ def run_preflight(
         gpu_probe=gpu_probe, classes=classes,
     )
     notes.insert(0, f"planning for {machine.gpus} device(s): {machine.source}")
-    findings: list[Finding] = []
+    findings: list[CheckFinding] = []
 
-    model_dir = probes.local_model_dir(launch.model)
-    if model_dir is not None:
-        from qwen_triage.preflight.model.check import ModelPathError, inspect_model
-
-        try:
-            check = inspect_model(model_dir, classes=classes)
-            diagnoses += check.diagnoses
-            observations += check.observations
-        except ModelPathError as exc:
-            notes.append(f"check-model skipped: {exc}")
-    else:
-        notes.append(f"check-model skipped: {launch.model} is not a local directory (a hub name?)")
+    check, check_notes = check_model(launch.model, classes)
+    notes += check_notes
 
     cfg, why = model_config_for(launch)
     plan = None
     if cfg is not None:
-        plan = plan_for(cfg, machine, launch, requested(launch))
-        diagnoses += plan.diagnoses
-        observations += plan.observations
-        notes += [f"plan: {n}" for n in plan.notes]
-        if machine.compute_capabilities and not launch.dtype and plan.dtype == "float16" and cfg.dtype == "bfloat16":
-            findings.append(_bf16_finding(machine))
+        plan = plan_for(cfg, machine, launch, requested(launch), classes)
+        if plan is None:
+            notes.append("plan skipped: no GPU is visible to the server (CUDA_VISIBLE_DEVICES hides them all)")
+        else:
+            notes += [f"plan: {n}" for n in plan.notes]
+            old = no_bf16_cc(machine.compute_capabilities)
+            if old and not launch.dtype and plan.dtype == "float16" and cfg.dtype == "bfloat16":
+                findings.append(bf16_finding(old, from_checkpoint=True, rule="runner.preflight.bf16-gpu"))
     elif why:
         notes.append(why)
 
@@ -337,11 +340,7 @@ def run_preflight(
         if taken:
             findings.append(port_finding(launch, probes.port_holders(launch.effective_port)))
 
-    if findings:
-        d, o = to_report(findings, classes)
-        diagnoses += d
-        observations += o
-    diagnoses.sort(key=lambda d: d.severity.rank)
+    diagnoses, observations = merge_results((diagnoses, observations), check, plan, to_report(findings, classes))
     return PreflightResult(
         machine=machine,
         diagnoses=diagnoses,
@@ -350,18 +349,4 @@ def run_preflight(
         plan=plan,
         shape=cfg,
         snapshot=snap,
-    )
-
-
-def _bf16_finding(machine: Machine) -> Finding:
-    old = next((cc for cc in machine.compute_capabilities if cc and float(cc) < 8.0), "?")
-    return Finding(
-        class_id="config.dtype_unsupported",
-        rule="runner.preflight.bf16-gpu",
-        title="bfloat16 checkpoint on GPUs without bfloat16",
-        severity=Severity.error,
-        summary=f"the checkpoint is bfloat16 and the GPUs have compute capability {old} (bfloat16 needs 8.0); "
-        "some vLLM releases refuse to start, others fall back with a warning.",
-        evidence=[ev("nvml", f"compute capability {old}")],
-        fix=[fix("launch with --dtype float16", act(SetArg, arg="--dtype", value="float16"))],
     )

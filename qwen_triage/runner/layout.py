@@ -18,10 +18,11 @@ small machine, so the reservation is set to 0.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel
 
+from qwen_triage import visible_devices
 from qwen_triage.preflight.plan.models import Layout, PlanResult, label
 from qwen_triage.runner.vllm.argv import VllmLaunch
 
@@ -87,11 +88,11 @@ CPU_BIND = "VLLM_CPU_OMP_THREADS_BIND"
 CPU_RESERVED = "VLLM_CPU_NUM_OF_RESERVED_CPU"
 
 
-def visible_indices(env: Mapping[str, str], count: int) -> list[int]:
-    """The NVML indices CUDA_VISIBLE_DEVICES in ``env`` leaves visible, in its order; all ``count`` when it is
-    unset or empty. Only numeric entries count: the runner writes indices when it leaves a GPU out."""
-    cvd = env.get("CUDA_VISIBLE_DEVICES")
-    return [int(x) for x in cvd.split(",") if x.strip().isdigit()] if cvd else list(range(count))
+def visible_indices(env: Mapping[str, str], count: int, uuids: Sequence[str | None] = ()) -> list[int]:
+    """The NVML indices ``CUDA_VISIBLE_DEVICES`` in ``env`` leaves visible, in its order, read as CUDA reads it
+    (:mod:`qwen_triage.visible_devices`): unset is all ``count``, empty (or invalid from its first entry) is none.
+    GPU UUIDs are mapped with ``uuids`` (by NVML index); MIG devices, or UUIDs with none known, count as all."""
+    return visible_devices.from_env(env).indices(count, uuids)
 
 
 def is_cpu_build(env: Mapping[str, str]) -> bool:

@@ -77,7 +77,8 @@ from qwen_triage.runner.readiness import (
     snapshot_or_none,
 )
 from qwen_triage.runner.render import Printer, command_text
-from qwen_triage.runner.vllm.argv import Change, VllmLaunch
+from qwen_triage.runner.vllm.argv import VllmLaunch
+from qwen_triage.runner.vllm.diff import Change
 
 if TYPE_CHECKING:
     from qwen_triage.live.session import LiveEvent

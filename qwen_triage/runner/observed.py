@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from qwen_triage.rulepack.actions import RerunWithDebug, SetArg, SetEnv, StopProcess
 from qwen_triage.preflight.findings import (
-    Finding,
+    CheckFinding,
     act,
     ev,
     fix,
@@ -35,7 +35,7 @@ _STAGE_FIX = {
 }
 
 
-def _diagnoses(findings: list[Finding]) -> list[Diagnosis]:
+def _diagnoses(findings: list[CheckFinding]) -> list[Diagnosis]:
     diagnoses, _ = to_report(findings, load_classes())
     return diagnoses
 
@@ -48,7 +48,7 @@ def hang(kind: str, seconds: float, stage: str | None, label: str | None, hint: 
     if hint:
         steps.append(fix(hint[0].upper() + hint[1:]))
     return _diagnoses([
-        Finding(
+        CheckFinding(
             class_id="nccl.timeout" if stage == "nccl" else "server.startup_timeout",
             rule=f"runner.{kind}",
             title="The launch hung" if kind == "stall" else "The server never became ready",
@@ -63,7 +63,7 @@ def hang(kind: str, seconds: float, stage: str | None, label: str | None, hint: 
 
 def gpus_idle(idle: list[int], busy: list[int], detail: str) -> list[Diagnosis]:
     return _diagnoses([
-        Finding(
+        CheckFinding(
             class_id="runtime.no_gpu_visible",
             rule="runner.gpus-idle",
             title="Not every GPU of the layout is working",
@@ -82,7 +82,7 @@ def gpus_idle(idle: list[int], busy: list[int], detail: str) -> list[Diagnosis]:
 
 def not_released(detail: str) -> list[Diagnosis]:
     return _diagnoses([
-        Finding(
+        CheckFinding(
             class_id="memory.gpu_oom",
             rule="runner.not-released",
             title="The previous attempt did not give its resources back",

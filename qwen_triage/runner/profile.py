@@ -25,12 +25,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from qwen_triage.runner.vllm.argv import (
-    VllmArgsError,
-    VllmLaunch,
-    parse_command_line,
-    parse_vllm_argv,
-)
+from qwen_triage.runner.vllm.argv import VllmArgsError, VllmLaunch
+from qwen_triage.runner.vllm.probe import parse_launch, parse_launch_line
 
 DEFAULT_ATTEMPTS = 3
 
@@ -144,18 +140,18 @@ def command_from(profile_command: list[str] | str | None, cli_command: list[str]
     try:
         if cli_command:
             if len(cli_command) == 1 and " " in cli_command[0]:
-                return parse_command_line(cli_command[0])
+                return parse_launch_line(cli_command[0])
             env: dict[str, str] = {}
             words = list(cli_command)
             while words and "=" in words[0] and words[0].split("=", 1)[0].isidentifier():
                 k, v = words.pop(0).split("=", 1)
                 env[k] = v
-            return parse_vllm_argv(words), env
+            return parse_launch(words, env), env
         if profile_command is None:
             raise ProfileError("no command: give one after `--`, or `command:` in the profile")
         if isinstance(profile_command, str):
-            return parse_command_line(profile_command)
-        return parse_vllm_argv(profile_command), {}
+            return parse_launch_line(profile_command)
+        return parse_launch(profile_command), {}
     except VllmArgsError as exc:
         raise ProfileError(str(exc)) from None
 

@@ -1,5 +1,8 @@
 """What ``relaunch`` prints: diagnoses, the fix plan as a diff, instructions, the summary table, the final command.
 
+The diagnoses are worded by :mod:`qwen_triage.report.text` (its brief form); this
+module lays out the runner's own content around them.
+
 Plain text on stderr, one message per line, so a transcript reads the same in a
 terminal, a CI log and the docs. The server's own output goes to the attempt's
 log file (``--show-output`` passes it through as well).
@@ -13,7 +16,8 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import IO, TYPE_CHECKING
 
-from qwen_triage.runner.vllm.argv import VllmLaunch, render_diff
+from qwen_triage.runner.vllm.argv import VllmLaunch
+from qwen_triage.runner.vllm.diff import render_diff
 
 if TYPE_CHECKING:
     from qwen_triage.report.model import Diagnosis
@@ -25,7 +29,7 @@ TAG = "relaunch"
 
 def command_text(launch: VllmLaunch, env: Mapping[str, str]) -> str:
     """The command as a shell line, with the environment it needs in front."""
-    from qwen_triage.runner.runlog import mask_argv, mask_env
+    from qwen_triage.redact import mask_argv, mask_env
 
     assigns = [f"{k}={shlex.quote(v)}" for k, v in sorted(mask_env(env).items())]
     return " ".join([*assigns, shlex.join(mask_argv(launch.to_argv()))])
@@ -59,10 +63,10 @@ class Printer:
         if not shown:
             self.item("no problem found")
             return
+        from qwen_triage.report.text import brief_lines
+
         for d in shown:
-            self.item(f"{d.severity.value}: [{d.rule}] {d.title}")
-            if d.summary:
-                self.item(d.summary, indent=6)
+            self.line("\n".join(brief_lines(d)))
 
     def plan(self, plan: "FixPlan") -> None:
         if plan.findings:

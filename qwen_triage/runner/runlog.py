@@ -19,36 +19,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from qwen_triage.redact import mask_argv, mask_env
 from qwen_triage.report.model import Diagnosis
-from qwen_triage.runner.vllm.argv import Change
-
-_SECRET_ENV = re.compile(r"(?i)(TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|_KEY$)")
-_SECRET_ARGS = ("--api-key", "--hf-token")
-
-
-def mask_env(env: Mapping[str, str]) -> dict[str, str]:
-    return {k: ("***" if _SECRET_ENV.search(k) and v else v) for k, v in env.items()}
-
-
-def mask_argv(argv: Sequence[str]) -> list[str]:
-    out: list[str] = []
-    hide = False
-    for tok in argv:
-        if hide and not tok.startswith("-"):
-            out.append("***")
-            continue
-        hide = False
-        name, eq, _ = tok.partition("=")
-        if name.replace("_", "-") in _SECRET_ARGS:
-            if eq:
-                out.append(f"{name}=***")
-            else:
-                out.append(tok)
-                hide = True
-            continue
-        out.append(tok)
-    return out
-
+from qwen_triage.runner.vllm.diff import Change
 
 class DiagnosisBrief(BaseModel):
     model_config = ConfigDict(populate_by_name=True)

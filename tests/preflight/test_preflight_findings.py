@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import TypeAdapter
 
 from qwen_triage.rulepack.actions import Action, Redownload
-from qwen_triage.preflight.findings import Finding, act, ev, fix, to_report
+from qwen_triage.preflight.findings import CheckFinding, act, ev, fix, to_report
 from qwen_triage.report.model import Diagnosis, Observation, Report, Stats
 from qwen_triage.rulepack.schema import Severity
 
@@ -32,7 +32,7 @@ def test_rule_ids_are_namespaced():
 
 
 def _finding(class_id, rule, severity=Severity.error, **kw):
-    return Finding(
+    return CheckFinding(
         class_id=class_id,
         rule=rule,
         title="t",

@@ -21,7 +21,7 @@ from qwen_triage.rulepack.actions import (
 )
 from qwen_triage.engine.scanner import scan_paths
 from qwen_triage.preflight.findings import (
-    Finding,
+    CheckFinding,
     act,
     ev,
     fix,
@@ -39,7 +39,8 @@ from qwen_triage.runner.fixplan import (
 )
 from qwen_triage.runner.layout import choose_layout, cpu_binding_env, cpu_groups
 from qwen_triage.runner.launch_checks import Machine, plan_context, plan_for, probe_machine
-from qwen_triage.runner.vllm.argv import parse_vllm_argv, render_diff
+from qwen_triage.runner.vllm.argv import parse_vllm_argv
+from qwen_triage.runner.vllm.diff import render_diff
 from qwen_triage.rulepack.schema import Severity
 from tests.runner.helpers import CONFIG, VLLM_LOGS
 
@@ -68,7 +69,7 @@ def cpu_ctx(tiny: Path, n: int, env: dict | None = None) -> PlanContext:
 
 
 def finding(class_id: str, rule: str, steps: list, severity=Severity.error, facts=None) -> Diagnosis:
-    f = Finding(class_id=class_id, rule=rule, title=rule, severity=severity, summary="", facts=facts or {},
+    f = CheckFinding(class_id=class_id, rule=rule, title=rule, severity=severity, summary="", facts=facts or {},
                 evidence=[ev("test", "line")], fix=steps)
     return to_report([f], load_classes())[0][0]
 

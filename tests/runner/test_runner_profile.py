@@ -12,13 +12,14 @@ from qwen_triage.runner.runlog import (
     DiagnosisBrief,
     Journal,
     RunRecord,
-    mask_argv,
     read_journal,
 )
+from qwen_triage.redact import mask_argv
 from qwen_triage.runner.main import settings_from
 from qwen_triage.runner.profile import ProfileError, command_from, load_profile
 from qwen_triage.runner.render import Printer, command_text
-from qwen_triage.runner.vllm.argv import Change, parse_vllm_argv
+from qwen_triage.runner.vllm.argv import parse_vllm_argv
+from qwen_triage.runner.vllm.diff import Change
 
 OPTS = {"profile_path": None}
 

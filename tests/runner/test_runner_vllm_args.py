@@ -1,4 +1,4 @@
-"""qwen_triage.runner.vllm.argv: parse, edit and diff vLLM launch argv (no vLLM needed)."""
+"""qwen_triage.runner.vllm: parse, edit and diff vLLM launch argv (no vLLM needed)."""
 
 from __future__ import annotations
 
@@ -7,20 +7,15 @@ import pytest
 from qwen_triage.rulepack.actions import CheckPort, RemoveArg, SetArg, SetEnv, UnsetEnv
 from qwen_triage.runner.vllm.argv import (
     ArgToken,
-    Change,
     EntryPoint,
     VllmArgsError,
     VllmLaunch,
-    apply_action,
-    apply_edits,
-    canonical_flag,
-    diff_launches,
     parse_command_line,
     parse_vllm_argv,
-    remove_arg,
-    render_diff,
-    set_arg,
 )
+from qwen_triage.runner.vllm.diff import Change, diff_launches, render_diff
+from qwen_triage.runner.vllm.edit import apply_action, apply_edits, remove_arg, set_arg
+from qwen_triage.runner.vllm.options import canonical_flag
 
 API = ["python3", "-m", "vllm.entrypoints.openai.api_server"]
 MODEL = "/models/Qwen2.5-7B-Instruct"

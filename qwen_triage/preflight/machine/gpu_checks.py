@@ -19,7 +19,7 @@ from qwen_triage.rulepack.actions import (
     SetEnv,
     StopProcess,
 )
-from qwen_triage.preflight.findings import Finding, act, ev, fix
+from qwen_triage.preflight.findings import CheckFinding, act, ev, fix
 from qwen_triage.preflight.machine.nvml import Gpu, GpuSnapshot
 from qwen_triage.preflight.machine.topology import kind
 from qwen_triage.units import GiB, human
@@ -39,8 +39,8 @@ def _gpu(g: Gpu) -> str:
     return f"GPU {g.index} ({g.pci_bus_id})"
 
 
-def _mixed(snap: GpuSnapshot, at: str) -> list[Finding]:
-    out: list[Finding] = []
+def _mixed(snap: GpuSnapshot, at: str) -> list[CheckFinding]:
+    out: list[CheckFinding] = []
     names = Counter(g.name for g in snap.gpus)
     if len(names) > 1:
         majority, _ = names.most_common(1)[0]
@@ -58,7 +58,7 @@ def _mixed(snap: GpuSnapshot, at: str) -> list[Finding]:
         if len(mems) > 1:
             summary += f" Memory differs too: the smallest card ({human(min(mems))}) sets each rank's KV cache."
         out.append(
-            Finding(
+            CheckFinding(
                 class_id="runtime.backend_mismatch",
                 rule="preflight.doctor.mixed-gpus",
                 title="mixed GPU models in one box",
@@ -83,7 +83,7 @@ def _mixed(snap: GpuSnapshot, at: str) -> list[Finding]:
         vbios = Counter(g.vbios for g in same)
         if len(vbios) > 1:
             out.append(
-                Finding(
+                CheckFinding(
                     class_id="runtime.backend_mismatch",
                     rule="preflight.doctor.vbios-mixed",
                     title="same model, different VBIOS",
@@ -96,7 +96,7 @@ def _mixed(snap: GpuSnapshot, at: str) -> list[Finding]:
     return out
 
 
-def _busy(snap: GpuSnapshot, at: str, util: float) -> list[Finding]:
+def _busy(snap: GpuSnapshot, at: str, util: float) -> list[CheckFinding]:
     out = []
     for g in snap.gpus:
         total = g.memory.total
@@ -110,7 +110,7 @@ def _busy(snap: GpuSnapshot, at: str, util: float) -> list[Finding]:
             if procs:
                 listed = ", ".join(f"pid {p.pid} {p.name or '?'}" for p in procs)
                 out.append(
-                    Finding(
+                    CheckFinding(
                         class_id="memory.gpu_util_too_high",
                         rule="preflight.doctor.gpu-processes",
                         title="processes on a GPU",
@@ -138,7 +138,7 @@ def _busy(snap: GpuSnapshot, at: str, util: float) -> list[Finding]:
                 fix(f"or lower --gpu-memory-utilization to {max_util:g}", act(LowerGpuMemoryUtilization, to=max_util))
             )
         out.append(
-            Finding(
+            CheckFinding(
                 class_id="memory.gpu_util_too_high",
                 rule="preflight.doctor.gpu-busy",
                 title="a GPU is already in use",
@@ -161,13 +161,13 @@ def _busy(snap: GpuSnapshot, at: str, util: float) -> list[Finding]:
     return out
 
 
-def _compute(snap: GpuSnapshot, at: str) -> list[Finding]:
+def _compute(snap: GpuSnapshot, at: str) -> list[CheckFinding]:
     out = []
     for g in snap.gpus:
         cc = g.compute_capability
         if cc and float(cc) < 7.0:
             out.append(
-                Finding(
+                CheckFinding(
                     class_id="runtime.backend_mismatch",
                     rule="preflight.doctor.cc-old",
                     title="GPU too old for vLLM",
@@ -180,7 +180,7 @@ def _compute(snap: GpuSnapshot, at: str) -> list[Finding]:
             )
         if g.compute_mode == "Prohibited":
             out.append(
-                Finding(
+                CheckFinding(
                     class_id="runtime.no_gpu_visible",
                     rule="preflight.doctor.compute-prohibited",
                     title="GPU in Prohibited compute mode",
@@ -195,7 +195,7 @@ def _compute(snap: GpuSnapshot, at: str) -> list[Finding]:
             )
         elif g.compute_mode and g.compute_mode.startswith("Exclusive"):
             out.append(
-                Finding(
+                CheckFinding(
                     class_id="runtime.no_gpu_visible",
                     rule="preflight.doctor.compute-exclusive",
                     title="GPU in exclusive compute mode",
@@ -207,7 +207,7 @@ def _compute(snap: GpuSnapshot, at: str) -> list[Finding]:
             )
         if g.mig_enabled:
             out.append(
-                Finding(
+                CheckFinding(
                     class_id="runtime.no_gpu_visible",
                     rule="preflight.doctor.mig",
                     title="MIG enabled",
@@ -220,14 +220,14 @@ def _compute(snap: GpuSnapshot, at: str) -> list[Finding]:
     return out
 
 
-def _pcie(snap: GpuSnapshot, at: str) -> list[Finding]:
+def _pcie(snap: GpuSnapshot, at: str) -> list[CheckFinding]:
     out = []
     slow_gen: list[Gpu] = []
     for g in snap.gpus:
         p = g.pcie
         if p.width_current and p.width_max and p.width_current < p.width_max:
             out.append(
-                Finding(
+                CheckFinding(
                     class_id="hardware.pcie_error",
                     rule="preflight.doctor.pcie-width",
                     title="GPU link narrower than it can be",
@@ -258,7 +258,7 @@ def _pcie(snap: GpuSnapshot, at: str) -> list[Finding]:
             )
         elif p.width_current and p.width_current <= 4:
             out.append(
-                Finding(
+                CheckFinding(
                     class_id="hardware.pcie_error",
                     rule="preflight.doctor.pcie-narrow",
                     title="GPU on a narrow link",
@@ -271,7 +271,7 @@ def _pcie(snap: GpuSnapshot, at: str) -> list[Finding]:
             slow_gen.append(g)
         if p.replay_counter:
             out.append(
-                Finding(
+                CheckFinding(
                     class_id="hardware.pcie_error",
                     rule="preflight.doctor.pcie-replays",
                     title="PCIe replays on a GPU link",
@@ -290,7 +290,7 @@ def _pcie(snap: GpuSnapshot, at: str) -> list[Finding]:
     if slow_gen:
         # Idle cards drop to gen 1 to save power, so this is only worth knowing.
         out.append(
-            Finding(
+            CheckFinding(
                 class_id="hardware.pcie_error",
                 rule="preflight.doctor.pcie-gen",
                 title="PCIe links below their top generation",
@@ -304,14 +304,14 @@ def _pcie(snap: GpuSnapshot, at: str) -> list[Finding]:
     return out
 
 
-def _nvlink(snap: GpuSnapshot, at: str) -> list[Finding]:
+def _nvlink(snap: GpuSnapshot, at: str) -> list[CheckFinding]:
     out = []
     for g in snap.gpus:
         active = [link for link in g.nvlinks if link.active]
         down = [link for link in g.nvlinks if not link.active]
         if active and down:
             out.append(
-                Finding(
+                CheckFinding(
                     class_id="hardware.nvlink_error",
                     rule="preflight.doctor.nvlink-down",
                     title="NVLink links down",
@@ -329,7 +329,7 @@ def _nvlink(snap: GpuSnapshot, at: str) -> list[Finding]:
         errors = [link for link in g.nvlinks if (link.crc_errors or 0) + (link.replay_errors or 0) > 0]
         if errors:
             out.append(
-                Finding(
+                CheckFinding(
                     class_id="hardware.nvlink_error",
                     rule="preflight.doctor.nvlink-errors",
                     title="NVLink error counters",
@@ -346,12 +346,12 @@ def _nvlink(snap: GpuSnapshot, at: str) -> list[Finding]:
     return out
 
 
-def _memory_health(snap: GpuSnapshot, at: str) -> list[Finding]:
+def _memory_health(snap: GpuSnapshot, at: str) -> list[CheckFinding]:
     out = []
     for g in snap.gpus:
         if g.ecc.volatile_uncorrected:
             out.append(
-                Finding(
+                CheckFinding(
                     class_id="hardware.xid_fatal",
                     rule="preflight.doctor.ecc-uncorrected",
                     title="uncorrectable ECC errors since the last reset",
@@ -367,7 +367,7 @@ def _memory_health(snap: GpuSnapshot, at: str) -> list[Finding]:
             )
         elif g.ecc.aggregate_uncorrected:
             out.append(
-                Finding(
+                CheckFinding(
                     class_id="hardware.xid_fatal",
                     rule="preflight.doctor.ecc-history",
                     title="uncorrectable ECC errors in the GPU's history",
@@ -382,7 +382,7 @@ def _memory_health(snap: GpuSnapshot, at: str) -> list[Finding]:
             continue
         if r.failure:
             out.append(
-                Finding(
+                CheckFinding(
                     class_id="hardware.xid_fatal",
                     rule="preflight.doctor.remap-failure",
                     title="row remapping failed",
@@ -394,7 +394,7 @@ def _memory_health(snap: GpuSnapshot, at: str) -> list[Finding]:
             )
         elif r.pending:
             out.append(
-                Finding(
+                CheckFinding(
                     class_id="hardware.xid_fatal",
                     rule="preflight.doctor.remap-pending",
                     title="row remapping pending",
@@ -406,7 +406,7 @@ def _memory_health(snap: GpuSnapshot, at: str) -> list[Finding]:
             )
         elif r.uncorrectable:
             out.append(
-                Finding(
+                CheckFinding(
                     class_id="hardware.xid_fatal",
                     rule="preflight.doctor.remap-history",
                     title="rows remapped after uncorrectable errors",
@@ -418,8 +418,8 @@ def _memory_health(snap: GpuSnapshot, at: str) -> list[Finding]:
     return out
 
 
-def _topology(snap: GpuSnapshot, at: str, iommu: str | None) -> list[Finding]:
-    out: list[Finding] = []
+def _topology(snap: GpuSnapshot, at: str, iommu: str | None) -> list[CheckFinding]:
+    out: list[CheckFinding] = []
     topo = snap.topology
     if not topo:
         return out
@@ -428,7 +428,7 @@ def _topology(snap: GpuSnapshot, at: str, iommu: str | None) -> list[Finding]:
     nvlink_pairs = [(a, b) for a in range(n) for b in range(a + 1, n) if kind(topo[a][b]) == "NV"]
     if sys_pairs:
         out.append(
-            Finding(
+            CheckFinding(
                 class_id="nccl.p2p_unsupported",
                 rule="preflight.doctor.topo-sockets",
                 title="GPUs on different CPU sockets",
@@ -443,7 +443,7 @@ def _topology(snap: GpuSnapshot, at: str, iommu: str | None) -> list[Finding]:
         broken_nv = [(a, b) for a, b in nvlink_pairs if p2p[a][b] != "OK"]
         if broken_nv:
             out.append(
-                Finding(
+                CheckFinding(
                     class_id="nccl.p2p_unsupported",
                     rule="preflight.doctor.p2p-nvlink",
                     title="P2P unavailable between NVLink-connected GPUs",
@@ -456,7 +456,7 @@ def _topology(snap: GpuSnapshot, at: str, iommu: str | None) -> list[Finding]:
         pcie_ok = [(a, b) for a in range(n) for b in range(a + 1, n) if kind(topo[a][b]) != "NV" and p2p[a][b] == "OK"]
         if pcie_ok and iommu == "on":
             out.append(
-                Finding(
+                CheckFinding(
                     class_id="nccl.p2p_unsupported",
                     rule="preflight.doctor.iommu-p2p",
                     title="PCIe P2P with the IOMMU on",
@@ -479,7 +479,7 @@ def _topology(snap: GpuSnapshot, at: str, iommu: str | None) -> list[Finding]:
         no_p2p = [(a, b) for a in range(n) for b in range(a + 1, n) if p2p[a][b] not in ("OK", "X")]
         if no_p2p and len(no_p2p) == n * (n - 1) // 2:
             out.append(
-                Finding(
+                CheckFinding(
                     class_id="nccl.p2p_unsupported",
                     rule="preflight.doctor.p2p-none",
                     title="no GPU peer-to-peer",
@@ -492,11 +492,11 @@ def _topology(snap: GpuSnapshot, at: str, iommu: str | None) -> list[Finding]:
     return out
 
 
-def gpu_findings(snap: GpuSnapshot, *, util: float = 0.9, iommu: str | None = None) -> list[Finding]:
+def gpu_findings(snap: GpuSnapshot, *, util: float = 0.9, iommu: str | None = None) -> list[CheckFinding]:
     at = where(snap)
     if not snap.gpus:
         return [
-            Finding(
+            CheckFinding(
                 class_id="runtime.no_gpu_visible",
                 rule="preflight.doctor.no-gpus",
                 title="NVML lists no GPUs",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from qwen_triage import visible_devices
 from qwen_triage.rulepack.actions import (
     CheckShm,
     ContainerOption,
@@ -11,7 +12,7 @@ from qwen_triage.rulepack.actions import (
     UnsetEnv,
     UpgradeDriver,
 )
-from qwen_triage.preflight.findings import Finding, act, ev, fix
+from qwen_triage.preflight.findings import CheckFinding, act, ev, fix
 from qwen_triage.preflight.machine.nvml import GpuSnapshot, NvmlUnavailable
 from qwen_triage.preflight.machine.software import MIN_DRIVER, SoftwareInfo, cuda_gap
 from qwen_triage.preflight.machine.system import SystemInfo
@@ -24,12 +25,12 @@ SHM_MIN = 1 * GiB  # below this NCCL's shared-memory transport runs out (docker'
 SHM_RECOMMENDED = "16g"
 
 
-def nvml_finding(err: NvmlUnavailable, system: SystemInfo | None) -> Finding:
+def nvml_finding(err: NvmlUnavailable, system: SystemInfo | None) -> CheckFinding:
     container = system.container if system else None
     module = system.kernel_module_version if system else None
     text = f"Failed to initialize NVML: {err}"
     if err.kind == "version_mismatch":
-        return Finding(
+        return CheckFinding(
             class_id="runtime.nvml_mismatch",
             rule="preflight.doctor.nvml-mismatch",
             title="driver/library version mismatch",
@@ -44,7 +45,7 @@ def nvml_finding(err: NvmlUnavailable, system: SystemInfo | None) -> Finding:
             ],
         )
     if err.kind == "unknown" and container:
-        return Finding(
+        return CheckFinding(
             class_id="runtime.container_lost_gpu",
             rule="preflight.doctor.nvml-unknown",
             title="the container lost its GPUs",
@@ -55,7 +56,7 @@ def nvml_finding(err: NvmlUnavailable, system: SystemInfo | None) -> Finding:
             fix=[fix("recreate the container; configure the container toolkit's cgroup handling")],
         )
     if err.kind == "library_not_found" and container and module:
-        return Finding(
+        return CheckFinding(
             class_id="runtime.no_gpu_visible",
             rule="preflight.doctor.nvml-missing",
             title="no NVIDIA driver library inside the container",
@@ -70,7 +71,7 @@ def nvml_finding(err: NvmlUnavailable, system: SystemInfo | None) -> Finding:
         "driver_not_loaded": "the NVIDIA kernel driver is not loaded",
         "no_permission": "no permission to open the GPU devices",
     }.get(err.kind, f"NVML failed: {err}")
-    return Finding(
+    return CheckFinding(
         class_id="runtime.no_gpu_visible",
         rule="preflight.doctor.nvml-unavailable",
         title="NVML could not be loaded",
@@ -81,7 +82,7 @@ def nvml_finding(err: NvmlUnavailable, system: SystemInfo | None) -> Finding:
     )
 
 
-def system_findings(sysinfo: SystemInfo, n_gpus: int | None) -> list[Finding]:
+def system_findings(sysinfo: SystemInfo, n_gpus: int | None) -> list[CheckFinding]:
     out = []
     if sysinfo.shm_bytes is not None and sysinfo.shm_bytes < SHM_MIN:
         where = f"this {sysinfo.container} container" if sysinfo.container else "this machine"
@@ -103,7 +104,7 @@ def system_findings(sysinfo: SystemInfo, n_gpus: int | None) -> list[Finding]:
         ]
         multi = n_gpus is None or n_gpus > 1
         out.append(
-            Finding(
+            CheckFinding(
                 class_id="nccl.shm_too_small",
                 rule="preflight.doctor.shm-small",
                 title="/dev/shm too small",
@@ -120,7 +121,7 @@ def system_findings(sysinfo: SystemInfo, n_gpus: int | None) -> list[Finding]:
     kernel, user = sysinfo.kernel_module_version, sysinfo.userspace_driver_version
     if kernel and user and kernel != user:
         out.append(
-            Finding(
+            CheckFinding(
                 class_id="runtime.nvml_mismatch",
                 rule="preflight.doctor.driver-mismatch",
                 title="kernel module and user-space driver differ",
@@ -136,7 +137,7 @@ def system_findings(sysinfo: SystemInfo, n_gpus: int | None) -> list[Finding]:
         )
     if sysinfo.container:
         out.append(
-            Finding(
+            CheckFinding(
                 class_id="runtime.no_gpu_visible",
                 rule="preflight.doctor.container",
                 title="running in a container",
@@ -147,7 +148,7 @@ def system_findings(sysinfo: SystemInfo, n_gpus: int | None) -> list[Finding]:
         )
     if sysinfo.iommu in ("on", "passthrough"):
         out.append(
-            Finding(
+            CheckFinding(
                 class_id="nccl.p2p_unsupported",
                 rule="preflight.doctor.iommu",
                 title="IOMMU state",
@@ -159,14 +160,14 @@ def system_findings(sysinfo: SystemInfo, n_gpus: int | None) -> list[Finding]:
     return out
 
 
-def software_findings(sw: SoftwareInfo, snap: GpuSnapshot | None) -> list[Finding]:
+def software_findings(sw: SoftwareInfo, snap: GpuSnapshot | None) -> list[CheckFinding]:
     out = []
     driver_cuda = snap.cuda_driver_version if snap else None
     if sw.torch_cuda and driver_cuda and (gap := cuda_gap(sw.torch_cuda, driver_cuda)):
         need = MIN_DRIVER.get(".".join(sw.torch_cuda.split(".")[:2]))
         major = gap == "major"
         out.append(
-            Finding(
+            CheckFinding(
                 class_id="runtime.driver_too_old",
                 rule="preflight.doctor.driver-cuda",
                 title="driver older than torch's CUDA",
@@ -194,44 +195,51 @@ def software_findings(sw: SoftwareInfo, snap: GpuSnapshot | None) -> list[Findin
             )
         )
     env = sw.env
-    cvd = env.get("CUDA_VISIBLE_DEVICES")
+    cvd = env.get(visible_devices.ENV)
     n = len(snap.gpus) if snap else None
-    if cvd is not None and cvd.strip() in ("", "-1", "none", "NoDevFiles"):
+    vd = visible_devices.parse(cvd)
+    res = vd.resolve(n, [g.uuid for g in snap.gpus]) if snap and n is not None and not vd.hides_all else None
+    if vd.hides_all or (res is not None and res.duplicate is not None):
+        twice = vd.duplicate or (res.duplicate if res else None)
+        why = (f" ({twice!r} is listed twice, and CUDA then ignores the whole list)" if twice is not None
+               else f" (CUDA stops at the invalid entry {vd.stopped_at!r})" if vd.stopped_at else "")
         out.append(
-            Finding(
+            CheckFinding(
                 class_id="runtime.no_gpu_visible",
                 rule="preflight.doctor.cuda-visible-empty",
                 title="CUDA_VISIBLE_DEVICES hides every GPU",
                 severity=Severity.error,
-                summary=f"CUDA_VISIBLE_DEVICES={cvd!r}: CUDA sees no GPU.",
+                summary=f"CUDA_VISIBLE_DEVICES={cvd!r}: CUDA sees no GPU{why}.",
                 evidence=[ev("environment", f"CUDA_VISIBLE_DEVICES={cvd}")],
                 fix=[fix("unset it", act(UnsetEnv, name="CUDA_VISIBLE_DEVICES"))],
             )
         )
-    elif cvd and n is not None:
+    elif cvd and n is not None and snap is not None:
+        assert res is not None
         items = [x.strip() for x in cvd.split(",") if x.strip()]
-        bad = [x for x in items if x.isdigit() and int(x) >= n]
-        if bad:
+        uuids = [g.uuid for g in snap.gpus]
+        good = [x for x in items if visible_devices.parse(x).resolve(n, uuids).stopped_at is None]
+        if res.stopped_at is not None and res.indices is not None:
             out.append(
-                Finding(
+                CheckFinding(
                     class_id="runtime.no_gpu_visible",
                     rule="preflight.doctor.cuda-visible-range",
                     title="CUDA_VISIBLE_DEVICES names GPUs that do not exist",
                     severity=Severity.error,
                     summary=f"CUDA_VISIBLE_DEVICES={cvd} but there are {n} GPUs (0-{n - 1}); CUDA stops at the first "
-                    f"invalid index, so GPUs after {bad[0]} are not seen either.",
+                    f"invalid entry, so GPUs after {res.stopped_at} are not seen either.",
                     evidence=[ev("environment", f"CUDA_VISIBLE_DEVICES={cvd}")],
                     fix=[
                         fix(
                             "list only existing GPUs",
-                            act(SetEnv, name="CUDA_VISIBLE_DEVICES", value=",".join(x for x in items if x not in bad)),
+                            act(SetEnv, name="CUDA_VISIBLE_DEVICES", value=",".join(good)),
                         )
                     ],
                 )
             )
         elif snap and len({g.name for g in snap.gpus}) > 1 and env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
             out.append(
-                Finding(
+                CheckFinding(
                     class_id="config.insufficient_gpus",
                     rule="preflight.doctor.device-order",
                     title="CUDA numbers mixed GPUs differently from nvidia-smi",
@@ -251,7 +259,7 @@ def software_findings(sw: SoftwareInfo, snap: GpuSnapshot | None) -> list[Findin
     nvd = env.get("NVIDIA_VISIBLE_DEVICES")
     if nvd is not None and nvd.strip().lower() in ("void", "none", ""):
         out.append(
-            Finding(
+            CheckFinding(
                 class_id="runtime.no_gpu_visible",
                 rule="preflight.doctor.nvidia-visible-void",
                 title="the container toolkit was told to expose no GPU",
@@ -264,7 +272,7 @@ def software_findings(sw: SoftwareInfo, snap: GpuSnapshot | None) -> list[Findin
     preload = env.get("LD_PRELOAD", "")
     if "vgpu" in preload.lower():
         out.append(
-            Finding(
+            CheckFinding(
                 class_id="runtime.gpu_share_shim",
                 rule="preflight.doctor.vgpu-shim",
                 title="a GPU-sharing shim is preloaded",
@@ -282,7 +290,7 @@ def software_findings(sw: SoftwareInfo, snap: GpuSnapshot | None) -> list[Findin
     }
     if notable:
         out.append(
-            Finding(
+            CheckFinding(
                 class_id="nccl.p2p_unsupported",
                 rule="preflight.doctor.nccl-env",
                 title="NCCL transports changed by the environment",

@@ -11,12 +11,11 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
+from qwen_triage.units import MiB, SizeError, parse_size
 from qwen_triage.preflight.machine.nvml import Ecc, Gpu, GpuProcess, GpuSnapshot, Memory, Pcie, RemappedRows
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _DEVICE = re.compile(r"^(GPU\d+|NIC\d+)$")
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(KiB|MiB|GiB|B)?\s*$")
-_MULT = {None: 2**20, "B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
 
 # Compute capability by architecture, for XML from drivers that do not print it.
 _ARCH_CC = {
@@ -74,8 +73,10 @@ def _bytes(node: ET.Element | None, path: str) -> int | None:
     value = _txt(node, path)
     if value is None:
         return None
-    m = _SIZE.match(value)
-    return int(float(m.group(1)) * _MULT[m.group(2)]) if m else None
+    try:
+        return parse_size(value, bare=MiB)  # nvidia-smi prints MiB
+    except SizeError:
+        return None
 
 
 def _yes(node: ET.Element | None, path: str) -> bool | None:

@@ -83,17 +83,6 @@ def relevant_env(environ: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def cuda_visible_indices(cvd: str | None) -> list[int] | None:
-    """CUDA_VISIBLE_DEVICES as device indices, in its order; None when it is unset or names devices by
-    UUID or MIG name, which are not mapped to indices here."""
-    if not cvd:
-        return None
-    items = [x.strip() for x in cvd.split(",") if x.strip()]
-    if not all(x.isdigit() for x in items):
-        return None
-    return [int(x) for x in items]
-
-
 def torch_cuda_version(find_spec: Callable[[str], object | None] = importlib.util.find_spec) -> str | None:
     """The CUDA torch was built for, from ``torch/version.py`` read as text (torch is not imported)."""
     try:

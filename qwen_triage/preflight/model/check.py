@@ -20,7 +20,7 @@ from qwen_triage.preflight.model import gguf_check as ggufcheck
 from qwen_triage.preflight.model import safetensors_check as stcheck
 from qwen_triage.preflight.model.config_check import check_config, check_tokenizer
 from qwen_triage.preflight.model.scan_state import FileReport, ScanState
-from qwen_triage.preflight.findings import Finding, act, ev, fix, to_report
+from qwen_triage.preflight.findings import CheckFinding, act, ev, fix, to_report
 from qwen_triage.preflight.model.hashes import ChecksumFileError, ProgressStart, blob_digest, parse_sums, sha256_file
 from qwen_triage.preflight.output import PreflightOutput
 from qwen_triage.report.model import Diagnosis, Observation
@@ -44,8 +44,8 @@ class CheckModelResult(PreflightOutput):
     notes: list[str] = Field(default_factory=list)
 
 
-def _missing_finding(root: Path, names: list[str], why: str) -> Finding:
-    return Finding(
+def _missing_finding(root: Path, names: list[str], why: str) -> CheckFinding:
+    return CheckFinding(
         class_id="model.shard_missing",
         rule="preflight.model.shard-missing",
         title="weight shards missing",
@@ -152,7 +152,7 @@ def _check_index_agreement(st: ScanState, weight_map: dict[str, str], index_name
         extra = sorted(have - names - {t for s, ns in expected.items() if s != shard for t in ns})
         if absent:
             st.findings.append(
-                Finding(
+                CheckFinding(
                     class_id="model.weights_mismatch",
                     rule="preflight.model.index-disagrees",
                     title="the index and the shard headers disagree",
@@ -167,7 +167,7 @@ def _check_index_agreement(st: ScanState, weight_map: dict[str, str], index_name
             st.fail(shard, "tensors missing from header")
         if extra:
             st.findings.append(
-                Finding(
+                CheckFinding(
                     class_id="model.weights_mismatch",
                     rule="preflight.model.index-disagrees",
                     title="the index and the shard headers disagree",
@@ -211,7 +211,7 @@ def _check_hashes(
         if want and want != digest:
             gguf = report.kind == "gguf"
             st.findings.append(
-                Finding(
+                CheckFinding(
                     class_id="model.gguf_corrupt" if gguf else "model.shard_corrupt",
                     rule="preflight.model.sha256-mismatch",
                     title="checksum mismatch",
@@ -328,7 +328,7 @@ def inspect_model(
             stray = [p.name for p in st_files if p.name not in set(weight_map.values())]
             if stray:
                 st.findings.append(
-                    Finding(
+                    CheckFinding(
                         class_id="model.weights_mismatch",
                         rule="preflight.model.stray-shard",
                         title="safetensors files the index does not name",
@@ -347,7 +347,7 @@ def inspect_model(
             check_tokenizer(st, cfg)
         if gguf_files and not has_weights:
             st.findings.append(
-                Finding(
+                CheckFinding(
                     class_id="model.format_mismatch",
                     rule="preflight.model.gguf-only",
                     title="GGUF weights only",
@@ -363,7 +363,7 @@ def inspect_model(
         fmt_kinds = {"safetensors"}
     if not fmt_kinds and not any(f.class_id == "model.shard_missing" for f in st.findings):
         st.findings.append(
-            Finding(
+            CheckFinding(
                 class_id="model.file_missing",
                 rule="preflight.model.no-weights",
                 title="no weights found",

@@ -12,7 +12,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from qwen_triage.rulepack.actions import Redownload, SetArg
-from qwen_triage.preflight.findings import Finding, act, ev, fix
+from qwen_triage.preflight.findings import CheckFinding, act, ev, fix
 from qwen_triage.rulepack.schema import Severity
 
 if TYPE_CHECKING:
@@ -42,8 +42,8 @@ ARCH_FOR_TYPE = {
 }
 
 
-def _weights_mismatch(root: Path, summary: str, text: str, severity: Severity = Severity.error) -> Finding:
-    return Finding(
+def _weights_mismatch(root: Path, summary: str, text: str, severity: Severity = Severity.error) -> CheckFinding:
+    return CheckFinding(
         class_id="model.weights_mismatch",
         rule="preflight.model.config-weights",
         title="config.json and the weights disagree",
@@ -54,8 +54,8 @@ def _weights_mismatch(root: Path, summary: str, text: str, severity: Severity = 
     )
 
 
-def _unparseable(path: Path, rule: str, title: str, exc: Exception) -> Finding:
-    return Finding(
+def _unparseable(path: Path, rule: str, title: str, exc: Exception) -> CheckFinding:
+    return CheckFinding(
         class_id="model.format_mismatch",
         rule=rule,
         title=title,
@@ -71,7 +71,7 @@ def check_config(st: ScanState, has_weights: bool, tensor_shapes: dict[str, list
     if not path.is_file():
         if has_weights:
             st.findings.append(
-                Finding(
+                CheckFinding(
                     class_id="model.format_mismatch",
                     rule="preflight.model.no-config",
                     title="no config.json beside the weights",
@@ -96,7 +96,7 @@ def check_config(st: ScanState, has_weights: bool, tensor_shapes: dict[str, list
     if not archs or not model_type:
         missing = " and ".join(k for k, v in (("architectures", archs), ("model_type", model_type)) if not v)
         st.findings.append(
-            Finding(
+            CheckFinding(
                 class_id="model.arch_unsupported",
                 rule="preflight.model.config-arch",
                 title="config.json does not say what model it is",
@@ -108,7 +108,7 @@ def check_config(st: ScanState, has_weights: bool, tensor_shapes: dict[str, list
         )
     elif (want := ARCH_FOR_TYPE.get(model_type)) and archs[0].endswith("ForCausalLM") and archs[0] != want:
         st.findings.append(
-            Finding(
+            CheckFinding(
                 class_id="model.arch_unsupported",
                 rule="preflight.model.config-arch",
                 title="architectures and model_type disagree",
@@ -162,7 +162,7 @@ def check_tokenizer(st: ScanState, cfg: dict[str, Any] | None) -> None:
     present = [s for s in TOKENIZER_SETS if all((st.root / f).is_file() for f in s)]
     if not present:
         st.findings.append(
-            Finding(
+            CheckFinding(
                 class_id="model.format_mismatch",
                 rule="preflight.model.no-tokenizer",
                 title="no tokenizer files",
@@ -200,7 +200,7 @@ def check_tokenizer(st: ScanState, cfg: dict[str, Any] | None) -> None:
         return
     if ids and max(ids) >= vocab:
         st.findings.append(
-            Finding(
+            CheckFinding(
                 class_id="model.weights_mismatch",
                 rule="preflight.model.tokenizer-vocab",
                 title="the tokenizer has ids beyond the model's vocabulary",

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from qwen_triage.rulepack.actions import Redownload, UpgradePackage, VerifyFile
-from qwen_triage.preflight.findings import Finding, act, ev, fix
+from qwen_triage.preflight.findings import CheckFinding, act, ev, fix
 from qwen_triage.rulepack.schema import Severity
 
 MAGIC = b"GGUF"
@@ -248,8 +248,8 @@ def _redownload(path: Path) -> list:
 
 def _corrupt(
     path: Path, rule: str, title: str, summary: str, text: str, facts: dict | None = None, sev=Severity.error
-) -> Finding:
-    return Finding(
+) -> CheckFinding:
+    return CheckFinding(
         class_id="model.gguf_corrupt",
         rule=rule,
         title=title,
@@ -261,9 +261,9 @@ def _corrupt(
     )
 
 
-def damage_finding(path: Path, d: GgufDamage) -> Finding:
+def damage_finding(path: Path, d: GgufDamage) -> CheckFinding:
     if d.kind == "legacy":
-        return Finding(
+        return CheckFinding(
             class_id="model.gguf_unsupported",
             rule="preflight.model.gguf-legacy",
             title="a pre-GGUF GGML file",
@@ -274,7 +274,7 @@ def damage_finding(path: Path, d: GgufDamage) -> Finding:
         )
     if d.kind == "version":
         old = (d.version or 0) < SUPPORTED_VERSIONS[0]
-        return Finding(
+        return CheckFinding(
             class_id="model.gguf_unsupported",
             rule="preflight.model.gguf-version",
             title="GGUF version the loaders do not read",
@@ -305,13 +305,13 @@ def damage_finding(path: Path, d: GgufDamage) -> Finding:
     )
 
 
-def check_header(path: Path, header: GgufHeader) -> list[Finding]:
+def check_header(path: Path, header: GgufHeader) -> list[CheckFinding]:
     out = []
     unknown = [t for t in header.tensors if t.type_name is None]
     if unknown:
         t = unknown[0]
         out.append(
-            Finding(
+            CheckFinding(
                 class_id="model.gguf_unsupported",
                 rule="preflight.model.gguf-type",
                 title="tensor type unknown to this reader",
@@ -379,7 +379,7 @@ def check_header(path: Path, header: GgufHeader) -> list[Finding]:
     return out
 
 
-def info_findings(path: Path, header: GgufHeader) -> list[Finding]:
+def info_findings(path: Path, header: GgufHeader) -> list[CheckFinding]:
     import gguf
 
     arch = str(header.kv.get("general.architecture", "?"))
@@ -392,7 +392,7 @@ def info_findings(path: Path, header: GgufHeader) -> list[Finding]:
     except ValueError:
         ftype = f"file_type {file_type}"
     out = [
-        Finding(
+        CheckFinding(
             class_id="model.gguf_unsupported",
             rule="preflight.model.gguf-info",
             title="GGUF contents",
@@ -406,7 +406,7 @@ def info_findings(path: Path, header: GgufHeader) -> list[Finding]:
     ]
     if arch != "?" and arch not in set(gguf.MODEL_ARCH_NAMES.values()):
         out.append(
-            Finding(
+            CheckFinding(
                 class_id="model.arch_unsupported",
                 rule="preflight.model.gguf-arch",
                 title="GGUF architecture unknown to this gguf package",
@@ -419,7 +419,7 @@ def info_findings(path: Path, header: GgufHeader) -> list[Finding]:
     return out
 
 
-def split_findings(path: Path, header: GgufHeader) -> list[Finding]:
+def split_findings(path: Path, header: GgufHeader) -> list[CheckFinding]:
     count = header.kv.get("split.count")
     m = _SPLIT_NAME.match(path.name)
     if not isinstance(count, int) or count <= 1 or not m:
@@ -434,7 +434,7 @@ def split_findings(path: Path, header: GgufHeader) -> list[Finding]:
     if not missing:
         return []
     return [
-        Finding(
+        CheckFinding(
             class_id="model.shard_missing",
             rule="preflight.model.gguf-split-missing",
             title="a split GGUF part is missing",
@@ -459,7 +459,7 @@ def library_read(path: Path) -> str | None:
     return None
 
 
-def check_gguf(path: Path) -> tuple[list[Finding], GgufHeader | None]:
+def check_gguf(path: Path) -> tuple[list[CheckFinding], GgufHeader | None]:
     try:
         header = read_header(path)
     except GgufDamage as d:

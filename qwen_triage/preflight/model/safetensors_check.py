@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from qwen_triage.rulepack.actions import Redownload, VerifyFile
-from qwen_triage.preflight.findings import Finding, act, ev, fix
+from qwen_triage.preflight.findings import CheckFinding, act, ev, fix
 from qwen_triage.preflight.model.gguf_check import sniff
 from qwen_triage.rulepack.schema import Severity
 
@@ -136,8 +136,8 @@ def corrupt(
     texts: list[str],
     facts: dict | None = None,
     severity: Severity = Severity.error,
-) -> Finding:
-    return Finding(
+) -> CheckFinding:
+    return CheckFinding(
         class_id="model.shard_corrupt",
         rule=rule,
         title=title,
@@ -149,7 +149,7 @@ def corrupt(
     )
 
 
-def damage_finding(path: Path, d: StDamage) -> Finding:
+def damage_finding(path: Path, d: StDamage) -> CheckFinding:
     if d.kind == "lfs-pointer":
         f = corrupt(
             path,
@@ -177,7 +177,7 @@ def damage_finding(path: Path, d: StDamage) -> Finding:
     )
 
 
-def check_header(path: Path, h: StHeader) -> list[Finding]:
+def check_header(path: Path, h: StHeader) -> list[CheckFinding]:
     out = []
     bad_size = []
     for t in h.tensors.values():
@@ -251,7 +251,7 @@ def check_header(path: Path, h: StHeader) -> list[Finding]:
     return out
 
 
-def zero_tail(path: Path, file_size: int, data_len: int) -> Finding | None:
+def zero_tail(path: Path, file_size: int, data_len: int) -> CheckFinding | None:
     """A preallocated download that never finished has the right size and a zero tail."""
     if data_len < TAIL_MIN_DATA:
         return None
@@ -282,7 +282,7 @@ def library_open(path: Path) -> tuple[str | None, list[str]]:
         return str(exc), []
 
 
-def check_safetensors(path: Path) -> tuple[list[Finding], StHeader | None]:
+def check_safetensors(path: Path) -> tuple[list[CheckFinding], StHeader | None]:
     try:
         header = read_header(path)
     except StDamage as d:

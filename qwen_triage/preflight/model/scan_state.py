@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from qwen_triage.preflight.findings import Finding
+from qwen_triage.preflight.findings import CheckFinding
 from qwen_triage.preflight.model import safetensors_check as stcheck
 
 
@@ -31,7 +31,7 @@ class FileReport(BaseModel):
 class ScanState:
     def __init__(self, root: Path):
         self.root = root
-        self.findings: list[Finding] = []
+        self.findings: list[CheckFinding] = []
         self.files: dict[str, FileReport] = {}
         self.headers: dict[str, stcheck.StHeader] = {}
         self.notes: list[str] = []

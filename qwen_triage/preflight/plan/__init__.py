@@ -1,1 +1,1 @@
-"""plan"""
+"""Which layout fits: memory estimates and the tensor/pipeline/data-parallel layouts for the visible GPUs."""

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from qwen_triage.rulepack.actions import ChooseLayout, LowerMaxModelLen, SetArg
 from qwen_triage.preflight.plan import memory as mem
-from qwen_triage.preflight.findings import Finding, act, ev, fix
+from qwen_triage.preflight.findings import CheckFinding, act, ev, fix
 from qwen_triage.preflight.model.config import ModelConfig, QuantInfo
 from qwen_triage.preflight.plan.models import Layout, LayoutRef, Settings, label
 from qwen_triage.units import GiB
@@ -62,7 +62,7 @@ def requested_findings(
     gpus: int,
     recommended: LayoutRef | None,
     evaluate: Callable[[int, int, int], Layout],
-) -> list[Finding]:
+) -> list[CheckFinding]:
     """The problems of the layout the user means to launch, as the diagnoses vLLM's refusal would get."""
     tp, pp, dp = requested
     x = next((y for y in layouts if (y.tp, y.pp, y.dp) == (tp, pp, dp)), None) or evaluate(tp, pp, dp)
@@ -83,7 +83,7 @@ def requested_findings(
             "world-size": f"{gpus} GPUs, TP {tp} x PP {pp} x DP {dp} = {tp * pp * dp}",
         }.get(code, f"TP {tp} x PP {pp}: {reason}")
         out.append(
-            Finding(
+            CheckFinding(
                 class_id=class_id,
                 rule=rule,
                 title=f"the requested layout (TP {tp}, PP {pp}) cannot work",
@@ -99,12 +99,12 @@ def requested_findings(
 
 def kv_short_finding(
     model: ModelConfig, source: str, best: Layout, max_len: int, launch_len: int, s: Settings
-) -> Finding:
+) -> CheckFinding:
     steps = [fix(f"lower --max-model-len to {launch_len}", act(LowerMaxModelLen, to=str(launch_len)))]
     if s.kv_dtype == "auto":
         steps.append(fix("store the KV cache in fp8", act(SetArg, arg="--kv-cache-dtype", value="fp8")))
     steps.append(fix("or more GPUs / a quantized checkpoint", act(ChooseLayout)))
-    return Finding(
+    return CheckFinding(
         class_id="memory.kv_cache_insufficient",
         rule="preflight.plan.kv-short",
         title="no layout holds a full-length sequence in the KV cache",
@@ -119,7 +119,7 @@ def kv_short_finding(
 
 def no_fit_finding(
     model: ModelConfig, source: str, layouts: list[Layout], gpus: int, s: Settings, quant: QuantInfo | None
-) -> Finding:
+) -> CheckFinding:
     best = min(
         (x for x in layouts if not x.refused and x.weights_gib_per_gpu is not None),
         key=lambda x: x.weights_gib_per_gpu or 0,
@@ -133,7 +133,7 @@ def no_fit_finding(
     if quant is None:
         steps.append(fix("load with fp8 weights", act(SetArg, arg="--quantization", value="fp8")))
     steps.append(fix("add GPUs, or pick a smaller model"))
-    return Finding(
+    return CheckFinding(
         class_id="memory.gpu_oom",
         rule="preflight.plan.weights-fit",
         title="the model does not fit on these GPUs",
@@ -148,9 +148,9 @@ def no_fit_finding(
 
 def quantization_findings(
     model: ModelConfig, source: str, requested: str | None, quant: QuantInfo | None, conflicts: list[str]
-) -> list[Finding]:
+) -> list[CheckFinding]:
     out = [
-        Finding(
+        CheckFinding(
             class_id="config.bad_argument",
             rule="preflight.plan.quantization",
             title="--quantization does not match the checkpoint",
@@ -164,7 +164,7 @@ def quantization_findings(
     needs_checkpoint = quant is not None and quant.prequantized and quant.method in ("awq", "gptq")
     if requested and needs_checkpoint and model.quantization is None and model.source != "built-in table":
         out.append(
-            Finding(
+            CheckFinding(
                 class_id="config.bad_argument",
                 rule="preflight.plan.quantization",
                 title="--quantization names a method the checkpoint is not in",
@@ -178,38 +178,58 @@ def quantization_findings(
     return out
 
 
+BF16_MIN_CC = 8.0  # bfloat16 needs Ampere (compute capability 8.0) or newer
+
+
+def no_bf16_cc(compute_capabilities: list[str] | None) -> str | None:
+    """The first compute capability below 8.0 among the GPUs (it cannot run bfloat16), or None."""
+    return next((cc for cc in compute_capabilities or [] if cc and float(cc) < BF16_MIN_CC), None)
+
+
+def bf16_finding(cc: str, *, from_checkpoint: bool = False, rule: str = "preflight.plan.bf16-cc") -> CheckFinding:
+    """bfloat16 asked of GPUs of compute capability ``cc`` (below 8.0): by ``--dtype bfloat16``, or, with
+    ``from_checkpoint``, by a bfloat16 checkpoint under vLLM's ``--dtype auto`` (the runner's launch check)."""
+    if from_checkpoint:
+        title = "bfloat16 checkpoint on GPUs without bfloat16"
+        summary = (f"the checkpoint is bfloat16 and the GPUs have compute capability {cc} (bfloat16 needs 8.0); "
+                   "some vLLM releases refuse to start, others fall back with a warning.")
+    else:
+        title = "bfloat16 on a GPU older than compute capability 8.0"
+        summary = f"--dtype bfloat16 needs compute capability 8.0; these GPUs have {cc}."
+    return CheckFinding(
+        class_id="config.dtype_unsupported",
+        rule=rule,
+        title=title,
+        severity=Severity.error,
+        summary=summary,
+        evidence=[ev("nvml", f"compute capability {cc}")],
+        fix=[fix("launch with --dtype float16", act(SetArg, arg="--dtype", value="float16"))],
+    )
+
+
 def resolve_dtype(
     model: ModelConfig, dtype: str, compute_capabilities: list[str] | None
-) -> tuple[str, str | None, list[str], list[Finding]]:
+) -> tuple[str, str | None, list[str], list[CheckFinding]]:
     """(dtype to plan with, --dtype to pass or None, notes, findings): what vLLM's auto would pick, and
     whether the cards can run it."""
     # vLLM runs float32 checkpoints in half precision unless told otherwise.
     run = {"float32": "float16", "float": "float16"}.get(model.dtype, model.dtype) if dtype == "auto" else dtype
     arg = None if dtype == "auto" else dtype
-    old = [cc for cc in compute_capabilities or [] if cc and float(cc) < 8.0]
-    if run != "bfloat16" or not old:
+    old = no_bf16_cc(compute_capabilities)
+    if run != "bfloat16" or old is None:
         return run, arg, [], []
     if dtype == "auto":
-        note = f"GPUs with compute capability {old[0]} cannot run bfloat16: planned as float16"
+        note = f"GPUs with compute capability {old} cannot run bfloat16: planned as float16"
         return "float16", "float16", [note], []
-    finding = Finding(
-        class_id="config.dtype_unsupported",
-        rule="preflight.plan.bf16-cc",
-        title="bfloat16 on a GPU older than compute capability 8.0",
-        severity=Severity.error,
-        summary=f"--dtype bfloat16 needs compute capability 8.0; these GPUs have {old[0]}.",
-        evidence=[ev("nvml", f"compute capability {old[0]}")],
-        fix=[fix("launch with --dtype float16", act(SetArg, arg="--dtype", value="float16"))],
-    )
-    return run, arg, [], [finding]
+    return run, arg, [], [bf16_finding(old)]
 
 
-def max_len_findings(model: ModelConfig, source: str, max_model_len: int | None) -> list[Finding]:
+def max_len_findings(model: ModelConfig, source: str, max_model_len: int | None) -> list[CheckFinding]:
     limit = model.max_position_embeddings
     if max_model_len is None or max_model_len <= limit:
         return []
     return [
-        Finding(
+        CheckFinding(
             class_id="config.bad_argument",
             rule="preflight.plan.max-len",
             title="--max-model-len beyond the model's context",
@@ -222,8 +242,8 @@ def max_len_findings(model: ModelConfig, source: str, max_model_len: int | None)
     ]
 
 
-def fewer_visible_finding(gpus: int, detected: int) -> Finding:
-    return Finding(
+def fewer_visible_finding(gpus: int, detected: int) -> CheckFinding:
+    return CheckFinding(
         class_id="config.insufficient_gpus",
         rule="preflight.plan.gpus-visible",
         title="planned for more GPUs than are visible",

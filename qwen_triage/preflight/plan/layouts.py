@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from qwen_triage.preflight.plan import memory as mem
-from qwen_triage.preflight.findings import Finding, to_report
+from qwen_triage.preflight.findings import CheckFinding, to_report
 from qwen_triage.preflight.model.config import ModelConfig, QuantInfo
 from qwen_triage.preflight.plan.checks import (
     fewer_visible_finding,
@@ -238,7 +238,7 @@ def plan_layouts(
         raise ValueError("plan needs at least one GPU")
     model = model_cfg
     source = model.source.split(": ", 1)[-1]
-    findings: list[Finding] = []
+    findings: list[CheckFinding] = []
     notes: list[str] = []
 
     quant, quant_arg, conflicts = _resolve_quant(model, quantization)

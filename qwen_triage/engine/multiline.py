@@ -1,0 +1,141 @@
+"""Records that span several lines: NVRM messages, kernel AER and OOM reports, Go panics, tracebacks.
+
+A candidate line that starts one of these families takes the lines that
+continue it into its message (joined with a space, each continuation's own
+prefix dropped), so a rule can match a sentence the driver wrapped over four
+``NVRM:`` lines, whatever the wrapping of this driver version. The record keeps
+the first line's number and raw text: evidence cites a real line. Families are
+bounded (a few lines, a few KiB); in live mode a record completes on the next
+line that does not continue it, or when the input goes quiet.
+
+Python tracebacks go the other way: the final exception line is the record,
+and the frame printed just before it tells which library raised it
+(``raised_by``, a field rules can constrain with ``where``). Go panics name the
+package of their first frame the same way.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MAX_JOINED_CHARS = 4096
+
+# An NVRM line that starts a message of its own rather than continuing one.
+_NVRM_NEW = re.compile(
+    r"^NVRM: (?:Xid|SXid|GPU at|GPU \d|GPU [0-9a-fA-F]{4}:|loading|API mismatch|The NVIDIA|RmInit|rm_init|os[A-Z]|"
+    r"nvidia-|knvlink|nvlink|This PCI|No NVIDIA|request_mem_region|Failed|[A-Za-z]+\(\))"
+)
+
+
+@dataclass(frozen=True)
+class Family:
+    """How one kind of multi-line record starts, continues and ends."""
+
+    name: str
+    starts: re.Pattern[str]  # searched in the candidate line's message
+    continues: re.Pattern[str]  # searched in a following line's message
+    strip: re.Pattern[str] | None  # removed from the front of a continuation before joining
+    max_lines: int  # continuation lines taken at most
+    keep: re.Pattern[str] | None = None  # when set, continuations not matching it are passed over, not joined
+    ends: re.Pattern[str] | None = None  # a continuation that matches this is the last one
+
+    def continuation(self, message: str, joined: str) -> bool:
+        if not self.continues.search(message):
+            return False
+        if self.name == "nvrm":
+            if _NVRM_NEW.search(message):
+                return False
+            # a wrapped sentence: the text so far has not ended, or the next piece starts in lower case
+            rest = message[6:].lstrip()
+            return not joined.rstrip().endswith((".", "!", ":")) or rest[:1].islower()
+        return True
+
+
+FAMILIES: tuple[Family, ...] = (
+    Family(
+        "nvrm",
+        starts=re.compile(r"^NVRM: "),
+        continues=re.compile(r"^NVRM: "),
+        strip=re.compile(r"^NVRM: +"),
+        max_lines=8,
+    ),
+    Family(
+        "aer",
+        starts=re.compile(r"AER: .{0,60}error received|PCIe Bus Error: "),
+        continues=re.compile(
+            r"PCIe Bus Error: |^\s*(?:\S+ )?(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]: +(?:device \[|"
+            r"\[ ?\d+\]|TLP Header|AER: +(?:aer_|\[))|^\s+(?:device \[|\[ ?\d+\]|TLP Header)"
+        ),
+        strip=re.compile(r"^\S+ (?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]: +"),
+        max_lines=8,
+    ),
+    Family(
+        "oom",
+        starts=re.compile(r"invoked oom-killer: "),
+        continues=re.compile(r"."),
+        strip=None,
+        max_lines=160,
+        keep=re.compile(r"^oom-kill:|Out of memory|Killed process|Memory cgroup out of memory"),
+        ends=re.compile(r"Killed process"),
+    ),
+    Family(
+        "go_panic",
+        starts=re.compile(r"^panic: |^fatal error: "),
+        continues=re.compile(r"^$|^goroutine \d+ \[|^\S+\(.*\)$|^\t|^\[signal "),
+        strip=None,
+        max_lines=6,
+        keep=re.compile(r"^\[signal |^[\w./-]+\.\(?\*?[\w]+\)?\.?\w*\("),
+    ),
+)
+
+_GO_FRAME = re.compile(r"^(?P<pkg>[\w.-]+(?:/[\w.-]+)*)\.(?:\(\*?\w+\)\.)?\w+\(")
+
+
+def family_of(message: str) -> Family | None:
+    for family in FAMILIES:
+        if family.starts.search(message):
+            return family
+    return None
+
+
+def continuing_family(message: str) -> Family | None:
+    """The family a line could be a continuation of (its kept lines, for families that pass lines over)."""
+    for family in FAMILIES:
+        probe = family.keep if family.keep is not None else family.continues
+        if probe.search(message) and family.continues.search(message):
+            if family.name == "nvrm" and _NVRM_NEW.search(message):
+                continue
+            return family
+    return None
+
+
+@dataclass
+class Assembly:
+    """A record being assembled: its message so far and what it still accepts."""
+
+    family: Family
+    message: str
+    taken: int = 0  # continuation lines looked at
+    done: bool = False
+    raised_by: str | None = None
+
+    def offer(self, message: str) -> bool:
+        """One following line; False when it does not continue the record (the record is complete)."""
+        fam = self.family
+        if self.done or self.taken >= fam.max_lines or not fam.continuation(message, self.message):
+            self.done = True
+            return False
+        self.taken += 1
+        if fam.keep is not None and not fam.keep.search(message):
+            return True
+        if fam.name == "go_panic" and self.raised_by is None:
+            m = _GO_FRAME.search(message)
+            if m:
+                self.raised_by = m["pkg"]
+        piece = fam.strip.sub("", message, count=1) if fam.strip is not None else message.strip()
+        if piece and len(self.message) < MAX_JOINED_CHARS:
+            self.message = (self.message + " " + piece)[:MAX_JOINED_CHARS]
+        if fam.ends is not None and fam.ends.search(message):
+            self.done = True
+        return True

@@ -1,0 +1,164 @@
+"""Diagnoses and observations as text: the one place that words them for a terminal or a plain log.
+
+Three layouts of the same models, for three readers: a panel per diagnosis
+(``scan``, and the live commands as each diagnosis appears), a compact list
+(preflight's ``plan``, ``check-model`` and ``doctor``, under their own tables),
+and a brief two-line form (``relaunch``'s plain transcript). Formatting only:
+no decisions here; what to show is the caller's choice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Console, Group
+from rich.markup import escape
+from rich.panel import Panel
+from rich.text import Text
+
+from qwen_triage.report.model import Diagnosis, Evidence, Observation, Report
+from qwen_triage.rulepack.severity import Severity
+
+MAX_SHOWN = 5
+SEVERITY_STYLE = {"critical": "bold white on red", "error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+# --- words shared by every layout (and by Markdown) ----------------------------------------
+
+
+def evidence_line(e: Evidence) -> str:
+    cut = " [cut]" if e.truncated else ""
+    text = e.text if len(e.text) <= 300 else e.text[:300] + "…"
+    return f"{e.path}:{e.line}: {text}{cut}"
+
+
+def action_note(action: dict | None) -> str:
+    """A fix step's structured action in brackets, safety class first; empty when there is none."""
+    if not action:
+        return ""
+    kind = action.get("type", "?")
+    details = ", ".join(f"{k}={v}" for k, v in action.items() if k not in ("type", "safety") and v is not None)
+    return f"[{action.get('safety', '?')}: {kind}{' ' + details if details else ''}]"
+
+
+def symptom_line(severity: Severity, title: str, class_: str, root: Diagnosis | None) -> str:
+    """A symptom announced on its own (live): what it is, and the diagnosis it is a consequence of."""
+    cause = f" — a consequence of: {root.title} ({root.class_})" if root else ""
+    return f"also [{severity.value}] {title} ({class_}){cause}"
+
+
+# --- panels: scan and live -----------------------------------------------------------------
+
+
+def diagnosis_renderable(d: Diagnosis | Observation, number: int | None = None) -> Panel:
+    parts: list[Text | str] = []
+    head = Text()
+    if number is not None:
+        head.append(f"{number}. ", style="bold")
+    head.append(f"[{d.severity.value}] ", style=SEVERITY_STYLE.get(d.severity.value, ""))
+    head.append(d.title, style="bold")
+    head.append(f"  ({d.class_}, rule {d.rule}, seen {d.count}x)", style="dim")
+    parts.append(head)
+    parts.append(Text(d.summary))
+    if d.facts:
+        parts.append(Text("facts: " + ", ".join(f"{k}={v}" for k, v in d.facts.items()), style="dim"))
+    parts.append(Text("evidence:", style="bold"))
+    for e in d.evidence[:MAX_SHOWN]:
+        parts.append(Text("  " + evidence_line(e), overflow="fold"))
+    if d.more_evidence:
+        parts.append(Text(f"  +{d.more_evidence} more", style="dim"))
+    if isinstance(d, Diagnosis):
+        if d.symptoms:
+            parts.append(Text("symptoms (consequences of this cause):", style="bold"))
+            for s in d.symptoms:
+                where = f" — {evidence_line(s.evidence[0])}" if s.evidence else ""
+                parts.append(Text(f"  • {s.class_}: {s.title} ({s.count}x){where}", overflow="fold"))
+        if d.fix:
+            parts.append(Text("fix:", style="bold green"))
+            for i, f in enumerate(d.fix, 1):
+                note = action_note(f.action)
+                parts.append(Text(f"  {i}. {f.step}{'  ' + note if note else ''}", overflow="fold"))
+    if d.references:
+        parts.append(Text("references: " + " ".join(d.references), style="dim"))
+    return Panel(Group(*parts), border_style=SEVERITY_STYLE.get(d.severity.value, ""), expand=True)
+
+
+def print_text(report: Report, console: Console) -> None:
+    if report.diagnoses:
+        console.print(f"[bold]{len(report.diagnoses)} diagnosis(es), root cause first[/bold]")
+        for i, d in enumerate(report.diagnoses, 1):
+            console.print(diagnosis_renderable(d, i))
+    else:
+        console.print("[green]No diagnosis:[/green] nothing in these logs matches a known failure.")
+    if report.observations:
+        console.print("[bold]observations[/bold] (benign, worth knowing):")
+        for o in report.observations:
+            first = f" — {evidence_line(o.evidence[0])}" if o.evidence else ""
+            console.print(Text(f"  • {o.title}: {o.summary} ({o.count}x){first}", overflow="fold"))
+    for note in report.notes:
+        console.print(f"[yellow]note:[/yellow] {escape(note)}")
+    s = report.stats
+    console.print(
+        f"[dim]{s.lines} lines, {s.bytes} bytes in {s.seconds:.2f}s; {s.rules} rules "
+        f"({s.prefilter} prefilter)[/dim]"
+    )
+
+
+# --- compact list: preflight ---------------------------------------------------------------
+
+
+def print_findings(
+    c: Console, diagnoses: Sequence[Diagnosis], observations: Sequence[Observation], notes: Sequence[str]
+) -> None:
+    """Findings, observations and notes as a list, one severity-labelled entry per diagnosis."""
+    if diagnoses:
+        c.print()
+        c.print(f"[bold]Findings ({len(diagnoses)})[/bold]")
+    for d in diagnoses:
+        sev = d.severity.value
+        c.print(
+            f"[{SEVERITY_STYLE[sev]}]{sev.upper():8}[/] [bold]{escape(d.class_)}[/bold]  {escape(d.title)}  "
+            f"[dim]({escape(d.rule)})[/dim]"
+        )
+        c.print(f"         {escape(d.summary)}")
+        for e in d.evidence:
+            c.print(f"         [dim]evidence[/dim] {escape(e.path)}: {escape(e.text)}")
+        if d.more_evidence:
+            c.print(f"         [dim]... {d.more_evidence} more[/dim]")
+        for s in d.symptoms:
+            c.print(f"         [dim]explains[/dim] {escape(s.class_)} ({escape(s.title)})")
+        for f in d.fix:
+            action = f" [dim]{escape(action_note(f.action))}[/dim]" if f.action else ""
+            c.print(f"         [green]fix[/green] {escape(f.step)}{action}")
+    if observations:
+        c.print()
+        c.print("[bold]Observations[/bold]")
+        for o in observations:
+            c.print(f"[cyan]info[/cyan]     {escape(o.summary)} [dim]({escape(o.rule)})[/dim]")
+    if notes:
+        c.print()
+        for n in notes:
+            c.print(f"[dim]note[/dim]     {escape(n)}")
+    if not diagnoses:
+        c.print()
+        c.print("[green]No problems found.[/green]")
+
+
+# --- brief: the runner's plain transcript ----------------------------------------------------
+
+
+def headline(d: Diagnosis | Observation) -> str:
+    """Severity, rule and title on one line; no markup."""
+    return f"{d.severity.value}: [{d.rule}] {d.title}"
+
+
+def brief_lines(d: Diagnosis | Observation, indent: int = 2, detail_indent: int = 6) -> list[str]:
+    """The :func:`headline`, and the summary indented under it."""
+
+    def pad(text: str, n: int) -> list[str]:
+        return [" " * n + ln for ln in text.splitlines() or [""]]
+
+    lines = pad(headline(d), indent)
+    if d.summary:
+        lines += pad(d.summary, detail_indent)
+    return lines

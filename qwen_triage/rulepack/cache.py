@@ -1,0 +1,118 @@
+"""The user's cache directory, trusted only when it is private: the validated pack and the Hyperscan database.
+
+A cache another user (or a planted file) can write is a way to run code or to
+hide every rule, so: no pickle (the pack is JSON, the Hyperscan database is
+checked against the digest recorded beside it); keys are digests of the files'
+contents, not their size and mtime; the directory is 0700 and every file 0600
+and owned by this user, anything else is ignored (never read, never trusted);
+writes go to a private temporary file renamed into place; old entries of the
+same kind are pruned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+MAX_ENTRY_BYTES = 256 * 2**20
+KEEP_PER_KIND = 4  # entries of one kind kept beside the newest (several packs in use at once)
+
+
+def user_cache_path() -> Path:
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("qwen-triage"))
+
+
+def digest(*parts: bytes) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(len(part).to_bytes(8, "little"))
+        h.update(part)
+    return h.hexdigest()
+
+
+class Cache:
+    """A private cache directory; every method fails soft (a miss), never raises."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    @classmethod
+    def open(cls, path: Path | None = None) -> "Cache | None":
+        """The cache at ``path`` (default: the user cache dir), or None when it cannot be trusted."""
+        path = path or user_cache_path()
+        try:
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            st = os.lstat(path)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+                return None
+            if st.st_mode & 0o077:
+                os.chmod(path, 0o700)  # ours, but too open: close it before trusting anything in it
+                if os.lstat(path).st_mode & 0o077:
+                    return None
+        except OSError:
+            return None
+        return cls(path)
+
+    def read(self, name: str) -> bytes | None:
+        """The entry's bytes when it is a regular file of ours, private and not too big; else None."""
+        if "/" in name or name.startswith("."):
+            return None
+        try:
+            fd = os.open(self.path / name, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+            if (
+                not stat.S_ISREG(st.st_mode)
+                or st.st_uid != os.geteuid()
+                or st.st_mode & 0o077
+                or st.st_size > MAX_ENTRY_BYTES
+            ):
+                return None
+            chunks = []
+            left = st.st_size
+            while left > 0:
+                chunk = os.read(fd, min(left, 2**20))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                left -= len(chunk)
+            return b"".join(chunks)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+
+    def write(self, name: str, data: bytes) -> bool:
+        """Atomically: a private temporary file, then rename. False when it could not be written."""
+        try:
+            fd, tmp = tempfile.mkstemp(dir=self.path, prefix=".tmp-")  # created 0600
+        except OSError:
+            return False
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, self.path / name)
+            return True
+        except OSError:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            return False
+
+    def prune(self, prefix: str, keep: str) -> None:
+        """Remove entries named ``prefix*`` beyond the newest few, never ``keep``."""
+        try:
+            entries = [p for p in self.path.iterdir() if p.name.startswith(prefix) and p.name != keep]
+            entries.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+            for old in entries[KEEP_PER_KIND:]:
+                old.unlink()
+        except OSError:
+            pass

@@ -1,0 +1,230 @@
+"""Validated rules and classes as plain frozen data: what the engine runs on.
+
+The pydantic models in ``schema`` check a rule file once; what passes is turned
+into these dataclasses, which the scan path uses and the pack cache stores as
+JSON. Keeping pydantic and YAML off the scan path is most of what makes
+``qwen-triage scan`` of a small log start fast.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from qwen_triage.rulepack.severity import Severity, Status
+
+if TYPE_CHECKING:
+    from qwen_triage.rulepack.schema import FailureClass, Rule
+
+
+def table_value(value: object) -> str:
+    """How a code is compared in a table: integers without leading zeros, text case-folded."""
+    text = str(value).strip()
+    if text.lstrip("+-").isdigit() and len(text) <= 40:
+        return str(int(text))
+    return text.casefold()
+
+
+@dataclass(frozen=True)
+class MatchSpec:
+    any: tuple[str, ...] = ()
+    all: tuple[str, ...] = ()
+    window: int = 200
+    unless: tuple[str, ...] = ()
+    where: dict[str, str] = field(default_factory=dict)
+    count: int = 1
+    multiline: bool = False
+
+
+@dataclass(frozen=True)
+class FixSpec:
+    step: str
+    action: dict[str, Any] | None = None  # the action as JSON, its fixed safety class included
+
+
+@dataclass(frozen=True)
+class ExamplesSpec:
+    match: tuple[str, ...] = ()
+    no_match: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RowSpec:
+    values: tuple[str, ...]  # compared through table_value()
+    class_: str | None = None
+    severity: Severity | None = None
+    title: str | None = None
+    explain: str | None = None
+    fix: tuple[FixSpec, ...] | None = None
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    key: str
+    source: str
+    rows: tuple[RowSpec, ...]
+    otherwise: str = "rule"  # or "ignore"
+
+    def row_for(self, value: object) -> RowSpec | None:
+        wanted = table_value(value)
+        return next((row for row in self.rows if wanted in row.values), None)
+
+
+def _fix_specs(steps: Any) -> tuple[FixSpec, ...]:
+    return tuple(FixSpec(s.step, s.action.model_dump(mode="json") if s.action else None) for s in steps)
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    id: str
+    class_: str
+    title: str
+    severity: Severity
+    match: MatchSpec
+    examples: ExamplesSpec
+    status: Status = Status.stable
+    sources: tuple[str, ...] = ()
+    references: tuple[str, ...] = ()
+    extract: dict[str, str] = field(default_factory=dict)
+    explain: str | None = None
+    fix: tuple[FixSpec, ...] = ()
+    table: TableSpec | None = None
+
+    @classmethod
+    def from_model(cls, rule: "Rule") -> "RuleSpec":
+        m = rule.match
+        table = None
+        if rule.table is not None:
+            t = rule.table
+            table = TableSpec(
+                key=t.key,
+                source=t.source,
+                otherwise=t.otherwise,
+                rows=tuple(
+                    RowSpec(
+                        values=tuple(table_value(v) for v in row.values),
+                        class_=row.class_,
+                        severity=row.severity,
+                        title=row.title,
+                        explain=row.explain,
+                        fix=_fix_specs(row.fix) if row.fix is not None else None,
+                    )
+                    for row in t.rows
+                ),
+            )
+        return cls(
+            id=rule.id,
+            class_=rule.class_,
+            title=rule.title,
+            severity=rule.severity,
+            status=rule.status,
+            sources=tuple(rule.sources),
+            references=tuple(rule.references),
+            match=MatchSpec(tuple(m.any), tuple(m.all), m.window, tuple(m.unless), dict(m.where), m.count, m.multiline),
+            extract=dict(rule.extract),
+            explain=rule.explain,
+            fix=_fix_specs(rule.fix),
+            table=table,
+            examples=ExamplesSpec(tuple(rule.examples.match), tuple(rule.examples.no_match)),
+        )
+
+    def for_row(self, row: RowSpec) -> "RuleSpec":
+        """This rule as a finding of one table row sees it: the row's class, severity, words and fix."""
+        return replace(
+            self,
+            class_=row.class_ or self.class_,
+            severity=row.severity or self.severity,
+            title=row.title or self.title,
+            explain=row.explain if row.explain is not None else self.explain,
+            fix=row.fix if row.fix is not None else self.fix,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, with the YAML's key names (``class``)."""
+        out = asdict(self)
+        out["class"] = out.pop("class_")
+        out["severity"] = self.severity.value
+        out["status"] = self.status.value
+        if self.table is not None:
+            for row in out["table"]["rows"]:
+                row["class"] = row.pop("class_")
+                row["severity"] = row["severity"].value if row["severity"] is not None else None
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RuleSpec":
+        d = dict(data)
+        m = d.pop("match")
+        ex = d.pop("examples")
+        return cls(
+            id=d["id"],
+            class_=d["class"],
+            title=d["title"],
+            severity=Severity(d["severity"]),
+            status=Status(d["status"]),
+            sources=tuple(d["sources"]),
+            references=tuple(d["references"]),
+            match=MatchSpec(
+                tuple(m["any"]),
+                tuple(m["all"]),
+                int(m["window"]),
+                tuple(m["unless"]),
+                dict(m["where"]),
+                int(m["count"]),
+                bool(m["multiline"]),
+            ),
+            extract=dict(d["extract"]),
+            explain=d["explain"],
+            fix=tuple(FixSpec(f["step"], f["action"]) for f in d["fix"]),
+            table=_table_from_dict(d["table"]) if d.get("table") else None,
+            examples=ExamplesSpec(tuple(ex["match"]), tuple(ex["no_match"])),
+        )
+
+    def shown(self) -> dict[str, Any]:
+        """What ``rules show`` prints: the YAML-equivalent mapping, defaults left out."""
+        out = self.to_dict()
+        defaults = {"status": "stable", "references": [], "extract": {}, "explain": None, "fix": [], "table": None}
+        for key, value in defaults.items():
+            if out.get(key) == value or (isinstance(value, list) and out.get(key) == ()):
+                out.pop(key, None)
+        match = out["match"]
+        for key, value in (("any", ()), ("all", ()), ("unless", ()), ("where", {}), ("window", 200), ("count", 1), ("multiline", False)):
+            if match.get(key) == value:
+                match.pop(key)
+        return out
+
+
+def _table_from_dict(t: dict[str, Any]) -> TableSpec:
+    return TableSpec(
+        key=t["key"],
+        source=t["source"],
+        otherwise=t["otherwise"],
+        rows=tuple(
+            RowSpec(
+                values=tuple(r["values"]),
+                class_=r["class"],
+                severity=Severity(r["severity"]) if r["severity"] else None,
+                title=r["title"],
+                explain=r["explain"],
+                fix=tuple(FixSpec(f["step"], f["action"]) for f in r["fix"]) if r["fix"] is not None else None,
+            )
+            for r in t["rows"]
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class ClassSpec:
+    id: str
+    title: str
+    evidence: str
+    fix: str
+    explains: tuple[str, ...] = ()
+
+    @classmethod
+    def from_model(cls, c: "FailureClass") -> "ClassSpec":
+        return cls(c.id, c.title, c.evidence, c.fix, tuple(c.explains))
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "ClassSpec":
+        return cls(d["id"], d["title"], d["evidence"], d["fix"], tuple(d["explains"]))

@@ -1,0 +1,106 @@
+"""The private cache: no pickle, content keys, 0700/0600 and ours or ignored, a tampered database rebuilt."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from qwen_triage.engine.scanner import Scanner, compile_pack
+from qwen_triage.engine.sources import Source
+from qwen_triage.rulepack.cache import Cache
+from qwen_triage.rulepack.pack import load_pack
+from tests.conftest import ROOT
+from tests.test_rulefiles import GOOD_RULE
+
+XID_LINE = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python3, GPU has fallen off the bus.\n"
+
+
+def _pack_dir(tmp_path: Path) -> Path:
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "r.yaml").write_text(GOOD_RULE)
+    return rules
+
+
+def test_no_pickle_in_the_package() -> None:
+    import ast
+
+    for path in (ROOT / "qwen_triage").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names] + [getattr(node, "module", None) or ""]
+                assert not any(n.split(".")[0] in ("pickle", "marshal", "shelve", "dill") for n in names), path
+
+
+def test_cache_dir_and_files_are_private(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    load_pack([_pack_dir(tmp_path)], bundled=False, cache_dir=cache)
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o700
+    entries = list(cache.iterdir())
+    assert entries and all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in entries)
+
+
+def test_an_open_directory_of_ours_is_closed_before_use(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o755)
+    os.chmod(cache, 0o755)
+    assert Cache.open(cache) is not None
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o700
+
+
+def test_a_world_readable_or_planted_entry_is_ignored(tmp_path: Path) -> None:
+    cache_dir = tmp_path / "cache"
+    cache = Cache.open(cache_dir)
+    assert cache is not None
+    (cache_dir / "planted").write_bytes(b"evil")
+    os.chmod(cache_dir / "planted", 0o644)
+    assert cache.read("planted") is None
+    os.symlink(cache_dir / "planted", cache_dir / "link")
+    assert cache.read("link") is None
+    assert cache.read("../planted") is None
+
+
+def test_a_replaced_pack_entry_does_not_hide_the_rules(tmp_path: Path) -> None:
+    rules = _pack_dir(tmp_path)
+    cache_dir = tmp_path / "cache"
+    load_pack([rules], bundled=False, cache_dir=cache_dir)
+    (entry,) = cache_dir.glob("pack-*.json")
+    entry.write_text('{"format": 1, "classes": [], "rules": [], "files": []')  # truncated JSON
+    again = load_pack([rules], bundled=False, cache_dir=cache_dir)
+    assert [r.rule.id for r in again.rules] == ["x.one"]
+
+
+def test_an_edit_that_keeps_size_and_mtime_is_seen(tmp_path: Path) -> None:
+    rules = _pack_dir(tmp_path)
+    f = rules / "r.yaml"
+    cache_dir = tmp_path / "cache"
+    load_pack([rules], bundled=False, cache_dir=cache_dir)
+    st = f.stat()
+    f.write_text(GOOD_RULE.replace("title: one", "title: ONE"))  # same size
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert f.stat().st_size == st.st_size
+    assert [r.rule.title for r in load_pack([rules], bundled=False, cache_dir=cache_dir).rules] == ["ONE"]
+
+
+def test_a_tampered_hyperscan_database_is_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("hyperscan")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    compile_pack(engine="hyperscan")
+    cache_dir = tmp_path / "xdg" / "qwen-triage"
+    (db,) = cache_dir.glob("hs-*")
+    import hyperscan
+
+    header, _ = db.read_bytes().split(b"\n", 1)
+    other = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    other.compile(expressions=[b"zzz-nothing-matches-this"], ids=[0], elements=1)
+    db.write_bytes(header + b"\n" + hyperscan.dumpb(other))  # a valid database of other patterns
+    os.chmod(db, 0o600)
+    log = tmp_path / "k.log"
+    log.write_text(XID_LINE)
+    scanner = Scanner(compile_pack(engine="hyperscan"))
+    for _ in scanner.scan_source(Source.from_arg(str(log))):
+        pass
+    assert [d.class_ for d in scanner.report().diagnoses] == ["hardware.xid_fatal"]

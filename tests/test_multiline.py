@@ -1,0 +1,182 @@
+"""Multi-line records: wrapped NVRM sentences, AER and OOM reports, Go panics, who raised a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from qwen_triage.engine.matcher import CompiledPack
+from qwen_triage.engine.scanner import Scanner, scan_paths
+from qwen_triage.engine.sources import Block, Source
+from qwen_triage.rulepack.pack import load_pack
+
+RULES = """\
+rules:
+  - id: t.gsp
+    class: runtime.backend_mismatch
+    title: open kernel module refuses a GPU without GSP
+    severity: error
+    sources: [kernel]
+    match:
+      any: ['is not supported by open nvidia\\.ko because it does not include the required GPU System Processor']
+      multiline: true
+    examples:
+      match: ["NVRM: installed in this system is not supported by open nvidia.ko because it does not include the required GPU System Processor (GSP)."]
+      no_match: ["NVRM: installed in this system is supported"]
+  - id: t.aer-device
+    class: hardware.pcie_error
+    title: uncorrectable AER with its device id
+    severity: error
+    sources: [kernel]
+    match:
+      any: ['PCIe Bus Error: severity=Uncorrected \\(Fatal\\).{0,200}device \\[(?P<vendor>10de):(?P<device>[0-9a-f]{4})\\]']
+      multiline: true
+    extract: {vendor: str, device: str}
+    examples:
+      match: ["PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, (Receiver ID) device [10de:2330] error status/mask=00040000/00000000"]
+      no_match: ["PCIe Bus Error: severity=Corrected"]
+  - id: t.oom-task
+    class: memory.host_oom
+    title: the OOM killer, with the task it chose
+    severity: error
+    sources: [kernel]
+    match:
+      any: ['invoked oom-killer: .{0,2000}oom-kill:constraint=\\w+.{0,200}task=(?P<task>[^,\\s]{1,40})']
+      multiline: true
+    extract: {task: str}
+    examples:
+      match: ["python3 invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), order=0 oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),task=python3,pid=4242,uid=0"]
+      no_match: ["python3 invoked oom-killer: gfp_mask=0x0"]
+  - id: t.vllm-raised
+    class: config.bad_argument
+    title: a ValueError raised inside vLLM
+    severity: error
+    sources: [vllm]
+    match:
+      any: ['^ValueError: ']
+      where: {raised_by: vllm}
+    examples:
+      match: ["ValueError: bad"]
+      no_match: ["TypeError: bad"]
+"""
+
+NVRM = """\
+[  12.000001] nvidia: loading out-of-tree module taints kernel.
+[  12.100000] NVRM: The NVIDIA GPU 0000:01:00.0 (PCI ID: 10de:1eb8)
+[  12.100001] NVRM: installed in this system is not supported by open
+[  12.100002] NVRM: nvidia.ko because it does not include the required GPU
+[  12.100003] NVRM: System Processor (GSP).
+[  12.100004] NVRM: Please see the 'Open Linux Kernel Modules' and 'GSP
+[  12.100005] NVRM: Firmware' sections in the driver README, available on
+[  12.100006] NVRM: the Linux graphics driver download page at
+[  12.100007] NVRM: www.nvidia.com.
+[  12.200000] nvidia: probe of 0000:01:00.0 failed with error -1
+"""
+
+AER = """\
+[ 100.1] pcieport 0000:00:03.1: AER: Multiple Uncorrected (Fatal) error received: 0000:41:00.0
+[ 100.2] nvidia 0000:41:00.0: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, (Receiver ID)
+[ 100.3] nvidia 0000:41:00.0:   device [10de:2330] error status/mask=00040000/00000000
+[ 100.4] nvidia 0000:41:00.0:    [18] MalfTLP                (First)
+[ 100.5] eth0: link up
+"""
+
+OOM = "[ 5.0] python3 invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), order=0, oom_score_adj=0\n" + "".join(
+    f"[ 5.{i}] Node 0 Normal free:{i}kB min:1kB\n" for i in range(1, 30)
+) + (
+    "[ 5.9] oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,global_oom,task=python3,pid=4242,uid=0\n"
+    "[ 5.99] Out of memory: Killed process 4242 (python3) total-vm:100kB, anon-rss:90kB\n"
+)
+
+TRACEBACK = """\
+Traceback (most recent call last):
+  File "/opt/venv/lib/python3.11/site-packages/vllm/engine/arg_utils.py", line 12, in create
+    raise ValueError("max_model_len is too large")
+ValueError: max_model_len is too large
+Traceback (most recent call last):
+  File "/app/launch.py", line 3, in main
+    raise ValueError("bad flag")
+ValueError: bad flag
+"""
+
+GO_PANIC = """\
+panic: runtime error: index out of range [3] with length 3
+
+goroutine 1 [running]:
+github.com/ollama/ollama/llm.(*gguf).Decode(0xc000)
+	/go/src/github.com/ollama/ollama/llm/gguf.go:120 +0x1f
+main.main()
+"""
+
+
+@pytest.fixture(scope="module", params=["literal", "hyperscan"])
+def pack(request, tmp_path_factory) -> CompiledPack:  # type: ignore[no-untyped-def]
+    if request.param == "hyperscan":
+        pytest.importorskip("hyperscan")
+    d = tmp_path_factory.mktemp("rules")
+    (d / "t.yaml").write_text(RULES)
+    return CompiledPack.build(load_pack([d], bundled=False), engine=request.param, cache_dir=tmp_path_factory.mktemp("c"))
+
+
+def scan(tmp_path: Path, pack: CompiledPack, text: str):  # type: ignore[no-untyped-def]
+    p = tmp_path / "x.log"
+    p.write_text(text)
+    return scan_paths([str(p)], pack)
+
+
+def test_a_sentence_wrapped_over_nvrm_lines(tmp_path: Path, pack: CompiledPack) -> None:
+    (d,) = scan(tmp_path, pack, NVRM).diagnoses
+    assert d.rule == "t.gsp"
+    assert d.evidence[0].line == 2  # the line the message starts on, as read
+    assert d.evidence[0].text.endswith("(PCI ID: 10de:1eb8)")
+
+
+def test_aer_report_joins_its_device_lines(tmp_path: Path, pack: CompiledPack) -> None:
+    (d,) = scan(tmp_path, pack, AER).diagnoses
+    assert d.facts == {"vendor": "10de", "device": "2330"}
+    assert d.evidence[0].line == 1  # the report starts at the root port's "error received" line
+
+
+def test_oom_report_reaches_the_task_line(tmp_path: Path, pack: CompiledPack) -> None:
+    (d,) = scan(tmp_path, pack, OOM).diagnoses
+    assert d.facts == {"task": "python3"}
+    assert d.evidence[0].line == 1
+
+
+def test_traceback_knows_which_library_raised(tmp_path: Path, pack: CompiledPack) -> None:
+    report = scan(tmp_path, pack, TRACEBACK)
+    (d,) = report.diagnoses
+    assert d.rule == "t.vllm-raised" and d.count == 1 and d.evidence[0].line == 4
+    assert [(u.raised_by, u.evidence.line) for u in report.unrecognised] == [("launch", 8)]
+
+
+def test_go_panic_names_its_package(tmp_path: Path, pack: CompiledPack) -> None:
+    report = scan(tmp_path, pack, GO_PANIC)
+    assert [(u.raised_by, u.evidence.line) for u in report.unrecognised] == [("github.com/ollama/ollama/llm", 1)]
+
+
+def test_live_record_completes_on_the_next_block_or_when_quiet(pack: CompiledPack) -> None:
+    lines = NVRM.splitlines(keepends=True)
+    scanner = Scanner(pack)
+    src = Source(name="<child>", kind="live")
+    scanner.add_source(src)
+    found = []
+    for i in range(0, 5):  # lines 1-5 arrive one by one: the message may still go on
+        found += list(scanner.feed_block(src, Block(data=lines[i].encode(), first_line=i + 1, nlines=1)))
+    assert found == []
+    # line 6 starts a new sentence: the record is complete
+    found += list(scanner.feed_block(src, Block(data=lines[5].encode(), first_line=6, nlines=1)))
+    assert [f.rule.rule.id for f in found] == ["t.gsp"]
+    # the same five lines, then silence: released when the input goes quiet
+    quiet = Scanner(pack)
+    quiet.add_source(src)
+    for i in range(0, 5):
+        assert list(quiet.feed_block(src, Block(data=lines[i].encode(), first_line=i + 1, nlines=1))) == []
+    assert [f.rule.rule.id for f in quiet.release_held()] == ["t.gsp"]
+    # a record whose continuation never comes is released when the input goes quiet
+    scanner2 = Scanner(pack)
+    scanner2.add_source(src)
+    assert list(scanner2.feed_block(src, Block(data=b"".join(x.encode() for x in lines[2:4]), first_line=3, nlines=2))) == []
+    assert list(scanner2.release_held()) == []  # incomplete sentence: no match, but nothing held back
+    assert scanner2.matcher._held == {}

@@ -1,0 +1,92 @@
+"""Never silent: error lines no rule explains become templates; `rules suggest` turns them into rules."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from qwen_triage.engine.unrecognised import library_of, template_of
+from tests.conftest import ROOT
+
+UNKNOWN_LOG = """\
+INFO 11-29 10:00:01 [api_server.py:1043] vLLM API server version 0.9.1
+(VllmWorker rank=0 pid=101) Traceback (most recent call last):
+(VllmWorker rank=0 pid=101)   File "/usr/lib/python3/dist-packages/frobnicate/core.py", line 12, in run
+(VllmWorker rank=0 pid=101)     raise FrobnicatorError("flux capacitor 0x7f3a not charged after 12.5 s")
+(VllmWorker rank=0 pid=101) frobnicate.core.FrobnicatorError: flux capacitor 0x7f3a not charged after 12.5 s
+(VllmWorker rank=1 pid=102) frobnicate.core.FrobnicatorError: flux capacitor 0x7f3b not charged after 13.0 s
+ERROR 11-29 10:00:05 [engine.py:88] Widget pool drained on host 10.0.0.2:4455
+INFO 11-29 10:00:06 [engine.py:90] retrying
+"""
+
+
+def qt(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "qwen_triage", *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+@pytest.fixture()
+def unknown_log(tmp_path: Path) -> Path:
+    p = tmp_path / "unknown.log"
+    p.write_text(UNKNOWN_LOG)
+    return p
+
+
+def test_templates_mask_what_varies() -> None:
+    a = template_of("RuntimeError: CUDA error at 0x7f3a on cuda:0 after 12.5 s in /opt/x/y.py")
+    b = template_of("RuntimeError: CUDA error at 0x11 on cuda:3 after 9 s in /home/u/z.py")
+    assert a == b == "RuntimeError: CUDA error at <HEX> on cuda:<N> after <N> s in <PATH>"
+    assert template_of("ValueError: Your setup doesn't support bf16/gpu.") == "ValueError: Your setup doesn't support bf16/gpu."
+    assert library_of("/usr/lib/python3/dist-packages/torch/cuda/__init__.py") == "torch"
+    assert library_of("/app/train.py") == "train"
+
+
+def test_failing_log_without_a_rule_is_not_silent(unknown_log: Path) -> None:
+    proc = qt("scan", "--format", "json", str(unknown_log))
+    assert proc.returncode == 0  # no diagnosis: exit 0 unless asked otherwise
+    report = json.loads(proc.stdout)
+    assert report["diagnoses"] == []
+    items = report["unrecognised"]
+    assert [i["kind"] for i in items] == ["exception", "error"]
+    exc = items[0]
+    assert exc["template"] == "frobnicate.core.FrobnicatorError: flux capacitor <HEX> not charged after <N> s"
+    assert exc["count"] == 2 and exc["raised_by"] == "frobnicate" and exc["exception"] == "FrobnicatorError"
+    assert exc["evidence"]["line"] == 5
+    text = qt("scan", str(unknown_log)).stdout
+    assert "No known failure matched" in text and "FrobnicatorError" in text
+    assert qt("scan", "--fail-on", "unrecognised", str(unknown_log)).returncode == 1
+
+
+def test_explained_and_benign_lines_are_not_listed(tmp_path: Path) -> None:
+    log = tmp_path / "k.log"
+    log.write_text(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.64 GiB of which 0 bytes is free.\n"
+        "nvidia-peermem nv_get_p2p_free_callback:127 ERROR detected invalid context, skipping further processing\n"
+    )
+    report = json.loads(qt("scan", "--format", "json", str(log)).stdout)
+    assert report["diagnoses"][0]["class"] == "memory.gpu_oom"
+    assert report["unrecognised"] == []
+
+
+def test_suggest_drafts_rules_that_diagnose_the_log_once_the_class_is_filled(unknown_log: Path, tmp_path: Path) -> None:
+    proc = qt("rules", "suggest", str(unknown_log))
+    assert proc.returncode == 0, proc.stderr
+    draft = proc.stdout
+    assert draft.count("class: FILL-IN") == 2
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "draft.yaml").write_text(draft)
+    assert qt("rules", "lint", str(rules / "draft.yaml")).returncode == 1  # the class is not filled in yet
+    (rules / "draft.yaml").write_text(draft.replace("class: FILL-IN", "class: process.segfault"))
+    lint = qt("rules", "lint", str(rules / "draft.yaml"))
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    test = qt("rules", "test", str(rules / "draft.yaml"))
+    assert test.returncode == 0 and "4 passed, 0 failed" in test.stdout
+    report = json.loads(qt("scan", "--format", "json", "--rules", str(rules), str(unknown_log)).stdout)
+    assert report["diagnoses"][0]["class"] == "process.segfault"
+    assert report["unrecognised"] == []
+    # the numbers of this report are groups, not literals
+    assert "0x7f3a" not in draft.split("match:")[1].split("examples:")[0]
