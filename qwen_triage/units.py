@@ -50,3 +50,33 @@ def human(n: int | float | None) -> str:
         if abs(n) >= size:
             return f"{n / size:.2f} {unit}"
     return f"{int(n)} B"
+
+
+MAX_INT_DIGITS = 20  # a pid, a port, a byte count: none is longer; a longer run of digits is not a number
+
+
+def bounded_int(text: object, base: int = 10, max_digits: int = MAX_INT_DIGITS) -> int | None:
+    """An integer read from log text, or None when it is not one or has more than ``max_digits`` digits.
+
+    Python refuses to convert more than 4300 digits (and a long conversion is
+    quadratic below that), so every number taken from a log goes through here
+    with its length checked first.
+    """
+    if not isinstance(text, str):
+        return None
+    s = text.strip().replace(",", "") if base == 10 else text.strip()
+    if base == 16 and s[:2].lower() == "0x":
+        s = s[2:]
+    digits = s[1:] if s[:1] in "+-" else s
+    if not digits or len(digits) > max_digits:
+        return None
+    try:
+        return int(s, base)
+    except ValueError:
+        return None
+
+
+def port_number(value: object) -> int | None:
+    """A TCP port named in a log (``bind ... port 99999``): 1..65535, otherwise None."""
+    number = value if isinstance(value, int) and not isinstance(value, bool) else bounded_int(str(value), max_digits=5)
+    return number if number is not None and 1 <= number <= 65535 else None

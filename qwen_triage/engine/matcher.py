@@ -42,14 +42,22 @@ def _to_bytes(text: str) -> int | str:
 
 
 def convert_fact(kind: str, value: str) -> object:
-    """Typed fact from matched text; keeps the text when it does not convert."""
+    """Typed fact from matched text; keeps the text when it does not convert.
+
+    Numbers are bounded (:func:`qwen_triage.units.bounded_int`): a 400-digit
+    "int" from a hostile line stays text instead of a huge or failing int().
+    """
+    from qwen_triage.units import bounded_int
+
     try:
         if kind == "int":
-            return int(value.replace(",", ""))
+            number = bounded_int(value)
+            return value if number is None else number
         if kind == "float":
-            return float(value)
+            return float(value) if len(value) <= 64 else value
         if kind == "hex":
-            return int(value, 16)
+            number = bounded_int(value, 16, max_digits=32)
+            return value if number is None else number
         if kind == "bytes":
             return _to_bytes(value)
     except ValueError:
@@ -221,6 +229,8 @@ class Matcher:
         # multi-line record (the literal a rule keys on can sit on any of its lines)
         # is confirmed as part of the whole record, once.
         records: dict[int, tuple[int, set[int]]] = {}  # start offset -> (line index, pattern ids)
+        recs: dict[int, LineRecord] = {}  # start offset -> the candidate's record, normalised once
+        cited: dict[int, LineRecord] = {}  # record start offset -> the candidate line its evidence cites
         held = self._held.pop(source_index, None)
         consumed = 0
         if held is not None:
@@ -233,10 +243,14 @@ class Matcher:
             if index < consumed and held is not None:
                 held[1].update(cands[start])  # a continuation of the record held from the last block
                 continue
-            at = self._record_start(block, start, index, source_name, source_index)
+            end = data.find(b"\n", start)
+            rec = recs[start] = self._record(block, index, data[start : end if end >= 0 else len(data)],
+                                             source_name, source_index)
+            at = self._record_start(block, start, index, rec.message, source_name, source_index)
             key, key_index = at if at is not None else (start, index)
             _, pids = records.setdefault(key, (key_index, set()))
             pids.update(cands[start])
+            cited.setdefault(key, rec)  # evidence cites the record's first line a pattern pointed at
         if held is not None:
             rec, pids, assembly = held
             rec.message = assembly.message
@@ -248,13 +262,15 @@ class Matcher:
         for start in sorted(records):
             index, pids = records[start]
             end = data.find(b"\n", start)
-            raw = data[start : end if end >= 0 else len(data)]
-            rec = self._record(block, index, raw, source_name, source_index)
+            rec = recs.get(start) or self._record(block, index, data[start : end if end >= 0 else len(data)],
+                                                  source_name, source_index)
             yield from self._expire(source_index, rec.line)
             family = family_of(rec.message)
             if family is not None:
                 assembly = Assembly(family, rec.message)
                 self._assemble(assembly, block, index + 1, end + 1 if end >= 0 else len(data), source_name, source_index)
+                shown = cited.get(start, rec)
+                rec.line, rec.text, rec.truncated = shown.line, shown.text, shown.truncated
                 rec.message = assembly.message
                 rec.raised_by = rec.raised_by or assembly.raised_by
                 if not assembly.done:  # the record may go on in the next block: wait for it
@@ -264,7 +280,7 @@ class Matcher:
         last_line = block.origin_line(max(nlines - 1, 0)) if nlines else block.first_line
         yield from self._expire(source_index, last_line)
 
-    def _record_start(self, block: Block, start: int, index: int, source_name: str,
+    def _record_start(self, block: Block, start: int, index: int, message: str, source_name: str,
                       source_index: int) -> tuple[int, int] | None:
         """For a line that continues a multi-line record: where that record starts in this block.
 
@@ -272,9 +288,6 @@ class Matcher:
         takes this line in (an NVRM line can both start a message and continue one).
         """
         data = block.data
-        end = data.find(b"\n", start)
-        message = self._record(block, index, data[start : end if end >= 0 else len(data)], source_name,
-                               source_index).message
         family = continuing_family(message)
         if family is None:
             return None

@@ -49,6 +49,8 @@ class Family:
             # a wrapped sentence: the text so far has not ended, or the next piece starts in lower case
             rest = message[6:].lstrip()
             return not joined.rstrip().endswith((".", "!", ":")) or rest[:1].islower()
+        if self.name == "aer" and "PCIe Bus Error: " in message and "PCIe Bus Error: " in joined:
+            return False  # the next error of a storm, not a detail of this one
         return True
 
 

@@ -14,6 +14,7 @@ import re
 from typing import Callable
 
 from qwen_triage.engine.records import LineRecord
+from qwen_triage.units import bounded_int
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 ANSI_BYTES_RE = re.compile(ANSI_RE.pattern.encode())
@@ -121,7 +122,7 @@ def _journald(rec: LineRecord, m: re.Match[str], fmt: str) -> None:
     prog = m["prog"]
     rec.program = "kernel" if prog == "kernel" else prog
     if m["pid"]:
-        rec.pid = int(m["pid"])
+        rec.pid = bounded_int(m["pid"])
     rec.formats += (fmt,)
 
 
@@ -141,8 +142,8 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
             return m["msg"]
     if " NCCL " in msg[:160] and (m := NCCL_LINE.match(msg)):
         rec.host = rec.host or m["host"]
-        rec.pid = int(m["pid"])
-        rec.gpu = int(m["gpu"])
+        rec.pid = bounded_int(m["pid"])
+        rec.gpu = bounded_int(m["gpu"])
         rec.level = level_name(m["level"])
         rec.program = rec.program or "nccl"
         rec.formats += ("nccl",)
@@ -158,7 +159,7 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
         return m["msg"]
     if c == "[":
         if m := MPI_TAG.match(msg):
-            rec.rank = int(m["rank"])
+            rec.rank = bounded_int(m["rank"])
             rec.formats += ("mpi",)
             return m["msg"]
         if m := DMESG.match(msg):
@@ -172,7 +173,7 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
             rec.formats += ("dmesg-T",)
             return m["msg"]
         if m := TORCH_RANK.match(msg):
-            rec.rank = int(m["rank"])
+            rec.rank = bounded_int(m["rank"])
             rec.formats += ("torch-rank",)
             return m["msg"]
         if m := GLOG.match(msg):
@@ -188,16 +189,16 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
         rec.formats += ("logfmt",)
         return m["rest"].lstrip()
     if c == "(" and msg.startswith("(pid=") and (m := RAY_PID.match(msg)):
-        rec.pid = int(m["pid"])
+        rec.pid = bounded_int(m["pid"])
         rec.formats += ("ray",)
         return m["msg"]
     if c == "(" and (m := VLLM_PREFIX.match(msg)):
         rec.process = m["proc"]
-        rec.pid = int(m["pid"])
+        rec.pid = bounded_int(m["pid"])
         if m["rank"]:
-            rec.rank = int(m["rank"])
+            rec.rank = bounded_int(m["rank"])
         elif g := GPU_IN_PROC.search(m["proc"]):
-            rec.rank = int(g[1])
+            rec.rank = bounded_int(g[1])
         rec.formats += ("vllm-process",)
         return m["msg"]
     if c in "DIWEC" and (m := VLLM_LINE.match(msg)):

@@ -94,7 +94,7 @@ class Scanner:
 
     def report(self) -> Report:
         m = self.matcher
-        notes = []
+        notes = [n for s in self.sources for n in s.notes]  # an input cut short, empty or not text
         if m.stats.truncated:
             notes.append(
                 f"{m.stats.truncated} line(s) longer than {self.max_line} bytes were matched on their first "

@@ -6,13 +6,20 @@ line number). A line longer than ``max_line`` is cut to that prefix and the
 rest skipped without being held, so a 100 MB line costs ``max_line`` bytes.
 `journalctl -o json` input is decoded into its MESSAGE lines, keeping each
 one's journal fields and origin line.
+
+Everything here reads text nobody vetted, so every number taken from it is
+bounded (:func:`qwen_triage.units.bounded_int`), journal fields of the wrong
+type are dropped, and a compressed input that ends early still yields what was
+read, with a note (:attr:`Source.notes`).
 """
 
 from __future__ import annotations
 
 import gzip
+from zlib import error as zlib_error
 import io
 import json
+import re
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -21,10 +28,16 @@ from typing import BinaryIO, Iterator
 
 from qwen_triage.engine.normalize import ANSI_BYTES_RE, PRIORITY_LEVELS
 from qwen_triage.engine.records import LineRecord
+from qwen_triage.units import bounded_int
 
 CHUNK = 1 << 20
 MAX_LINE = 64 * 1024
 GZIP_MAGIC = b"\x1f\x8b"
+# A journal JSON line holds one message of up to MAX_LINE bytes; a non-UTF-8
+# message is a byte array, up to four characters a byte ("255,"), plus fields.
+JOURNAL_MAX_LINE = 5 * MAX_LINE
+JOURNAL_START = re.compile(rb'\s*\{\s*"(?:__CURSOR|__REALTIME_TIMESTAMP|__MONOTONIC_TIMESTAMP|MESSAGE)"\s*:')
+MAX_FIELD = 256  # a host or program name longer than this is not one
 
 
 class InputError(Exception):
@@ -78,6 +91,7 @@ class Source:
     bytes_read: int = 0
     truncated_count: int = 0
     kind: str = "text"  # "text" or "journal-json"
+    notes: list[str] = field(default_factory=list)  # about reading it (a gzip that ended early, not text)
     _raw: BinaryIO | None = field(default=None, repr=False)
 
     @classmethod
@@ -124,14 +138,55 @@ class Source:
 
 
 def looks_like_journal_json(first: bytes) -> bool:
+    """Whether the first line is a `journalctl -o json` record.
+
+    ``first`` is the first line, or its first bytes when it is longer than
+    anything a journal writes: then a record's opening key decides.
+    """
     line = first.lstrip().split(b"\n", 1)[0]
     if not line.startswith(b"{"):
         return False
     try:
         obj = json.loads(line)
-    except ValueError:
-        return False
+    except (ValueError, RecursionError):
+        return b"\n" not in first and bool(JOURNAL_START.match(line))
     return isinstance(obj, dict) and ("MESSAGE" in obj or "__CURSOR" in obj)
+
+
+class _Prefixed:
+    """A stream whose first read returns ``head`` (bytes already taken to look at the input)."""
+
+    def __init__(self, head: bytes, stream: BinaryIO):
+        self.head = head
+        self._read = stream.read1 if isinstance(stream, gzip.GzipFile) else stream.read
+
+    def read(self, n: int = -1) -> bytes:
+        if not self.head:
+            return self._read(n)
+        head, self.head = self.head, b""
+        if 0 <= n <= len(head):
+            return head
+        try:  # the same first chunk as without the look: block boundaries do not depend on it
+            return head + self._read(n - len(head) if n > 0 else -1)
+        except (OSError, EOFError, gzip.BadGzipFile, zlib_error):
+            return head  # the next read fails again and says so
+
+
+def _first_line(stream: BinaryIO, limit: int) -> bytes:
+    """Bytes from the start up to the first LF, or ``limit`` bytes; without waiting for more than one read."""
+    read1 = getattr(stream, "read1", stream.read)
+    head = b""
+    while b"\n" not in head and len(head) < limit:
+        try:
+            data = read1(limit - len(head))
+        except (OSError, EOFError, gzip.BadGzipFile, zlib_error):
+            if not head:
+                raise
+            break  # what was read is kept; reading on fails again and says so
+        if not data:
+            break
+        head += data
+    return head
 
 
 def raw_blocks(stream: BinaryIO, source: Source, max_line: int = MAX_LINE, chunk: int = CHUNK) -> Iterator[Block]:
@@ -139,13 +194,21 @@ def raw_blocks(stream: BinaryIO, source: Source, max_line: int = MAX_LINE, chunk
     line_no = 1
     pending = b""
     skipping = False  # inside the unread tail of an overlong line
+    # gzip: one decompression step a read, so an input that ends early loses nothing already decompressed
+    read = stream.read1 if isinstance(stream, gzip.GzipFile) else stream.read
+    sample = b""
     while True:
         try:
-            data = stream.read(chunk)
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
-            raise InputError(f"{source.name}: read failed after line {line_no - 1}: {exc}") from None
+            data = read(chunk)
+        except (OSError, EOFError, gzip.BadGzipFile, zlib_error) as exc:
+            if not source.bytes_read and not pending:
+                raise InputError(f"{source.name}: read failed: {exc}") from None
+            source.notes.append(f"{source.name}: input ended early ({exc}); the report covers what was read")
+            break
         if not data:
             break
+        if len(sample) < SAMPLE:
+            sample += data[: SAMPLE - len(sample)]
         source.bytes_read += len(data)
         if skipping:
             nl = data.find(b"\n")
@@ -193,6 +256,25 @@ def raw_blocks(stream: BinaryIO, source: Source, max_line: int = MAX_LINE, chunk
     if pending:
         source.lines_read = line_no
         yield _block(pending + b"\n", line_no, set())
+    note = text_note(source.name, sample)
+    if note is not None:
+        source.notes.append(note)
+
+
+SAMPLE = 64 * 1024  # bytes from the start that decide whether an input is text at all
+_NON_TEXT = re.compile("[\x00-\x07\x0e-\x1a\x1c-\x1f\x7f\ufffd]")
+NON_TEXT_SHARE = 0.10
+
+
+def text_note(name: str, sample: bytes) -> str | None:
+    """A note when an input is empty or mostly not text, so "no diagnosis" is not taken for a healthy log."""
+    if not sample:
+        return f"{name}: empty input, nothing to triage"
+    text = sample.decode("utf-8", "replace")
+    odd = len(_NON_TEXT.findall(text))
+    if odd > NON_TEXT_SHARE * len(text):
+        return f"{name}: does not look like a text log ({100 * odd // len(text)}% of the first {len(sample)} bytes are not text)"
+    return None
 
 
 def _block(data: bytes, first_line: int, truncated: set[int]) -> Block:
@@ -210,7 +292,7 @@ def journal_blocks(blocks: Iterator[Block]) -> Iterator[Block]:
             origin = block.first_line + i
             try:
                 obj = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nesting deeper than the parser goes
                 obj = None
             if not isinstance(obj, dict):
                 out.append(line)
@@ -226,17 +308,17 @@ def journal_blocks(blocks: Iterator[Block]) -> Iterator[Block]:
                 raw = message.encode("utf-8", "surrogatepass")
             else:
                 raw = b""
-            pid = obj.get("_PID")
-            program = obj.get("SYSLOG_IDENTIFIER") or obj.get("_COMM") or obj.get("_SYSTEMD_UNIT")
+            program = _text(obj.get("SYSLOG_IDENTIFIER")) or _text(obj.get("_COMM")) or _text(obj.get("_SYSTEMD_UNIT"))
             if obj.get("_TRANSPORT") == "kernel":
                 program = "kernel"
+            priority = obj.get("PRIORITY")
             fields = LineMeta(
                 line=origin,
                 timestamp=_journal_time(obj.get("__REALTIME_TIMESTAMP")),
-                host=obj.get("_HOSTNAME"),
+                host=_text(obj.get("_HOSTNAME")),
                 program=program,
-                pid=int(pid) if isinstance(pid, str) and pid.isdigit() else None,
-                level=PRIORITY_LEVELS.get(str(obj.get("PRIORITY"))),
+                pid=_pid(obj.get("_PID")),
+                level=PRIORITY_LEVELS.get(priority) if isinstance(priority, str) else None,
             )
             if b"\x1b" in raw:
                 raw = ANSI_BYTES_RE.sub(b"", raw)
@@ -247,10 +329,27 @@ def journal_blocks(blocks: Iterator[Block]) -> Iterator[Block]:
             yield Block(data=b"\n".join(out) + b"\n", first_line=block.first_line, meta=meta, truncated=block.truncated)
 
 
+def _text(value: object) -> str | None:
+    """A journal field that should be a short string; anything else is dropped."""
+    return value if isinstance(value, str) and 0 < len(value) <= MAX_FIELD else None
+
+
+def _pid(value: object) -> int | None:
+    if not isinstance(value, str) or not value.isdigit():
+        return None
+    return bounded_int(value, max_digits=10)
+
+
 def _journal_time(usec: object) -> str | None:
     if not isinstance(usec, str) or not usec.isdigit():
         return None
-    return datetime.fromtimestamp(int(usec) / 1e6, tz=timezone.utc).isoformat(timespec="microseconds")
+    number = bounded_int(usec, max_digits=19)
+    if number is None:
+        return None
+    try:
+        return datetime.fromtimestamp(number / 1e6, tz=timezone.utc).isoformat(timespec="microseconds")
+    except (OverflowError, ValueError, OSError):  # beyond the years datetime can hold
+        return None
 
 
 def iter_blocks(source: Source, max_line: int = MAX_LINE, chunk: int = CHUNK) -> Iterator[Block]:
@@ -258,13 +357,15 @@ def iter_blocks(source: Source, max_line: int = MAX_LINE, chunk: int = CHUNK) ->
     stream = source.open()
     try:
         try:
-            head = stream.peek(4096)[:4096] if hasattr(stream, "peek") else b""
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            head = _first_line(stream, JOURNAL_MAX_LINE)
+        except (OSError, EOFError, gzip.BadGzipFile, zlib_error) as exc:
             raise InputError(f"{source.name}: {exc}") from None
-        blocks = raw_blocks(stream, source, max_line, chunk)
+        reader: BinaryIO = _Prefixed(head, stream)  # type: ignore[assignment]
         if looks_like_journal_json(head):
             source.kind = "journal-json"
-            blocks = journal_blocks(blocks)
+            blocks = journal_blocks(raw_blocks(reader, source, max(max_line, JOURNAL_MAX_LINE), chunk))
+        else:
+            blocks = raw_blocks(reader, source, max_line, chunk)
         for block in blocks:
             source.truncated_count += len(block.truncated)
             yield block

@@ -71,7 +71,7 @@ def dmesg_in_window(output: bytes, window: Window) -> bytes:
         stamp = line.split(b" ", 1)[0].decode("ascii", "replace")
         try:
             t = datetime.fromisoformat(stamp.replace(",", ".")).timestamp()
-        except ValueError:
+        except (ValueError, OverflowError, OSError):  # a stamp datetime cannot place
             continue
         if window.holds(t):
             keep.append(line)

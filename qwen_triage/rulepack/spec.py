@@ -9,12 +9,9 @@ JSON. Keeping pydantic and YAML off the scan path is most of what makes
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from qwen_triage.rulepack.severity import Severity, Status
-
-if TYPE_CHECKING:
-    from qwen_triage.rulepack.schema import FailureClass, Rule
 
 
 def table_value(value: object) -> str:
@@ -91,7 +88,8 @@ class RuleSpec:
     table: TableSpec | None = None
 
     @classmethod
-    def from_model(cls, rule: "Rule") -> "RuleSpec":
+    def from_model(cls, rule: Any) -> "RuleSpec":
+        """From a validated ``schema.Rule`` (typed loosely: this module must not import the schemas)."""
         m = rule.match
         table = None
         if rule.table is not None:
@@ -222,7 +220,7 @@ class ClassSpec:
     explains: tuple[str, ...] = ()
 
     @classmethod
-    def from_model(cls, c: "FailureClass") -> "ClassSpec":
+    def from_model(cls, c: Any) -> "ClassSpec":
         return cls(c.id, c.title, c.evidence, c.fix, tuple(c.explains))
 
     @classmethod

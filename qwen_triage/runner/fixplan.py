@@ -61,6 +61,7 @@ from qwen_triage.runner.layout import (
 from qwen_triage.runner.vllm.argv import VllmArgsError, VllmLaunch
 from qwen_triage.runner.vllm.diff import Change, diff_launches
 from qwen_triage.runner.vllm.edit import apply_edits
+from qwen_triage.units import bounded_int, port_number
 
 LaunchEdit = SetArg | RemoveArg | SetEnv | UnsetEnv
 _ACTION = TypeAdapter(Action)
@@ -275,7 +276,7 @@ def verifier_for(action: dict[str, Any] | None, launch: VllmLaunch) -> tuple[str
     t = action.get("type")
     if t in ("free_port", "check_port") or (t == "stop_process" and "port" in str(action.get("what", ""))):
         port = action.get("port")
-        return "port", {"host": launch.host, "port": int(port) if port and str(port).isdigit() else launch.effective_port}
+        return "port", {"host": launch.host, "port": port_number(port) or launch.effective_port}
     if t in ("redownload", "verify_file", "move_file_aside"):
         model = probes.local_model_dir(launch.model)
         return ("model_files", {"path": str(model)}) if model is not None else (None, {})
@@ -283,8 +284,9 @@ def verifier_for(action: dict[str, Any] | None, launch: VllmLaunch) -> tuple[str
         return "shm", {"min_bytes": int(action.get("min_bytes") or 16 * 2**30)}
     if t == "stop_process":
         m = re.search(r"\bGPU (\d+)\b", str(action.get("what", "")))
-        if m:
-            return "gpu_free", {"gpu": int(m.group(1)), "fraction": launch.gpu_memory_utilization or 0.9}
+        gpu = bounded_int(m.group(1), max_digits=4) if m else None
+        if gpu is not None:
+            return "gpu_free", {"gpu": gpu, "fraction": launch.gpu_memory_utilization or 0.9}
     return None, {}
 
 
@@ -293,7 +295,7 @@ def run_probe(action: dict[str, Any], launch: VllmLaunch) -> list[str]:
     t = action.get("type")
     if t == "check_port":
         port = action.get("port")
-        port = int(port) if port and str(port).isdigit() else launch.effective_port
+        port = port_number(port) or launch.effective_port  # a port from a log line: 1..65535 or ignored
         holders = probes.port_holders(port)
         if holders:
             return [f"port {port} is held by " + "; ".join(h.describe() for h in holders)]

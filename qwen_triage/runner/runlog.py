@@ -6,6 +6,11 @@ diagnoses, timings, the outcome), and ``run-end`` with the final working
 command. Secrets (``--api-key``, ``HF_TOKEN``…) are masked before they are
 written. Each record is a single ``write`` of a whole line, so two runs
 appending to the same journal do not interleave inside a line.
+
+A journal that cannot be written (a full disk, a short write) costs the record,
+never the run: the record is dropped whole (a short write is cut back, so no
+partial line swallows the next record) and one line says so. The journal is
+created 0600: it holds the command lines of a server.
 """
 
 from __future__ import annotations
@@ -13,7 +18,9 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
+import stat
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -87,11 +94,33 @@ class RunRecord(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
 
-class Journal:
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
+def _private(fd: int) -> None:
+    """A journal left 0644 by an older version becomes 0600 (regular files only; never a device)."""
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode) and st.st_mode & 0o077 and st.st_uid == os.geteuid():
+            os.fchmod(fd, 0o600)
+    except OSError:
+        pass
 
-    def append(self, record: AttemptRecord | RunRecord | ReadyRecord) -> None:
+
+def _warn_stderr(message: str) -> None:
+    try:
+        sys.stderr.write(f"qwen-triage: {message}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+class Journal:
+    def __init__(self, path: str | Path, warn: Callable[[str], None] = _warn_stderr,
+                 write: Callable[[int, bytes], int] = os.write):
+        self.path = Path(path)
+        self.warn = warn  # one line per record the journal could not keep
+        self._write = write  # os.write; a test passes a short or failing one
+
+    def append(self, record: AttemptRecord | RunRecord | ReadyRecord) -> bool:
+        """Append one record as one line; False (and a one-line warning) when it could not be kept."""
         data = record.model_dump(mode="json", by_alias=True)
         data["argv"] = mask_argv(data.get("argv") or [])
         if data.get("final_argv"):
@@ -99,13 +128,39 @@ class Journal:
         for key in ("env", "final_env"):
             if data.get(key):
                 data[key] = mask_env(data[key])
-        line = json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        line = (json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
         try:
-            os.write(fd, line.encode("utf-8"))
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            return self._lost(record, exc.strerror or str(exc))
+        try:
+            _private(fd)
+            try:
+                written = self._write(fd, line)
+            except OSError as exc:
+                return self._lost(record, exc.strerror or str(exc))
+            if written != len(line):
+                self._cut_back(fd, written)
+                return self._lost(record, f"short write ({written} of {len(line)} bytes)")
+            return True
         finally:
             os.close(fd)
+
+    @staticmethod
+    def _cut_back(fd: int, written: int) -> None:
+        """Remove the part of a line a short write left at the end, unless someone appended after it."""
+        try:
+            end = os.lseek(fd, 0, os.SEEK_CUR)
+            if written > 0 and os.fstat(fd).st_size == end:
+                os.ftruncate(fd, end - written)
+        except OSError:
+            pass
+
+    def _lost(self, record: AttemptRecord | RunRecord | ReadyRecord, why: str) -> bool:
+        what = f"{record.kind} record" + (f" of attempt {record.attempt}" if isinstance(record, AttemptRecord) else "")
+        self.warn(f"cannot write the relaunch journal {self.path}: {why}; the {what} is not kept, the run goes on")
+        return False
 
 
 def read_journal(path: str | Path, run: str | None = None) -> Iterator[dict[str, Any]]:
