@@ -28,6 +28,7 @@ LAZY_COMMANDS = {
     "check-model": "qwen_triage.cli.preflight",
     "doctor": "qwen_triage.cli.preflight",
     "relaunch": "qwen_triage.cli.relaunch",
+    "check": "qwen_triage.cli.fleet",
 }
 
 
@@ -118,6 +119,48 @@ def scan(paths: tuple[str, ...], fmt: str, rule_dirs: tuple[str, ...], engine: s
     emit_report(report, fmt)
     failed = bool(report.diagnoses) or (fail_on == "unrecognised" and bool(report.unrecognised))
     sys.exit(EXIT_FOUND if failed else EXIT_CLEAN)
+
+
+# --- scan --jobs (fleet) ---
+# `scan --jobs N` / `--format jsonl`: many saved logs, one report per input (qwen_triage/fleet/batch.py).
+# Added to `scan` here, in one place: the extra option, the extra format, and the branch.
+scan.params.append(click.Option(
+    ["--jobs", "-j"], type=click.IntRange(min=0), default=None,
+    help="Triage each input on its own with N worker processes (0: all CPUs); one JSON line per input, in "
+         "input order (--format jsonl). Directories expand to their files, recursively."))
+for _param in scan.params:
+    if _param.name == "fmt":
+        _param.type = click.Choice(["text", "json", "markdown", "jsonl"])
+_scan_one_report = scan.callback
+
+
+def _scan_with_jobs(jobs: int | None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    fmt = kwargs["fmt"]
+    if jobs is None and fmt != "jsonl":
+        return _scan_one_report(**kwargs)
+    ctx = click.get_current_context()
+    if fmt != "jsonl" and ctx.get_parameter_source("fmt") != click.core.ParameterSource.DEFAULT:
+        fail("--jobs writes one JSON object per input: use --format jsonl")
+    if kwargs["follow"]:
+        fail("--follow reads one stream; it does not go with --jobs / --format jsonl")
+    from qwen_triage.fleet.batch import BatchError, run_batch, summary
+
+    rule_dirs, engine = kwargs["rule_dirs"], kwargs["engine"]
+    compiled = load_compiled(rule_dirs, engine)  # a broken rule file stops here, before any worker starts
+    try:
+        stats = run_batch(kwargs["paths"] or ("-",), sys.stdout, jobs=1 if jobs is None else jobs,
+                          rule_dirs=rule_dirs, engine=engine, max_line=kwargs["max_line"],
+                          compiled=compiled)
+    except BatchError as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        fail("interrupted")
+    click.echo(summary(stats), err=True)
+    sys.exit(stats.exit_status)
+
+
+scan.callback = _scan_with_jobs
+# --- end scan --jobs (fleet) ---
 
 
 @cli.command()
@@ -231,6 +274,50 @@ def rules_suggest(paths: tuple[str, ...], rule_dirs: tuple[str, ...], engine: st
     else:
         click.echo(text, nl=False)
     sys.exit(EXIT_CLEAN)
+
+
+# --- rules export (fleet) ---
+@rules.command("export")
+@click.option("--to", "target", type=click.Choice(["npd"]), required=True,
+              help="npd: node-problem-detector system-log-monitor configs (docs/fleet.md).")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="Write one file per config here (else print JSON on stdout).")
+@click.option("--plugin", "plugins", type=click.Choice(["kmsg", "journald", "custom"]), multiple=True,
+              help="Only this config (repeatable; default all): the kmsg or journald system-log-monitor, or the "
+                   "custom-plugin-monitor that runs `qwen-triage check`.")
+@click.option("--identifier", default="systemd", show_default=True,
+              help="journald SYSLOG_IDENTIFIER the journald config watches.")
+@click.option("--buffer-size", type=click.IntRange(1, 50), default=10, show_default=True)
+@click.option("--lookback", default="5m", show_default=True)
+@click.option("--strict", is_flag=True, help="Exit 1 when any rule could not be exported.")
+@rules_option
+def rules_export(target: str, out_dir: str | None, plugins: tuple[str, ...], identifier: str, buffer_size: int,
+                 lookback: str, strict: bool, rule_dirs: tuple[str, ...]) -> None:
+    """Export the kernel and journal rules for another engine; what cannot be said goes to stderr."""
+    try:
+        from qwen_triage.fleet.npd_export import PLUGIN_MONITOR_FILE, PLUGINS, export_npd, plugin_monitor_config
+        pack = load_rule_pack(rule_dirs)
+        result = export_npd(pack, plugins=[p for p in plugins or PLUGINS if p != "custom"], identifier=identifier,
+                            buffer_size=buffer_size, lookback=lookback)
+    except ImportError as exc:
+        fail(str(exc))
+    if not plugins or "custom" in plugins:
+        result.configs[PLUGIN_MONITOR_FILE] = plugin_monitor_config(pack)
+    for skipped in result.skipped:
+        click.echo(f"qwen-triage: not exported: {skipped}", err=True)
+    if out_dir is None:
+        docs = list(result.configs.values())
+        click.echo(json.dumps(docs[0] if len(docs) == 1 else result.configs, indent=2))
+    else:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        for name, config in result.configs.items():
+            path = Path(out_dir) / name
+            tmp = path.with_name(f".{name}.tmp")
+            tmp.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+            tmp.replace(path)
+            click.echo(f"qwen-triage: wrote {path} ({len(config['rules'])} NPD rules)", err=True)
+    sys.exit(EXIT_FOUND if strict and result.skipped else EXIT_CLEAN)
+# --- end rules export (fleet) ---
 
 
 @cli.command("eval")

@@ -98,11 +98,11 @@ def open_log(path: Path, exclusive: bool = False) -> tuple[int, Path]:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if not exclusive:
-            return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644), path
+            return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600), path
         for n in range(1, 1000):
             candidate = path if n == 1 else path.with_name(f"{path.stem}-{n}{path.suffix}")
             try:
-                return os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644), candidate
+                return os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600), candidate
             except FileExistsError:
                 continue
         raise FileExistsError(path)

@@ -173,7 +173,7 @@ class DetachedServer:
 
     def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)  # may hold secrets the server prints
+        fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)  # may hold secrets
         try:
             self.started_wall = time.time()
             self.proc = subprocess.Popen(

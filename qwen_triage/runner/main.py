@@ -30,7 +30,7 @@ def settings_from(command: list[str], opts: Mapping[str, Any]) -> RunSettings:
     env = {**profile.env, **cmd_env}
     for pair in opts.get("env_pairs") or ():
         name, eq, value = pair.partition("=")
-        if not eq or not name.isidentifier():
+        if not eq or not valid_env_name(name):
             raise ProfileError(f"--env {pair!r}: give NAME=VALUE")
         env[name] = value
     limits = {k: getattr(profile, k) for k in _LIMITS}

@@ -15,10 +15,15 @@ leading ``VAR=value`` words become environment settings.
 
 Command-line options override the profile; :class:`RunSettings` is the merged
 result the runner works from.
+
+Environment names are checked (``[A-Za-z_][A-Za-z0-9_]*``): the working command
+is printed for the user to paste, and a "name" such as ``X=1 touch …; Y`` would
+run as a command.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -29,6 +34,12 @@ from qwen_triage.runner.vllm.argv import VllmArgsError, VllmLaunch
 from qwen_triage.runner.vllm.probe import parse_launch, parse_launch_line
 
 DEFAULT_ATTEMPTS = 3
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def valid_env_name(name: str) -> bool:
+    """Whether ``name`` is a variable name a shell (and ``env``) takes as one."""
+    return ENV_NAME.fullmatch(name) is not None and len(name) <= 256
 
 
 class Limits(BaseModel):
@@ -68,6 +79,9 @@ class Profile(Limits):
     def _env_strings(cls, value: Any) -> Any:
         # YAML turns `NCCL_P2P_DISABLE: 1` into an int; the environment only holds strings.
         if isinstance(value, dict):
+            bad = [str(k) for k in value if not valid_env_name(str(k))]
+            if bad:
+                raise ValueError(f"not an environment variable name: {bad[0][:80]!r} (letters, digits and _)")
             return {str(k): _env_value(v) for k, v in value.items()}
         return value
 
@@ -143,7 +157,7 @@ def command_from(profile_command: list[str] | str | None, cli_command: list[str]
                 return parse_launch_line(cli_command[0])
             env: dict[str, str] = {}
             words = list(cli_command)
-            while words and "=" in words[0] and words[0].split("=", 1)[0].isidentifier():
+            while words and "=" in words[0] and valid_env_name(words[0].split("=", 1)[0]):
                 k, v = words.pop(0).split("=", 1)
                 env[k] = v
             return parse_launch(words, env), env

@@ -28,10 +28,20 @@ TAG = "relaunch"
 
 
 def command_text(launch: VllmLaunch, env: Mapping[str, str]) -> str:
-    """The command as a shell line, with the environment it needs in front."""
-    from qwen_triage.redact import mask_argv, mask_env
+    """The command as a shell line, with the environment it needs in front.
 
-    assigns = [f"{k}={shlex.quote(v)}" for k, v in sorted(mask_env(env).items())]
+    Values are quoted; a name that is not a variable name (profiles refuse
+    them, but an environment can come from elsewhere) goes through ``env`` with
+    the whole assignment quoted, so nothing in it can run when pasted.
+    """
+    from qwen_triage.redact import mask_argv, mask_env
+    from qwen_triage.runner.profile import valid_env_name
+
+    masked = sorted(mask_env(env).items())
+    if all(valid_env_name(k) for k, _v in masked):
+        assigns = [f"{k}={shlex.quote(v)}" for k, v in masked]
+    else:
+        assigns = ["env", *(shlex.quote(f"{k}={v}") for k, v in masked)]
     return " ".join([*assigns, shlex.join(mask_argv(launch.to_argv()))])
 
 

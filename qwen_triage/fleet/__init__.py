@@ -1,0 +1,1 @@
+"""Fleet integration: `qwen-triage check` for node-problem-detector, node_exporter and Slurm."""

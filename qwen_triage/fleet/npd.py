@@ -1,0 +1,74 @@
+"""node-problem-detector's custom-plugin protocol.
+
+The contract (NPD `docs/custom_plugin_monitor.md`, `pkg/custompluginmonitor`):
+the plugin's exit status is the condition's status — 0 OK, 1 NonOK (a
+problem), 2 Unknown (anything else is Unknown too) — and its stdout is the
+message, cut by NPD at ``max_output_length`` bytes (80 by default). NPD keeps
+the condition's `reason` from its own config, so the message is for people:
+one line, naming the class first, then what the evidence says, so the cut
+never removes the class.
+"""
+
+from __future__ import annotations
+
+import re
+
+from qwen_triage.fleet.check import CheckResult
+from qwen_triage.fleet.state import ActiveDiagnosis
+
+OK, NONOK, UNKNOWN = 0, 1, 2
+DEFAULT_MAX_OUTPUT = 80
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+_SPACES = re.compile(r"\s+")
+
+
+def clean(text: str) -> str:
+    """One line of printable text: control characters (and line separators) become spaces."""
+    return _SPACES.sub(" ", _CONTROL.sub(" ", text)).strip()
+
+
+def cut(text: str, limit: int) -> str:
+    """At most ``limit`` bytes of UTF-8, cut on a character boundary, marked with … when cut."""
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    ell = "…".encode()
+    room = max(limit - len(ell), 0)
+    head = data[:room].decode("utf-8", "ignore")
+    return head + ("…" if limit >= len(ell) else "")
+
+
+def detail(d: ActiveDiagnosis) -> str:
+    """A short account of one diagnosis: the GPU and Xid where known, else the rule's title."""
+    f = d.facts
+    if f.get("xid") is not None:
+        where = f" {f['pci']}" if f.get("pci") else ""
+        return f"GPU{where} Xid {f['xid']}"
+    if f.get("pci"):
+        return f"{d.title} ({f['pci']})"
+    return d.title or d.summary
+
+
+def message(result: CheckResult) -> str:
+    if result.active:
+        top = result.active[0]
+        text = f"{top.class_}: {clean(detail(top))}"
+        others = {d.class_ for d in result.active[1:] if d.class_ != top.class_}
+        if others:
+            text += f" (+{len(others)} more)"
+        return text
+    if result.status == "unknown":
+        why = result.errors[0] if result.errors else "no source to read"
+        return f"unknown: {why}"
+    return "ok: no active diagnosis"
+
+
+def npd_output(result: CheckResult, max_output: int = DEFAULT_MAX_OUTPUT) -> tuple[int, str]:
+    """(exit status, the one line to print) for node-problem-detector."""
+    code = NONOK if result.status == "problem" else UNKNOWN if result.status == "unknown" else OK
+    return code, cut(clean(message(result)), max_output)
+
+
+def npd_failure(reason: str, max_output: int = DEFAULT_MAX_OUTPUT) -> tuple[int, str]:
+    """The check could not run at all (state locked, rules broken): Unknown, with why."""
+    return UNKNOWN, cut(clean(f"unknown: {reason}"), max_output)

@@ -1,0 +1,250 @@
+"""The `check --state DIR` store: how far each source was read, and which diagnoses are active.
+
+One JSON file (``state.json``) in a directory only its owner can enter (0700; the
+file 0600), replaced atomically (temporary file, fsync, rename) so a run killed
+half-way leaves the previous state whole. Never pickle: the file is data, read by
+a process that may run as root. A state file that cannot be read or validated is
+treated as empty, with a note (the next run rewrites it); its size is bounded on
+read and on write.
+
+Hold semantics: a diagnosis stays active while new evidence keeps arriving, and
+for ``hold`` seconds after the last evidence. Kernel hardware classes stay active
+until the machine boots again (``/proc/sys/kernel/random/boot_id`` changes): an
+Xid 79 does not heal because the log went quiet.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterator
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+STATE_VERSION = 1
+STATE_FILE = "state.json"
+LOCK_FILE = "lock"
+MAX_STATE_BYTES = 4 << 20  # a bigger file is not ours (or is corrupt): start empty
+MAX_SOURCES = 256
+MAX_ACTIVE = 512
+MAX_SUMMARY = 400
+MAX_NOTES = 20
+BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
+BOOT_ID_ENV = "QWEN_TRIAGE_BOOT_ID_FILE"  # tests and containers: read the boot id from this file instead
+
+# Classes whose evidence is the kernel's word about the hardware or the node: they
+# do not clear until the node reboots (a reset or a reboot is the fix).
+BOOT_HELD_PREFIXES = ("hardware.", "node.")
+BOOT_HELD_CLASSES = frozenset({"runtime.nvml_mismatch", "runtime.fabric_manager_down"})
+
+
+def held_until_boot(class_id: str) -> bool:
+    return class_id.startswith(BOOT_HELD_PREFIXES) or class_id in BOOT_HELD_CLASSES
+
+
+def read_boot_id(path: str | None = None) -> str:
+    """This boot's id; "" when the kernel does not say (then boot-held classes fall back to the hold time)."""
+    path = path or os.environ.get(BOOT_ID_ENV) or BOOT_ID_FILE
+    try:
+        with open(path, encoding="ascii", errors="replace") as fh:
+            return fh.read(100).strip()
+    except OSError:
+        return ""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+class FileCursor(_Model):
+    """Where a file source was read to, and which file that was."""
+
+    dev: int
+    ino: int
+    offset: int = 0
+    head_len: int = 0  # bytes hashed at the start of the file
+    head_hash: str = ""  # sha256 of those bytes: a different file at the same inode, or one rewritten in place
+    line: int = 0  # lines read from this file so far
+
+
+class SourceState(_Model):
+    kind: str  # "file", "journal", "kernel-journal", "kmsg", "dmesg"
+    cursor: str | None = None  # journal: __CURSOR of the last entry read
+    file: FileCursor | None = None
+    kmsg_seq: int | None = None  # /dev/kmsg: sequence number of the last record read
+    dmesg_ts: float | None = None  # dmesg: timestamp of the last line read
+    boot_id: str = ""  # boot the kmsg/dmesg position belongs to
+    lines_total: int = 0  # lines read from this source since the state began (a counter)
+    bytes_total: int = 0
+
+
+class ActiveDiagnosis(_Model):
+    class_: str = Field(alias="class")
+    rule: str
+    severity: str
+    source: str
+    summary: str = ""
+    title: str = ""
+    facts: dict[str, str | int | float | bool | None] = Field(default_factory=dict)
+    first_seen: float
+    last_seen: float
+    count: int = 0
+    boot_id: str = ""
+    until_boot: bool = False
+    symptom_of: str | None = None
+
+    @property
+    def key(self) -> str:
+        return diagnosis_key(self.class_, self.source)
+
+
+def diagnosis_key(class_id: str, source: str) -> str:
+    return f"{class_id}\t{source}"
+
+
+class State(_Model):
+    version: int = STATE_VERSION
+    sources: dict[str, SourceState] = Field(default_factory=dict)
+    active: dict[str, ActiveDiagnosis] = Field(default_factory=dict)
+    check_errors_total: int = 0
+    checks_total: int = 0
+    last_check: float = 0.0
+    boot_id: str = ""
+
+    def expire(self, now: float, hold: float, boot_id: str) -> list[ActiveDiagnosis]:
+        """Drop the diagnoses that cleared; return them."""
+        cleared = []
+        for key, d in list(self.active.items()):
+            if d.until_boot and d.boot_id and boot_id:
+                keep = d.boot_id == boot_id
+            else:
+                keep = now - d.last_seen < hold
+            if not keep:
+                cleared.append(self.active.pop(key))
+        return cleared
+
+    def bound(self) -> None:
+        """Keep the file small whatever the logs say: cap counts and text sizes."""
+        if len(self.sources) > MAX_SOURCES:
+            for key in list(self.sources)[: len(self.sources) - MAX_SOURCES]:
+                del self.sources[key]
+        if len(self.active) > MAX_ACTIVE:
+            newest = sorted(self.active.items(), key=lambda kv: kv[1].last_seen, reverse=True)[:MAX_ACTIVE]
+            self.active = dict(newest)
+        for d in self.active.values():
+            d.summary = d.summary[:MAX_SUMMARY]
+            d.title = d.title[:MAX_SUMMARY]
+            d.facts = {k[:64]: (v[:200] if isinstance(v, str) else v) for k, v in list(d.facts.items())[:20]}
+
+
+class StateError(Exception):
+    """The state directory cannot be used at all (not creatable, not ours, locked too long)."""
+
+
+class StateLocked(StateError):
+    """Another check holds the state directory's lock."""
+
+
+class StateStore:
+    """The state directory: load, save atomically, and a lock so two checks do not interleave."""
+
+    def __init__(self, directory: str | os.PathLike[str]):
+        self.dir = Path(directory)
+        self.path = self.dir / STATE_FILE
+        self.notes: list[str] = []
+
+    def prepare(self) -> None:
+        try:
+            self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StateError(f"state directory {self.dir}: {exc.strerror}") from None
+        st = self.dir.stat()
+        if st.st_uid != os.geteuid():
+            raise StateError(f"state directory {self.dir} belongs to uid {st.st_uid}, not to this user")
+        if st.st_mode & 0o077:
+            try:
+                os.chmod(self.dir, 0o700)
+            except OSError as exc:
+                raise StateError(f"state directory {self.dir}: cannot make it private: {exc.strerror}") from None
+
+    @contextlib.contextmanager
+    def locked(self, timeout: float = 3.0) -> Iterator[None]:
+        """Hold the directory's lock; StateError if another check keeps it longer than ``timeout``."""
+        self.prepare()
+        fd = os.open(self.dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError as exc:
+                    if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                        raise StateError(f"state directory {self.dir}: cannot lock: {exc.strerror}") from None
+                    if time.monotonic() > deadline:
+                        raise StateLocked(f"state locked by another check: {self.dir}") from None
+                    time.sleep(0.05)
+            yield
+        finally:
+            os.close(fd)
+
+    def load(self) -> State:
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            return State()
+        except OSError as exc:
+            self.notes.append(f"state file {self.path} unreadable ({exc.strerror}); starting empty")
+            return State()
+        try:
+            with os.fdopen(fd, "rb") as fh:
+                data = fh.read(MAX_STATE_BYTES + 1)
+        except OSError as exc:
+            self.notes.append(f"state file {self.path} unreadable ({exc.strerror}); starting empty")
+            return State()
+        if len(data) > MAX_STATE_BYTES:
+            self.notes.append(f"state file {self.path} is larger than {MAX_STATE_BYTES} bytes; starting empty")
+            return State()
+        try:
+            state = State.model_validate(json.loads(data))
+        except (ValueError, ValidationError) as exc:
+            first = str(exc).splitlines()[0][:200]
+            self.notes.append(f"state file {self.path} is corrupt ({first}); starting empty")
+            return State()
+        if state.version != STATE_VERSION:
+            self.notes.append(f"state file {self.path} has version {state.version}; starting empty")
+            return State()
+        return state
+
+    def save(self, state: State) -> None:
+        state.bound()
+        data = state.model_dump_json(by_alias=True).encode()
+        write_atomic(self.path, data, mode=0o600)
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int = 0o644) -> None:
+    """Write ``data`` to ``path`` so a reader sees the old file or the new one, never a part.
+
+    The temporary file lives beside the target (same filesystem, for rename) and
+    its name starts with a dot and does not end in ``.prom``, so node_exporter's
+    textfile collector never reads it.
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
