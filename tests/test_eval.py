@@ -12,17 +12,24 @@ from qwen_triage.authoring.evaluate import evaluate
 from tests.conftest import CORPUS, FIXTURES, ROOT
 
 
-@pytest.mark.skipif(not CORPUS.exists(), reason="../shared/corpus is not beside this checkout")
-def test_corpus_top1_at_least_95_percent_and_healthy_logs_clean(compiled) -> None:
-    result = evaluate(CORPUS, compiled)
+CORPORA = [CORPUS, CORPUS.parent / "corpus-2"]
+
+
+@pytest.mark.parametrize("corpus", CORPORA, ids=lambda p: p.name)
+def test_corpus_top1_at_least_95_percent_healthy_logs_clean_nothing_silent(compiled, corpus) -> None:
+    if not corpus.exists():
+        pytest.skip(f"../shared/{corpus.name} is not beside this checkout")
+    result = evaluate(corpus, compiled)
     assert result.cases >= 100
     assert result.healthy_with_diagnoses == 0, [m.id for m in result.misses if not m.expect]
     assert result.accuracy >= 0.95, [(m.id, m.expect, m.got) for m in result.misses]
+    assert result.silent == 0, [r.id for r in result.results if r.silent]
 
 
 def test_eval_on_own_fixtures_is_perfect(compiled) -> None:
     result = evaluate(FIXTURES, compiled)
     assert result.misses == []
+    assert result.silent == 0
     assert result.per_class["config.tp_indivisible"].recall == 1.0
 
 

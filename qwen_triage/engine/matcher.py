@@ -11,9 +11,10 @@ rules with `unless`.
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections import defaultdict, deque
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator
 
@@ -108,7 +109,9 @@ class CompiledPack:
     rules: list[CompiledRule]
     users: list[list[tuple[int, str]]]  # pattern id -> [(rule index, role)]
     prefilter: Prefilter
-    signals: dict[int, str]  # pattern id -> kind of error signal (engine.unrecognised), not a rule's
+    # pattern id -> what else it signals (engine.unrecognised): "frame", "exception", "error",
+    # "heartbeat" or "stage:<id>"; a pattern can also be a rule's
+    signals: dict[int, tuple[str, ...]]
 
     def benign_patterns(self) -> tuple[regex.Pattern[str], ...]:
         """The known-benign templates, compiled (a handful; compiled per scan)."""
@@ -138,7 +141,13 @@ class CompiledPack:
                     where=tuple((k, compile_pattern(v)) for k, v in m.where.items()),
                 )
             )
-        signals = {pid(p): kind for kind, p in SIGNALS.items()}
+        signals: dict[int, tuple[str, ...]] = {}
+        kinds = [(kind, p) for kind, p in SIGNALS.items()]
+        kinds += [("heartbeat", p) for p in pack.heartbeats]
+        kinds += [(f"stage:{st['id']}", p) for st in pack.stages for p in st["patterns"]]
+        for kind, p in kinds:
+            key = pid(p)
+            signals[key] = (*signals.get(key, ()), kind)
         users: list[list[tuple[int, str]]] = [[] for _ in patterns]
         for r in rules:
             for role, group in (("any", r.any_ids), ("all", r.all_ids), ("unless", r.unless_ids)):
@@ -179,6 +188,30 @@ class DisabledRule:
 class _Pending:
     finding: Finding
     until: int  # line number after which the veto window has passed
+    closed: bool = False  # vetoed or already given out
+
+
+@dataclass
+class _PendingSet:
+    """Findings of one source waiting out their veto windows.
+
+    A heap by the line their window ends on, so each line costs the findings
+    whose window ended, not all of them (an `unless` with a huge window used to
+    make every candidate line walk every pending finding: quadratic). Per rule,
+    the open ones, so a veto looks only at its own rule's findings.
+    """
+
+    heap: list[tuple[int, int, _Pending]] = field(default_factory=list)
+    by_rule: dict[int, list[_Pending]] = field(default_factory=dict)
+    limits: dict[int, int] = field(default_factory=dict)  # by_rule sizes that trigger a compaction
+
+    def add(self, rule: int, p: _Pending) -> None:
+        heapq.heappush(self.heap, (p.until, p.finding.seq, p))
+        open_ = self.by_rule.setdefault(rule, [])
+        open_.append(p)
+        if len(open_) > self.limits.get(rule, 64):  # drop closed ones, amortised O(1) a finding
+            open_[:] = [q for q in open_ if not q.closed]
+            self.limits[rule] = max(64, 2 * len(open_))
 
 
 @dataclass
@@ -209,7 +242,7 @@ class Matcher:
         # per (rule, source): last hit of each `all` pattern; last veto line
         self._all_state: dict[tuple[int, int], dict[int, tuple[LineRecord, dict[str, object]]]] = defaultdict(dict)
         self._last_veto: dict[tuple[int, int], int] = {}
-        self._pending: dict[int, list[_Pending]] = defaultdict(list)  # source -> pending
+        self._pending: dict[int, _PendingSet] = defaultdict(_PendingSet)  # source -> pending
         # per (rule, source): the lines of a `count` rule within its window
         self._counted: dict[tuple[int, int], deque[tuple[LineRecord, dict[str, object]]]] = {}
         self._row_rules: dict[tuple[int, int], CompiledRule] = {}  # (rule, table row) -> the rule as that row
@@ -354,8 +387,11 @@ class Matcher:
         yield from self.release_held(source_index)
         keys = [source_index] if source_index is not None else list(self._pending)
         for key in keys:
-            for p in sorted(self._pending.pop(key, []), key=lambda p: p.finding.seq):
-                if not self._vetoed(p.finding):
+            pending = self._pending.pop(key, None)
+            if pending is None:
+                continue
+            for _until, _seq, p in sorted(pending.heap, key=lambda e: e[1]):
+                if not p.closed and not self._vetoed(p.finding):
                     yield p.finding
 
     # -- rules ---------------------------------------------------------------
@@ -373,9 +409,23 @@ class Matcher:
             return None
 
     def _where_ok(self, rule: CompiledRule, rec: LineRecord) -> bool:
+        """The rule's `where` constraints on this record, each under the same timeout as a pattern.
+
+        A constraint that times out disables its rule (with a note naming it),
+        as a pattern that times out does.
+        """
         for name, pattern in rule.where:
             value = rec.field(name)
-            if value is None or not pattern.fullmatch(value):
+            if value is None:
+                return False
+            try:
+                if not pattern.fullmatch(value, timeout=self.timeout):
+                    return False
+            except TimeoutError:
+                if rule.index not in self.disabled_rules:
+                    self.disabled_rules[rule.index] = DisabledRule(
+                        rule.rule.id, f"where {name}: {pattern.pattern}", f"{rec.path}:{rec.line}"
+                    )
                 return False
         return True
 
@@ -393,10 +443,16 @@ class Matcher:
         hits: dict[int, regex.Match[str]] = {}
         signals: list[str] = []
         for pid in sorted(pids):
-            kind = self.c.signals.get(pid)
-            if kind is not None:
-                signals.append(kind)
-                continue
+            kinds = self.c.signals.get(pid)
+            if kinds is not None:
+                for kind in kinds:
+                    if kind.startswith(("stage:", "heartbeat")):
+                        if self.collector is not None and self.c.regexes[pid].search(rec.message, timeout=self.timeout):
+                            self.collector.progress(rec, kind)
+                    else:
+                        signals.append(kind)
+                if not self.c.users[pid]:
+                    continue
             if pid in self.disabled_patterns:
                 continue
             m = self._confirm(pid, rec)
@@ -421,6 +477,7 @@ class Matcher:
             for ri, role in self.c.users[pid]:
                 if role == "unless":
                     self._last_veto[(ri, src)] = rec.line
+                    self._close_vetoed(ri, src)
         for pid, m in hits.items():
             for ri, role in self.c.users[pid]:
                 if ri in self.disabled_rules or ri in fired or role == "unless":
@@ -507,7 +564,7 @@ class Matcher:
         if self._vetoed(finding):
             return
         last = records[-1].line
-        self._pending[records[-1].source_index].append(_Pending(finding, last + rule.rule.match.window))
+        self._pending[records[-1].source_index].add(rule.index, _Pending(finding, last + rule.rule.match.window))
 
     def _vetoed(self, f: Finding) -> bool:
         veto = self._last_veto.get((f.rule.index, f.first.source_index))
@@ -516,16 +573,31 @@ class Matcher:
         window = f.rule.rule.match.window
         return f.first.line - window <= veto <= f.records[-1].line + window
 
-    def _expire(self, source_index: int, line_no: int) -> Iterator[Finding]:
+    def _close_vetoed(self, rule_index: int, source_index: int) -> None:
+        """A veto line arrived: the rule's pending findings it falls near are dropped now."""
         pending = self._pending.get(source_index)
-        if not pending:
+        open_ = pending.by_rule.get(rule_index) if pending is not None else None
+        if not open_:
             return
         keep = []
-        for p in pending:
-            if self._vetoed(p.finding):
-                continue
-            if line_no > p.until:
-                yield p.finding
-            else:
+        for p in open_:
+            if not p.closed and self._vetoed(p.finding):
+                p.closed = True
+            if not p.closed:
                 keep.append(p)
-        self._pending[source_index] = keep
+        open_[:] = keep
+
+    def _expire(self, source_index: int, line_no: int) -> Iterator[Finding]:
+        """Findings whose veto window has passed by ``line_no``, in the order they completed."""
+        pending = self._pending.get(source_index)
+        if not pending or not pending.heap:
+            return
+        due = []
+        heap = pending.heap
+        while heap and heap[0][0] < line_no:
+            p = heapq.heappop(heap)[2]
+            if not p.closed and not self._vetoed(p.finding):
+                due.append(p)
+            p.closed = True
+        for p in sorted(due, key=lambda p: p.finding.seq):
+            yield p.finding

@@ -45,7 +45,7 @@ class Scanner:
 
     def __init__(self, compiled: CompiledPack, max_line: int = MAX_LINE):
         self.compiled = compiled
-        self.unrecognised = Collector(benign=compiled.benign_patterns())
+        self.unrecognised = Collector(benign=compiled.benign_patterns(), stages={s["id"]: s for s in compiled.pack.stages})
         self.matcher = Matcher(compiled, collector=self.unrecognised)
         self.correlator = Correlator(compiled.pack.classes)
         self.max_line = max_line
@@ -105,13 +105,16 @@ class Scanner:
         ]
         for d in disabled:
             notes.append(f"rule {d.rule} was disabled: its pattern timed out on {d.where}")
+        diagnoses = self.correlator.diagnoses()
         items = self.unrecognised.ordered()
+        if not diagnoses:  # a hang says nothing wrong: where it stopped is the evidence
+            items += self.unrecognised.stalls({s.index: s.lines_read for s in self.sources})
         if len(items) > MAX_UNRECOGNISED or self.unrecognised.dropped:
             more = len(items) - MAX_UNRECOGNISED + self.unrecognised.dropped
             notes.append(f"{more} more unrecognised error template(s) not listed")
         return Report(
             inputs=[InputOut(name=s.name, kind=s.kind, lines=s.lines_read, bytes=s.bytes_read) for s in self.sources],
-            diagnoses=self.correlator.diagnoses(),
+            diagnoses=diagnoses,
             observations=self.correlator.observations(),
             notes=notes,
             unrecognised=[
@@ -123,6 +126,7 @@ class Scanner:
                     program=i.program,
                     raised_by=i.raised_by,
                     exception=i.exception,
+                    hint=i.hint,
                 )
                 for i in items[:MAX_UNRECOGNISED]
             ],

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from qwen_triage.engine.records import LineRecord
 
 MAX_TEMPLATES = 200
+TAIL_LINES = 50  # heartbeats this close to the end of an input are where it stopped
 MAX_TEMPLATE_CHARS = 240
 
 # Signals, as prefilter patterns: wide (the prefilter sees raw lines with their wrappers);
@@ -106,6 +107,21 @@ class Item:
     program: str | None = None
     raised_by: str | None = None  # the library of the frame that raised, for exceptions
     exception: str | None = None  # the exception's class name
+    hint: str | None = None  # for a stall: what usually hangs there
+
+
+@dataclass
+class Progress:
+    """Where one input's launch got to: its latest stage and the heartbeat it keeps repeating."""
+
+    stage: str | None = None
+    stage_rank: int = -1
+    beat_template: str | None = None
+    beats: int = 0  # consecutive lines of that heartbeat
+    beat_last: LineRecord | None = None
+
+
+MIN_BEATS = 3  # a heartbeat repeated this often, at the end of the input, is a hang
 
 
 @dataclass
@@ -113,8 +129,45 @@ class Collector:
     """Signals of one scan, deduplicated by template; the benign ones dropped."""
 
     benign: tuple[re.Pattern[str], ...] = ()
+    stages: dict[str, dict] = field(default_factory=dict)  # stage id -> its data (rank, label, resets, hint…)
     items: dict[str, Item] = field(default_factory=dict)
     dropped: int = 0  # distinct templates beyond MAX_TEMPLATES
+    progress_of: dict[int, Progress] = field(default_factory=dict)  # source -> where its launch got to
+
+    def progress(self, rec: LineRecord, kind: str) -> None:
+        """A stage line or a heartbeat: launches only move forward, unless a stage marks a fresh start."""
+        p = self.progress_of.setdefault(rec.source_index, Progress())
+        if kind == "heartbeat":
+            template = template_of(rec.message)
+            if template == p.beat_template:
+                p.beats += 1
+            else:
+                p.beat_template, p.beats = template, 1
+            p.beat_last = rec
+            return
+        stage = self.stages.get(kind.split(":", 1)[1])
+        if stage is None:
+            return
+        if stage.get("resets") or stage["rank"] >= p.stage_rank:
+            p.stage, p.stage_rank = stage["id"], stage["rank"]
+        p.beat_template, p.beats = None, 0  # progress: the heartbeat run is over
+
+    def stalls(self, lines_read: dict[int, int]) -> list[Item]:
+        """Inputs that end repeating a heartbeat, short of a stage where silence is normal."""
+        out = []
+        for src, p in sorted(self.progress_of.items()):
+            last = p.beat_last
+            stage = self.stages.get(p.stage or "")
+            if p.beats < MIN_BEATS or last is None or (stage is not None and stage.get("quiet_ok")):
+                continue
+            if lines_read.get(src, 0) - last.line > TAIL_LINES:
+                continue  # the launch went on after the heartbeats
+            where = f" in stage “{stage['label']}”" if stage else ""
+            template = f"no progress{where}: the input ends repeating “{p.beat_template}” ({p.beats}x)"
+            item = Item(template, "stall", p.beats, last, last.program)
+            item.hint = stage.get("hint") or None if stage else None
+            out.append(item)
+        return out
 
     def signal(self, rec: LineRecord) -> None:
         """A candidate line no rule matched: kept when it says something failed and is not known benign."""
@@ -144,5 +197,5 @@ class Collector:
 
     def ordered(self) -> list[Item]:
         """Exceptions first (the likeliest cause), then by first appearance."""
-        rank = {"exit": 0, "exception": 1, "error": 2}
+        rank = {"exit": 0, "exception": 1, "error": 2, "stall": 3}
         return sorted(self.items.values(), key=lambda i: (rank.get(i.kind, 3), i.first.source_index, i.first.line))

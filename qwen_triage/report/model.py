@@ -67,12 +67,16 @@ class Unrecognised(_Out):
     """Error evidence no rule explains, as a template (variable parts masked), deduplicated."""
 
     template: str = Field(description="the line with numbers, paths, addresses and quoted values masked")
-    kind: str = Field(description="exception (a traceback's final line), error (an error-level line) or exit")
+    kind: str = Field(
+        description="exception (a traceback's final line), error (an error-level line), exit (the process's status), "
+        "or stall (the input ends repeating a heartbeat: a hang)"
+    )
     count: int = Field(description="lines with this template")
     evidence: Evidence = Field(description="the first line with this template")
     program: str | None = Field(default=None, description="the program that printed it, where the line says")
     raised_by: str | None = Field(default=None, description="for exceptions: the library of the frame that raised")
     exception: str | None = Field(default=None, description="for exceptions: the exception's class name")
+    hint: str | None = Field(default=None, description="for stalls: what usually hangs in that stage")
 
 
 class DisabledRuleOut(_Out):

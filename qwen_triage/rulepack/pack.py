@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import regex
 
-from qwen_triage.rulepack.errors import MAX_RULE_FILE_BYTES, Position, RuleFileError
+from qwen_triage.rulepack.errors import Position, RuleFileError
 from qwen_triage.rulepack.spec import ClassSpec, RuleSpec
 
 if TYPE_CHECKING:
@@ -30,6 +30,7 @@ CLASSES_FILE = "classes.yaml"
 # launch stages of the stall watchdog, the runner's per-class fix defaults.
 DATA_FILES = (CLASSES_FILE, "stages.yaml", "fix-defaults.yaml", "benign.yaml")
 BENIGN_FILE = "benign.yaml"
+STAGES_FILE = "stages.yaml"
 
 
 def bundled_rules_dir() -> Path:
@@ -59,6 +60,9 @@ class RulePack:
     rules: list[LoadedRule] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     benign: list[str] = field(default_factory=list)  # patterns of known-benign error lines
+    # launch stages (rules/stages.yaml) as plain data: id, label, rank, patterns, resets, quiet_ok, hint
+    stages: list[dict[str, Any]] = field(default_factory=list)
+    heartbeats: list[str] = field(default_factory=list)  # lines a stuck launch keeps repeating
 
     def rule(self, rule_id: str) -> LoadedRule | None:
         return next((r for r in self.rules if r.rule.id == rule_id), None)
@@ -139,14 +143,14 @@ def _cache_key(files: list[Path]) -> str | None:
     from qwen_triage import __version__
     from qwen_triage.rulepack.cache import digest
 
+    from qwen_triage.rulepack.yamlload import read_bounded
+
     parts = [f"{__version__}\0{PACK_CACHE_FORMAT}".encode()]
     for f in files:
-        try:
-            if f.stat().st_size > MAX_RULE_FILE_BYTES:
-                return None  # the loader will say why
-            parts += [str(f).encode(), f.read_bytes()]
-        except OSError:
-            return None
+        try:  # bounded, regular files only: /dev/zero behind a symlink is never read
+            parts += [str(f).encode(), read_bounded(str(f))]
+        except RuleFileError:
+            return None  # the loader will say why
     return digest(*parts)[:40]
 
 
@@ -160,6 +164,8 @@ def pack_to_json(pack: RulePack) -> bytes:
         ],
         "files": pack.files,
         "benign": pack.benign,
+        "stages": pack.stages,
+        "heartbeats": pack.heartbeats,
     }
     return json.dumps(data, separators=(",", ":")).encode()
 
@@ -175,8 +181,14 @@ def pack_from_json(blob: bytes) -> RulePack | None:
             LoadedRule(rule=RuleSpec.from_dict(r["rule"]), path=str(r["path"]), position=Position(int(r["line"]), int(r["column"])))
             for r in data["rules"]
         ]
-        benign = [str(p) for p in data["benign"]]
-        return RulePack(classes=classes, rules=rules, files=[str(f) for f in data["files"]], benign=benign)
+        return RulePack(
+            classes=classes,
+            rules=rules,
+            files=[str(f) for f in data["files"]],
+            benign=[str(p) for p in data["benign"]],
+            stages=[dict(s) for s in data["stages"]],
+            heartbeats=[str(h) for h in data["heartbeats"]],
+        )
     except (ValueError, KeyError, TypeError):
         return None
 
@@ -205,7 +217,7 @@ def load_pack(
         from qwen_triage.rulepack.cache import Cache
 
         cache = Cache.open(cache_dir)
-        key = _cache_key([base / CLASSES_FILE, *files, *benign_files]) if cache is not None else None
+        key = _cache_key([base / CLASSES_FILE, base / STAGES_FILE, *files, *benign_files]) if cache is not None else None
         if cache is not None and key is not None:
             blob = cache.read(f"pack-{key}.json")
             pack = pack_from_json(blob) if blob is not None else None
@@ -216,6 +228,12 @@ def load_pack(
 
     for path in benign_files:
         pack.benign.extend(load_benign(path))
+    if (base / STAGES_FILE).is_file():
+        from qwen_triage.rulepack.stages import load_stage_file
+
+        stage_file = load_stage_file(base / STAGES_FILE)
+        pack.stages = [s.model_dump(mode="json") for s in stage_file.stages]
+        pack.heartbeats = list(stage_file.heartbeats)
     if cache is not None and key is not None:
         if cache.write(f"pack-{key}.json", pack_to_json(pack)):
             cache.prune("pack-", keep=f"pack-{key}.json")
