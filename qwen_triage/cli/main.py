@@ -73,7 +73,8 @@ def cli() -> None:
 
 @cli.command()
 @click.argument("paths", nargs=-1)
-@format_option
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "jsonl"]), default="text",
+              show_default=True, help="jsonl: one JSON report per input (with --jobs, or alone: one process).")
 @pack_options
 @click.option("--max-line", type=click.IntRange(256, 64 * 2**20), default=64 * 1024, show_default=True,
               help="Lines longer than this many bytes are matched on this prefix.")
@@ -81,15 +82,23 @@ def cli() -> None:
 @click.option("--fail-on", "fail_on", type=click.Choice(["diagnosis", "unrecognised"]), default="diagnosis",
               show_default=True,
               help="Exit 1 on a diagnosis (default), or also on error lines no rule explains.")
-def scan(paths: tuple[str, ...], fmt: str, rule_dirs: tuple[str, ...], engine: str, max_line: int,
-         follow: bool, fail_on: str) -> None:
+@click.option("--jobs", "-j", type=click.IntRange(min=0), default=None,
+              help="Triage each input on its own with N worker processes (0: all CPUs); one JSON line per input, in "
+                   "input order (--format jsonl). Directories expand to their files, recursively.")
+@click.pass_context
+def scan(ctx: click.Context, paths: tuple[str, ...], fmt: str, rule_dirs: tuple[str, ...], engine: str,
+         max_line: int, follow: bool, fail_on: str, jobs: int | None) -> None:
     """Triage logs: files (plain or gzip), or stdin when no path or `-` is given."""
-    from qwen_triage.engine.scanner import Scanner
     from qwen_triage.cli.progress import scan_progress
+    from qwen_triage.engine.scanner import Scanner, load_compiled
     from qwen_triage.engine.sources import InputError, Source
 
-    from qwen_triage.engine.scanner import load_compiled
-
+    if jobs is not None or fmt == "jsonl":
+        if fmt != "jsonl" and ctx.get_parameter_source("fmt") != click.core.ParameterSource.DEFAULT:
+            fail("--jobs writes one JSON object per input: use --format jsonl")
+        if follow:
+            fail("--follow reads one stream; it does not go with --jobs / --format jsonl")
+        _scan_batch(paths, rule_dirs, engine, max_line, jobs)
     compiled = load_compiled(rule_dirs, engine)
     if follow:
         try:
@@ -121,46 +130,24 @@ def scan(paths: tuple[str, ...], fmt: str, rule_dirs: tuple[str, ...], engine: s
     sys.exit(EXIT_FOUND if failed else EXIT_CLEAN)
 
 
-# --- scan --jobs (fleet) ---
-# `scan --jobs N` / `--format jsonl`: many saved logs, one report per input (qwen_triage/fleet/batch.py).
-# Added to `scan` here, in one place: the extra option, the extra format, and the branch.
-scan.params.append(click.Option(
-    ["--jobs", "-j"], type=click.IntRange(min=0), default=None,
-    help="Triage each input on its own with N worker processes (0: all CPUs); one JSON line per input, in "
-         "input order (--format jsonl). Directories expand to their files, recursively."))
-for _param in scan.params:
-    if _param.name == "fmt":
-        _param.type = click.Choice(["text", "json", "markdown", "jsonl"])
-_scan_one_report = scan.callback
 
 
-def _scan_with_jobs(jobs: int | None, **kwargs) -> None:  # type: ignore[no-untyped-def]
-    fmt = kwargs["fmt"]
-    if jobs is None and fmt != "jsonl":
-        return _scan_one_report(**kwargs)
-    ctx = click.get_current_context()
-    if fmt != "jsonl" and ctx.get_parameter_source("fmt") != click.core.ParameterSource.DEFAULT:
-        fail("--jobs writes one JSON object per input: use --format jsonl")
-    if kwargs["follow"]:
-        fail("--follow reads one stream; it does not go with --jobs / --format jsonl")
+def _scan_batch(paths: tuple[str, ...], rule_dirs: tuple[str, ...], engine: str, max_line: int,
+                jobs: int | None) -> None:
+    """`scan --jobs N` / `--format jsonl`: many saved logs, one report per input (fleet/batch.py)."""
+    from qwen_triage.engine.scanner import load_compiled
     from qwen_triage.fleet.batch import BatchError, run_batch, summary
 
-    rule_dirs, engine = kwargs["rule_dirs"], kwargs["engine"]
     compiled = load_compiled(rule_dirs, engine)  # a broken rule file stops here, before any worker starts
     try:
-        stats = run_batch(kwargs["paths"] or ("-",), sys.stdout, jobs=1 if jobs is None else jobs,
-                          rule_dirs=rule_dirs, engine=engine, max_line=kwargs["max_line"],
-                          compiled=compiled)
+        stats = run_batch(paths or ("-",), sys.stdout, jobs=1 if jobs is None else jobs, rule_dirs=rule_dirs,
+                          engine=engine, max_line=max_line, compiled=compiled)
     except BatchError as exc:
         fail(str(exc))
     except KeyboardInterrupt:
         fail("interrupted")
     click.echo(summary(stats), err=True)
     sys.exit(stats.exit_status)
-
-
-scan.callback = _scan_with_jobs
-# --- end scan --jobs (fleet) ---
 
 
 @cli.command()

@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""The full pack against ripgrep on realistic mixed logs: ratios, medians of alternating runs, peak memory.
+
+    python bench/bench_rg.py [--lines 1000000] [--seed 7] [--rounds 3] [--shared ../shared/bench/gen_log.py]
+
+Two logs: the shared generator's (``../shared/bench/gen_log.py -n LINES --seed SEED``: journald, Ollama,
+vLLM workers, NCCL, kernel; a 1 MB line, invalid UTF-8, ANSI, CRLF, bare-CR progress lines) and this
+repository's own (``bench/bench_scan.py``'s generator). On each, in alternating rounds:
+
+* ``qwen-triage scan --format json`` with the Hyperscan prefilter and with the pure-Python fallback;
+* ``rg -c -f`` over the pack's own patterns (named groups made plain, look-arounds dropped: a wider
+  pattern, so ripgrep does at least the work asked), in its default (Unicode) mode and with
+  ``--no-unicode``.
+
+Prints the median wall time and the peak RSS of each, and each scan's ratio to the faster ripgrep
+mode. Then checks, outside the timing, that every failure line the shared generator injected is
+evidence of some finding. Machines here are shared and noisy: read the ratios, not the seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _bench_scan():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("bench_scan", ROOT / "bench" / "bench_scan.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def pack_patterns() -> list[str]:
+    """Every pattern the compiled pack gives its prefilter (rules, error signals, stages)."""
+    sys.path.insert(0, str(ROOT))
+    from qwen_triage.engine.scanner import compile_pack
+
+    return list(compile_pack().patterns)
+
+
+def injected_failures_found(log: Path, meta: dict) -> tuple[int, list[int]]:
+    """How many injected failure lines are evidence of a finding, and the ones that are not."""
+    sys.path.insert(0, str(ROOT))
+    from qwen_triage.engine.matcher import Matcher
+    from qwen_triage.engine.scanner import compile_pack
+    from qwen_triage.engine.sources import Source, iter_blocks
+
+    compiled = compile_pack()
+    matcher = Matcher(compiled)
+    seen: set[int] = set()
+    source = Source.from_arg(str(log))
+    for block in iter_blocks(source):
+        for finding in matcher.feed_block(block, source.name, 0):
+            seen.update(r.line for r in finding.records)
+    for finding in matcher.finish():
+        seen.update(r.line for r in finding.records)
+    wanted = [line for line, _kind in meta["failures"]]
+    missed = [line for line in wanted if line not in seen]
+    return len(wanted) - len(missed), missed
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lines", type=int, default=1_000_000)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared" / "bench" / "gen_log.py")
+    args = ap.parse_args()
+    if not shutil.which("rg"):
+        print("rg not found: install ripgrep (Debian: apt-get install ripgrep)")
+        return 2
+    bs = _bench_scan()
+    work = Path(tempfile.mkdtemp(prefix="qt-bench-rg-"))
+    logs: list[tuple[str, Path]] = []
+    if args.shared.is_file():
+        shared = work / "mixed.log"
+        subprocess.run([sys.executable, str(args.shared), "-n", str(args.lines), "--seed", str(args.seed),
+                        "-o", str(shared)], check=True, capture_output=True)
+        logs.append(("shared gen_log.py", shared))
+    own = work / "own.log"
+    bs.generate(own, args.lines, args.seed)
+    logs.append(("bench_scan.py generator", own))
+
+    pats = [p for p in (bs.to_rust(p) for p in pack_patterns()) if bs.usable(["rg", "-q"], p)]
+    (work / "rg.pats").write_text("\n".join(pats) + "\n")
+    qt = [sys.executable, "-m", "qwen_triage", "scan", "--format", "json"]
+    subprocess.run(qt + ["/dev/null"], capture_output=True, cwd=ROOT)  # warm the pack and Hyperscan caches
+    limits = ["--regex-size-limit", "1G", "--dfa-size-limit", "1G"]
+    tools = {
+        "qwen-triage scan (hyperscan)": qt[:-2] + ["--engine", "hyperscan", "--format", "json"],
+        "qwen-triage scan (literal fallback)": qt[:-2] + ["--engine", "literal", "--format", "json"],
+        "rg -c -f (Unicode)": ["rg", *limits, "-c", "-f", str(work / "rg.pats")],
+        "rg -c -f --no-unicode": ["rg", *limits, "--no-unicode", "-c", "-f", str(work / "rg.pats")],
+    }
+    print(f"{len(pats)} patterns given to rg; {args.rounds} alternating rounds per log\n")
+    for label, log in logs:
+        size = log.stat().st_size
+        walls: dict[str, list[float]] = {t: [] for t in tools}
+        rss: dict[str, int] = {t: 0 for t in tools}
+        for _ in range(args.rounds):
+            for name, cmd in tools.items():
+                wall, peak, code = bs.run(cmd + [str(log)])
+                if code not in (0, 1):
+                    print(f"  {name} failed with exit {code}")
+                walls[name].append(wall)
+                rss[name] = max(rss[name], peak)
+        med = {t: statistics.median(w) for t, w in walls.items()}
+        ref = min(med["rg -c -f (Unicode)"], med["rg -c -f --no-unicode"])
+        print(f"{label}: {size / 1e6:.0f} MB")
+        for name in tools:
+            ratio = med[name] / ref
+            print(f"  {name:38s} {med[name]:7.2f} s  {rss[name]:5d} MiB  {ratio:5.2f}x the faster rg")
+        print()
+    meta_path = Path(str(logs[0][1]) + ".meta.json")
+    if logs[0][0].startswith("shared") and meta_path.is_file():
+        found, missed = injected_failures_found(logs[0][1], json.loads(meta_path.read_text()))
+        print(f"injected failures found: {found} of {found + len(missed)}" + (f"; missed lines {missed[:10]}" if missed else ""))
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
