@@ -90,3 +90,27 @@ def test_suggest_drafts_rules_that_diagnose_the_log_once_the_class_is_filled(unk
     assert report["unrecognised"] == []
     # the numbers of this report are groups, not literals
     assert "0x7f3a" not in draft.split("match:")[1].split("examples:")[0]
+
+
+HANG = (
+    "INFO 03-05 18:05:51 utils.py:950] Found nccl from library libnccl.so.2\n"
+    "INFO 03-05 18:05:51 pynccl.py:69] vLLM is using nccl==2.21.5\n"
+    + "".join(f"DEBUG 03-05 18:06:{i:02d} client.py:191] Waiting for output from MQLLMEngine.\n" for i in range(10, 60, 10))
+)
+
+
+def test_a_hang_is_reported_where_it_stopped(tmp_path: Path) -> None:
+    log = tmp_path / "hang.log"
+    log.write_text(HANG)
+    report = json.loads(qt("scan", "--format", "json", str(log)).stdout)
+    assert report["diagnoses"] == []
+    (item,) = report["unrecognised"]
+    assert item["kind"] == "stall" and item["count"] == 5 and item["evidence"]["line"] == 7
+    assert "NCCL / distributed init" in item["template"] and "NCCL_P2P_DISABLE" in item["hint"]
+
+
+def test_heartbeats_the_launch_got_past_are_no_stall(tmp_path: Path) -> None:
+    log = tmp_path / "ok.log"
+    log.write_text(HANG + "".join(f"INFO 03-05 18:07:{i:02d} engine.py:1] step {i}\n" for i in range(60))
+                   + "INFO:     Application startup complete.\n")
+    assert json.loads(qt("scan", "--format", "json", str(log)).stdout)["unrecognised"] == []

@@ -1,9 +1,16 @@
-"""The rule catalogue as text, JSON and Markdown (`rules list`, docs/rules.md)."""
+"""The rule catalogue as text, JSON and Markdown (`rules list`, docs/rules.md).
+
+Also what the loaded catalogue lacks: rule files in the working directory's
+``rules/`` that this scan does not load (a rule added to a clone after a plain
+``pip install .``, whose wheel carries its own copy of the rules).
+"""
 
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -78,16 +85,88 @@ def catalog_markdown(pack: RulePack) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def print_catalog(pack: RulePack, console: Console) -> None:
-    table = Table(title=f"{len(pack.rules)} rules in {len(pack.classes)} classes")
-    for col in ("class", "rule", "severity", "status", "title"):
-        table.add_column(col)
+def _rows(pack: RulePack) -> list[tuple[str, str, str, str, str]]:
     grouped = _by_class(pack)
+    rows = []
     for c in pack.classes.values():
         for lr in grouped.get(c.id, []) or [None]:
             if lr is None:
-                table.add_row(c.id, "-", "", "", "(no rule yet)")
+                rows.append((c.id, "-", "", "", "(no rule yet)"))
             else:
                 r = lr.rule
-                table.add_row(c.id, r.id, r.severity.value, r.status.value, r.title)
+                rows.append((c.id, r.id, r.severity.value, r.status.value, r.title))
+    return rows
+
+
+def print_catalog(pack: RulePack, console: Console) -> None:
+    """A table on a terminal; plain aligned columns, nothing cut, in a pipe or a file.
+
+    A table fitted to the terminal's width cuts rule ids, and `rules list | grep`
+    must find them whole.
+    """
+    header = ("class", "rule", "severity", "status", "title")
+    rows = _rows(pack)
+    if not console.is_terminal:
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
+        lines = ["  ".join([*(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)), r[-1]]).rstrip()
+                 for r in [header, *rows]]
+        console.file.write("\n".join(lines) + "\n")
+        return
+    table = Table(title=f"{len(pack.rules)} rules in {len(pack.classes)} classes")
+    for col in header:
+        table.add_column(col)
+    for row in rows:
+        table.add_row(*row)
     console.print(table)
+
+
+_RULES_KEY = re.compile(rb"^rules\s*:", re.M)
+
+
+def stray_rule_files(pack: RulePack, cwd: Path) -> list[Path]:
+    """Rule files in ``cwd/rules`` (YAML with a top-level ``rules:`` key) the pack did not load.
+
+    A file counts as loaded when the pack read it, or when the bundled rules hold
+    a file of the same name with the same bytes (the wheel's copy of a clone).
+    """
+    from qwen_triage.rulepack.errors import RuleFileError
+    from qwen_triage.rulepack.paths import bundled_rules_dir
+    from qwen_triage.rulepack.yamlload import read_bounded
+
+    here = cwd / "rules"
+    if not here.is_dir():
+        return []
+    loaded = {Path(lr.path).resolve() for lr in pack.rules}
+    try:
+        bundled: Path | None = bundled_rules_dir()
+    except FileNotFoundError:
+        bundled = None
+    out = []
+    for f in sorted([*here.glob("*.yaml"), *here.glob("*.yml")]):
+        try:
+            if f.resolve() in loaded:
+                continue
+            data = read_bounded(str(f))
+        except (OSError, RuleFileError):
+            continue
+        if not _RULES_KEY.search(data):
+            continue
+        twin = bundled / f.name if bundled is not None else None
+        try:
+            if twin is not None and twin.is_file() and read_bounded(str(twin)) == data:
+                continue
+        except RuleFileError:
+            pass
+        out.append(f)
+    return out
+
+
+def stray_rules_warning(pack: RulePack, cwd: Path) -> str | None:
+    """One line for stderr when ``cwd/rules`` holds rule files this scan ignores."""
+    stray = stray_rule_files(pack, cwd)
+    if not stray:
+        return None
+    first = stray[0].relative_to(cwd).as_posix()
+    more = f" and {len(stray) - 1} more" if len(stray) > 1 else ""
+    return (f"qwen-triage: warning: {first}{more} in this directory is not in the loaded rule pack; "
+            "pass `--rules rules/` (or install with `pip install -e .`) to use it")

@@ -65,16 +65,24 @@ def _probes(pattern: str, examples: list[str]) -> list[str]:
     return probes
 
 
-def probe_pattern(pattern: str, examples: list[str]) -> str | None:
-    """A reason when the pattern looks catastrophic, else None."""
+def probe_pattern(pattern: str, examples: list[str], full: bool = False) -> str | None:
+    """A reason when the pattern looks catastrophic, else None.
+
+    ``full``: a `where` constraint, which must match a whole field; probed with
+    ``fullmatch``, and on short fields too (a field of 41 characters was enough).
+    """
     if _NESTED_QUANT.search(pattern):
         return "nested quantifier (e.g. `(a+)+`): catastrophic backtracking risk"
     compiled = compile_pattern(pattern)
-    for probe in _probes(pattern, examples):
+    probes = _probes(pattern, examples)
+    if full:  # short fields that almost match: the whole field must be taken, then one character fails
+        probes = [p[:40] + end for p in probes for end in ("", "\x00", "!")] + probes
+    run = compiled.fullmatch if full else compiled.search
+    for probe in probes:
         probe = probe[:PROBE_MAX]
         t0 = time.perf_counter()
         try:
-            compiled.search(probe, timeout=PROBE_TIMEOUT)
+            run(probe, timeout=PROBE_TIMEOUT)
         except TimeoutError:
             return f"timed out (>{PROBE_TIMEOUT}s) on a {len(probe)}-character probe line"
         if time.perf_counter() - t0 > PROBE_SLOW:
@@ -128,6 +136,10 @@ def lint_rule(lr: LoadedRule) -> list[Problem]:
             problem("warning", f"pattern {p!r} has an unbounded `.*`/`.+` gap; use a bounded one like `.{{0,200}}`")
         if "\\n" in p or "(?s)" in p:
             problem("error", f"pattern {p!r} tries to match across lines; use `all` with a window instead")
+    for field_name, constraint in rule.match.where.items():
+        reason = probe_pattern(constraint, [], full=True)
+        if reason:
+            problem("error", f"where {field_name}: {constraint!r}: {reason}")
     for name in rule.extract:
         if name not in groups:
             problem("error", f"extract names {name!r}, which no pattern captures")

@@ -100,6 +100,11 @@ def scan(ctx: click.Context, paths: tuple[str, ...], fmt: str, rule_dirs: tuple[
             fail("--follow reads one stream; it does not go with --jobs / --format jsonl")
         _scan_batch(paths, rule_dirs, engine, max_line, jobs)
     compiled = load_compiled(rule_dirs, engine)
+    from qwen_triage.authoring.catalog import stray_rules_warning
+
+    stray = stray_rules_warning(compiled.pack, Path.cwd())  # a rule added to a clone, not installed
+    if stray:
+        click.echo(stray, err=True)
     if follow:
         try:
             follow_mod = importlib.import_module("qwen_triage.live.follow")

@@ -12,6 +12,7 @@ rules with `unless`.
 from __future__ import annotations
 
 import heapq
+import functools
 import re
 from collections import defaultdict, deque
 from dataclasses import dataclass, field, replace
@@ -31,6 +32,7 @@ from qwen_triage.rulepack.severity import Severity
 from qwen_triage.rulepack.spec import RuleSpec
 
 CONFIRM_TIMEOUT = 0.25  # seconds for one confirm call on one line
+STAGE_LOOKBACK = 256 * 1024  # bytes before a heartbeat searched for the stage it repeats in
 
 def _to_bytes(text: str) -> int | str:
     """"24 GiB", "500MB", "16g" -> bytes (a bare number is bytes); the text when it is no size."""
@@ -113,6 +115,14 @@ class CompiledPack:
     # "heartbeat" or "stage:<id>"; a pattern can also be a rule's
     signals: dict[int, tuple[str, ...]]
 
+    @functools.cached_property
+    def stage_re(self) -> re.Pattern[bytes] | None:
+        """Every launch stage's patterns in one alternation, a named group per stage (raw bytes)."""
+        stages = [st for st in self.pack.stages if st["patterns"]]
+        if not stages:
+            return None
+        return re.compile("|".join(f"(?P<{st['id']}>{'|'.join(st['patterns'])})" for st in stages).encode())
+
     def benign_patterns(self) -> tuple[regex.Pattern[str], ...]:
         """The known-benign templates, compiled (a handful; compiled per scan)."""
         return tuple(compile_pattern(p) for p in self.pack.benign)
@@ -144,7 +154,6 @@ class CompiledPack:
         signals: dict[int, tuple[str, ...]] = {}
         kinds = [(kind, p) for kind, p in SIGNALS.items()]
         kinds += [("heartbeat", p) for p in pack.heartbeats]
-        kinds += [(f"stage:{st['id']}", p) for st in pack.stages for p in st["patterns"]]
         for kind, p in kinds:
             key = pid(p)
             signals[key] = (*signals.get(key, ()), kind)
@@ -248,6 +257,7 @@ class Matcher:
         self._row_rules: dict[tuple[int, int], CompiledRule] = {}  # (rule, table row) -> the rule as that row
         self._held: dict[int, tuple[LineRecord, set[int], Assembly]] = {}  # source -> a record awaiting more lines
         self._last_frame: dict[int, str] = {}  # source -> file of the latest traceback frame seen
+        self._context: tuple[bytes, int] = (b"", 0)  # the block being matched and the current line's offset
 
     # -- input ---------------------------------------------------------------
 
@@ -309,7 +319,9 @@ class Matcher:
                 if not assembly.done:  # the record may go on in the next block: wait for it
                     self._held[source_index] = (rec, pids, assembly)
                     continue
+            self._context = (data, start)
             yield from self._on_line(rec, pids)
+        self._context = (b"", 0)
         last_line = block.origin_line(max(nlines - 1, 0)) if nlines else block.first_line
         yield from self._expire(source_index, last_line)
 
@@ -446,9 +458,9 @@ class Matcher:
             kinds = self.c.signals.get(pid)
             if kinds is not None:
                 for kind in kinds:
-                    if kind.startswith(("stage:", "heartbeat")):
+                    if kind == "heartbeat":
                         if self.collector is not None and self.c.regexes[pid].search(rec.message, timeout=self.timeout):
-                            self.collector.progress(rec, kind)
+                            self.collector.heartbeat(rec, self._stage_before)
                     else:
                         signals.append(kind)
                 if not self.c.users[pid]:
@@ -507,6 +519,25 @@ class Matcher:
                                 facts.setdefault(k, v)
                         state.clear()
                         yield from self._fire(rule, [r for r, _ in parts], facts)
+
+    def _stage_before(self) -> str | None:
+        """The launch stage of the last stage line before the current one in this block (a hang's context).
+
+        Looked up only when a heartbeat run starts: stage lines are common (NCCL INFO),
+        and keeping them out of the prefilter keeps the scan fast.
+        """
+        data, start = self._context
+        pattern = self.c.stage_re
+        if pattern is None or not data:
+            return None
+        window = data[max(0, start - STAGE_LOOKBACK) : start]
+        stages = {st["id"]: st for st in self.c.pack.stages}
+        current: dict | None = None
+        for m in pattern.finditer(window):  # launches move forward only, unless a stage is a fresh start
+            stage = stages.get(m.lastgroup or "")
+            if stage is not None and (current is None or stage.get("resets") or stage["rank"] >= current["rank"]):
+                current = stage
+        return current["id"] if current is not None else None
 
     def _explained(self, hits: dict[int, regex.Match[str]], rec: LineRecord) -> bool:
         """Whether a rule takes this line as evidence (a veto or a `where` that fails does not count)."""

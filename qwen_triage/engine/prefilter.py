@@ -6,6 +6,11 @@ never narrowed) and scans a whole block at once. The pure-Python engine looks
 for each pattern's required literals with ``bytes.find``. Either may report
 lines the pattern does not really match; the confirm step with ``regex``
 settles that. Neither may miss a line that matches.
+
+Hyperscan's compile time grows with bounded repeats: a 20-character pattern
+such as ``x[a-z]{0,50000}y`` takes it minutes. Patterns whose expanded size
+(:func:`expanded_size`) is too large are screened out before compiling and get
+the literal prefilter instead; the scan report names their rules.
 """
 
 from __future__ import annotations
@@ -20,6 +25,63 @@ from typing import Protocol
 from qwen_triage.engine.literals import required_literals
 
 Candidates = dict[int, set[int]]  # line start offset in block -> pattern ids
+
+MAX_EXPANDED = 5000  # one pattern: about five seconds of Hyperscan compile at most
+MAX_EXPANDED_TOTAL = 20_000  # all patterns above HEAVY together
+HEAVY = 1000
+_BOUND = re.compile(r"\{(\d+)(?:,(\d*))?\}")
+
+
+def expanded_size(pattern: str) -> int:
+    """How large the pattern is with its bounded repeats written out (nested repeats multiply).
+
+    A measure of Hyperscan's compile cost. Syntax Python's parser does not take
+    (the ``regex`` module's own) is measured by its largest repeat bound.
+    """
+    import re._constants as sc  # noqa: PLC0415
+    import re._parser as sp  # noqa: PLC0415
+
+    repeats = {sc.MAX_REPEAT, sc.MIN_REPEAT, getattr(sc, "POSSESSIVE_REPEAT", sc.MAX_REPEAT)}
+
+    def size(items, depth: int = 0) -> int:  # type: ignore[no-untyped-def]
+        total = 0
+        for op, av in items:
+            if depth > 50:
+                return 10**9
+            if op in repeats:
+                lo, hi, sub = av
+                total += max(hi if hi != sc.MAXREPEAT else lo, 1) * size(sub, depth + 1)
+            elif op is sc.SUBPATTERN:
+                total += size(av[-1], depth + 1)
+            elif op is sc.BRANCH:
+                total += max((size(b, depth + 1) for b in av[1]), default=0)
+            elif op in (sc.ASSERT, sc.ASSERT_NOT):
+                total += size(av[1], depth + 1)
+            else:
+                total += 1
+            if total > 10**9:
+                return 10**9
+        return total
+
+    try:
+        return size(sp.parse(pattern))
+    except Exception:  # noqa: BLE001 - syntax of the regex module, or too deep
+        bounds = [int(n[:12]) for m in _BOUND.finditer(pattern) for n in m.groups() if n]
+        return max(bounds, default=0) + len(pattern)
+
+
+def screen_heavy(patterns: list[str], skip: frozenset[int] = frozenset()) -> list[int]:
+    """Ids of patterns too costly for Hyperscan to compile: the largest, until the rest fit the budget."""
+    sizes = {pid: expanded_size(p) for pid, p in enumerate(patterns) if pid not in skip}
+    out = [pid for pid, n in sizes.items() if n > MAX_EXPANDED]
+    heavy = sorted(((n, pid) for pid, n in sizes.items() if HEAVY < n <= MAX_EXPANDED), reverse=True)
+    total = sum(n for n, _ in heavy)
+    for n, pid in heavy:
+        if total <= MAX_EXPANDED_TOTAL:
+            break
+        out.append(pid)
+        total -= n
+    return sorted(out)
 
 
 class Prefilter(Protocol):
@@ -109,11 +171,15 @@ class HyperscanPrefilter:
         flags = hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_ALLOWEMPTY | hyperscan.HS_FLAG_MULTILINE
         key = hashlib.sha256(b"\0".join(exprs) + str(flags).encode() + hyperscan.__version__.encode()).hexdigest()[:32]
         self.fallback: LiteralPrefilter | None = None
+        # multi-line patterns compile as their literals only: cheap whatever their repeats
+        self.screened = screen_heavy(patterns, skip=multiline)
         self.db = self._load_cached(cache_dir, key)
         if self.db is None:
             ids, good = [], []
-            bad: list[int] = []
+            bad: list[int] = list(self.screened)
             for pid, expr in enumerate(exprs):
+                if pid in bad:
+                    continue
                 try:
                     probe = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
                     probe.compile(expressions=[expr], ids=[pid], elements=1, flags=[flags])

@@ -105,6 +105,11 @@ class Scanner:
         ]
         for d in disabled:
             notes.append(f"rule {d.rule} was disabled: its pattern timed out on {d.where}")
+        screened = getattr(self.compiled.prefilter, "screened", ())
+        users = self.compiled.users
+        for rule_id in dict.fromkeys(self.compiled.rules[ri].rule.id for pid in screened for ri, _ in users[pid]):
+            notes.append(f"rule {rule_id}: a pattern too large for Hyperscan to compile in time is prefiltered "
+                         "by its literals")
         diagnoses = self.correlator.diagnoses()
         items = self.unrecognised.ordered()
         if not diagnoses:  # a hang says nothing wrong: where it stopped is the evidence

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 from qwen_triage.engine.records import LineRecord
 
@@ -115,7 +116,6 @@ class Progress:
     """Where one input's launch got to: its latest stage and the heartbeat it keeps repeating."""
 
     stage: str | None = None
-    stage_rank: int = -1
     beat_template: str | None = None
     beats: int = 0  # consecutive lines of that heartbeat
     beat_last: LineRecord | None = None
@@ -134,23 +134,16 @@ class Collector:
     dropped: int = 0  # distinct templates beyond MAX_TEMPLATES
     progress_of: dict[int, Progress] = field(default_factory=dict)  # source -> where its launch got to
 
-    def progress(self, rec: LineRecord, kind: str) -> None:
-        """A stage line or a heartbeat: launches only move forward, unless a stage marks a fresh start."""
+    def heartbeat(self, rec: LineRecord, stage_before: Callable[[], str | None]) -> None:
+        """A line a stuck launch repeats; a new run of them looks up the stage it repeats in."""
         p = self.progress_of.setdefault(rec.source_index, Progress())
-        if kind == "heartbeat":
-            template = template_of(rec.message)
-            if template == p.beat_template:
-                p.beats += 1
-            else:
-                p.beat_template, p.beats = template, 1
-            p.beat_last = rec
-            return
-        stage = self.stages.get(kind.split(":", 1)[1])
-        if stage is None:
-            return
-        if stage.get("resets") or stage["rank"] >= p.stage_rank:
-            p.stage, p.stage_rank = stage["id"], stage["rank"]
-        p.beat_template, p.beats = None, 0  # progress: the heartbeat run is over
+        template = template_of(rec.message)
+        if template == p.beat_template and p.beat_last is not None and rec.line - p.beat_last.line <= TAIL_LINES:
+            p.beats += 1
+        else:
+            p.beat_template, p.beats = template, 1
+            p.stage = stage_before() or p.stage
+        p.beat_last = rec
 
     def stalls(self, lines_read: dict[int, int]) -> list[Item]:
         """Inputs that end repeating a heartbeat, short of a stage where silence is normal."""

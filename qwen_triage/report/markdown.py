@@ -30,7 +30,9 @@ def to_markdown(report: Report) -> str:
     names = ", ".join(f"`{i.name}`" for i in report.inputs) or "(none)"
     out.append(f"Inputs: {names} — {report.stats.lines} lines, {report.tool}")
     out.append("")
-    if not report.diagnoses:
+    if not report.diagnoses and report.unrecognised:
+        out += ["**No known failure matched**, but these logs report errors no rule explains.", ""]
+    elif not report.diagnoses:
         out += ["**No diagnosis**: nothing in these logs matches a known failure.", ""]
     for i, d in enumerate(report.diagnoses, 1):
         out.append(f"## {i}. {d.title} ({d.severity.value})")
@@ -54,6 +56,15 @@ def to_markdown(report: Report) -> str:
                 out.append(f"{n}. {f.step}{_fix_note(f.action)}")
         if d.references:
             out += ["", "References: " + ", ".join(d.references)]
+        out.append("")
+    if report.unrecognised:
+        out += ["## Errors no rule explains" if not report.diagnoses else "## Other errors no rule explains", ""]
+        for u in report.unrecognised:
+            who = f" in `{md_escape(u.raised_by)}`" if u.raised_by else ""
+            out.append(f"- {u.kind}{who}, {u.count}x, first at `{md_escape(u.evidence.path)}:{u.evidence.line}`:")
+            out += ["", "  ```", "  " + md_escape(u.template, code=True), "  ```"]
+            if u.hint:
+                out.append(f"  hint: {md_escape(u.hint)}")
         out.append("")
     if report.observations:
         out += ["## Observations", ""]

@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.text import Text
 
-from qwen_triage.report.model import Diagnosis, Evidence, Observation, Report
+from qwen_triage.report.model import Diagnosis, Evidence, Observation, Report, Unrecognised
 from qwen_triage.rulepack.severity import Severity
 
 MAX_SHOWN = 5
@@ -83,13 +83,33 @@ def diagnosis_renderable(d: Diagnosis | Observation, number: int | None = None) 
     return Panel(Group(*parts), border_style=SEVERITY_STYLE.get(d.severity.value, ""), expand=True)
 
 
+MAX_UNRECOGNISED_SHOWN = 5  # beside diagnoses; alone, every listed template is shown
+
+
+def unrecognised_line(u: Unrecognised) -> str:
+    """`[exception in vllm] RuntimeError: … (3x) — path:line: text` — what, who, how often, where first."""
+    who = f" in {u.raised_by}" if u.raised_by else (f" from {u.program}" if u.program else "")
+    return f"[{u.kind}{who}] {u.template} ({u.count}x) — {evidence_line(u.evidence)}"
+
+
 def print_text(report: Report, console: Console) -> None:
     if report.diagnoses:
         console.print(f"[bold]{len(report.diagnoses)} diagnosis(es), root cause first[/bold]")
         for i, d in enumerate(report.diagnoses, 1):
             console.print(diagnosis_renderable(d, i))
+    elif report.unrecognised:
+        console.print("[bold yellow]No known failure matched[/bold yellow], but these logs report errors no rule explains:")
     else:
         console.print("[green]No diagnosis:[/green] nothing in these logs matches a known failure.")
+    if report.unrecognised:
+        if report.diagnoses:
+            console.print(f"[bold]other errors no rule explains[/bold] ({len(report.unrecognised)}):")
+        for u in report.unrecognised[: MAX_UNRECOGNISED_SHOWN if report.diagnoses else None]:
+            console.print(Text(f"  • {unrecognised_line(u)}", overflow="fold"))
+            if u.hint:
+                console.print(Text(f"      hint: {u.hint}", overflow="fold", style="dim"))
+        if not report.diagnoses:
+            console.print("  [dim]`qwen-triage rules suggest LOG` drafts a rule for each of them.[/dim]")
     if report.observations:
         console.print("[bold]observations[/bold] (benign, worth knowing):")
         for o in report.observations:

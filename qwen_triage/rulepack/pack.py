@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import regex
 
 from qwen_triage.rulepack.errors import Position, RuleFileError
+from qwen_triage.rulepack.paths import CLASSES_FILE, bundled_rules_dir
 from qwen_triage.rulepack.spec import ClassSpec, RuleSpec
 
 if TYPE_CHECKING:
@@ -25,21 +26,11 @@ PACK_CACHE_FORMAT = 1
 MAX_RULE_FILES = 2000
 
 RULES_ENV = "QWEN_TRIAGE_RULES"
-CLASSES_FILE = "classes.yaml"
 # Data files beside the rules that are not rule files: the class catalogue, the
 # launch stages of the stall watchdog, the runner's per-class fix defaults.
 DATA_FILES = (CLASSES_FILE, "stages.yaml", "fix-defaults.yaml", "benign.yaml")
 BENIGN_FILE = "benign.yaml"
 STAGES_FILE = "stages.yaml"
-
-
-def bundled_rules_dir() -> Path:
-    """`rules/` inside the installed package, or beside it in a source checkout."""
-    package = Path(__file__).resolve().parent.parent
-    for candidate in (package / "rules", package.parent / "rules"):
-        if (candidate / CLASSES_FILE).is_file():
-            return candidate
-    raise FileNotFoundError("the bundled rules/ directory is missing from this installation")
 
 
 def compile_pattern(pattern: str) -> regex.Pattern[str]:

@@ -70,6 +70,6 @@ def load_stage_file(path: Path) -> StageFile:
 @functools.cache
 def bundled_stages() -> StageFile:
     """The stages shipped with the pack, loaded once per process."""
-    from qwen_triage.rulepack.pack import bundled_rules_dir
+    from qwen_triage.rulepack.paths import bundled_rules_dir
 
     return load_stage_file(bundled_rules_dir() / STAGES_FILE)

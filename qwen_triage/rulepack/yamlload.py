@@ -4,10 +4,16 @@ Rule files come from contributors, so loading is strict: no tags beyond the
 YAML core types (nothing can build a Python object), no anchors or aliases
 (no alias bombs), no duplicate keys. Every value keeps its file:line:column so
 that schema errors point at the offending spot.
+
+The size limit is checked before reading: the file must be a regular file
+(``/dev/zero`` behind a symlink is refused, not read until memory runs out),
+and at most one byte past the limit is ever read, whatever ``stat`` said.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,15 +84,41 @@ def _data_path(data: Any, loc: Path_) -> Path_:
     return tuple(out)
 
 
+def read_bounded(path: str, limit: int = MAX_RULE_FILE_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes; :class:`RuleFileError` otherwise."""
+    too_big = f"rule files are limited to {limit} bytes"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0))  # a FIFO must not block
+    except OSError as exc:
+        raise RuleFileError(path, 1, 1, f"cannot read: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise RuleFileError(path, 1, 1, "not a regular file (a device, FIFO or directory): refused")
+        if st.st_size > limit:
+            raise RuleFileError(path, 1, 1, f"file is {st.st_size} bytes; {too_big}")
+        chunks: list[bytes] = []
+        left = limit + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError as exc:
+        raise RuleFileError(path, 1, 1, f"cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    raw = b"".join(chunks)
+    if len(raw) > limit:  # it grew after stat
+        raise RuleFileError(path, 1, 1, f"file is over {limit} bytes; {too_big}")
+    return raw
+
+
 def load_yaml(path: str | Path, text: str | None = None) -> LoadedYaml:
     path = str(path)
     if text is None:
-        try:
-            raw = Path(path).read_bytes()
-        except OSError as exc:
-            raise RuleFileError(path, 1, 1, f"cannot read: {exc.strerror or exc}") from None
-        if len(raw) > MAX_RULE_FILE_BYTES:
-            raise RuleFileError(path, 1, 1, f"file is {len(raw)} bytes; rule files are limited to {MAX_RULE_FILE_BYTES}")
+        raw = read_bounded(path)
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:

@@ -16,6 +16,7 @@ from qwen_triage.runner.profile import (
     RunSettings,
     command_from,
     load_profile,
+    valid_env_name,
 )
 from qwen_triage.runner.render import Printer
 
