@@ -163,6 +163,24 @@ def lint_fix_defaults(path: Path, classes: dict[str, FailureClass]) -> list[Prob
     return []
 
 
+def lint_data_files(directories: list[Path]) -> list[Problem]:
+    """The launch stages and the known-benign list beside the rules: schema, patterns, examples."""
+    from qwen_triage.rulepack.benign import BENIGN_FILE, load_benign
+    from qwen_triage.rulepack.stages import STAGES_FILE, load_stage_file
+
+    problems: list[Problem] = []
+    for directory in directories:
+        for name, load in ((STAGES_FILE, load_stage_file), (BENIGN_FILE, load_benign)):
+            path = directory / name if directory.is_dir() else None
+            if path is None or not path.is_file():
+                continue
+            try:
+                load(path)
+            except RuleFileError as exc:
+                problems.append(Problem(exc.path, exc.line, exc.column, "error", exc.reason))
+    return problems
+
+
 def _place(lr: LoadedRule) -> tuple[str, int, int]:
     return (str(Path(lr.path).resolve()), lr.position.line, lr.position.column)
 
@@ -179,6 +197,7 @@ def lint_paths(paths: list[Path]) -> list[Problem]:
         problems.append(Problem(str(base / "classes.yaml"), 1, 1, "error", "explains cycle: " + " -> ".join(cycle)))
     problems.extend(lint_fix_defaults(base / FIX_DEFAULTS_FILE, classes))
     targets = paths or [base]
+    problems.extend(lint_data_files([base, *(t for t in targets if t != base)]))
     seen: dict[str, LoadedRule] = {}
     if paths:  # contributors' rules load beside the bundled ones: ids must not clash
         for f in rule_files(base):

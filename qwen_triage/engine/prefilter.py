@@ -171,10 +171,12 @@ class HyperscanPrefilter:
         flags = hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_ALLOWEMPTY | hyperscan.HS_FLAG_MULTILINE
         key = hashlib.sha256(b"\0".join(exprs) + str(flags).encode() + hyperscan.__version__.encode()).hexdigest()[:32]
         self.fallback: LiteralPrefilter | None = None
-        # multi-line patterns compile as their literals only: cheap whatever their repeats
-        self.screened = screen_heavy(patterns, skip=multiline)
+        self.screened: list[int] = []
         self.db = self._load_cached(cache_dir, key)
         if self.db is None:
+            # multi-line patterns compile as their literals only: cheap whatever their repeats.
+            # Screening parses every pattern: done when compiling, its answer kept in the cache.
+            self.screened = screen_heavy(patterns, skip=multiline)
             ids, good = [], []
             bad: list[int] = list(self.screened)
             for pid, expr in enumerate(exprs):
@@ -193,7 +195,7 @@ class HyperscanPrefilter:
                 self.db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
                 self.db.compile(expressions=good, ids=ids, elements=len(good), flags=[flags] * len(good))
             self.bad = bad
-            self._store_cached(cache_dir, key, bad)
+            self._store_cached(cache_dir, key, bad, self.screened)
         if self.bad:
             # Patterns Hyperscan refuses still get a prefilter: their literals.
             sub = [patterns[i] for i in self.bad]
@@ -215,14 +217,15 @@ class HyperscanPrefilter:
             if meta.get("sha256") != digest(blob):
                 return None  # damaged or replaced: compile again
             bad = [int(x) for x in meta["bad"]]
+            screened = [int(x) for x in meta.get("screened", [])]
             db = self._hs.loadb(blob, mode=self._hs.HS_MODE_BLOCK)
             db.scratch = self._hs.Scratch(db)  # a deserialised database has none
         except Exception:  # noqa: BLE001 - any cache problem means: compile again
             return None
-        self.bad = bad
+        self.bad, self.screened = bad, screened
         return db
 
-    def _store_cached(self, cache_dir: Path | None, key: str, bad: list[int]) -> None:
+    def _store_cached(self, cache_dir: Path | None, key: str, bad: list[int], screened: list[int]) -> None:
         from qwen_triage.rulepack.cache import Cache, digest
 
         if cache_dir is None or self.db is None:
@@ -231,7 +234,7 @@ class HyperscanPrefilter:
         if cache is None:
             return
         blob = self._hs.dumpb(self.db)
-        header = json.dumps({"bad": bad, "sha256": digest(blob)}).encode()
+        header = json.dumps({"bad": bad, "screened": screened, "sha256": digest(blob)}).encode()
         if cache.write(f"hs-{key}", header + b"\n" + blob):
             cache.prune("hs-", keep=f"hs-{key}")
 
