@@ -25,7 +25,7 @@ from qwen_triage.engine.normalize import decode_line, normalize
 from qwen_triage.rulepack.pack import LoadedRule, RulePack, compile_pattern
 from qwen_triage.engine.prefilter import Prefilter, build_prefilter
 from qwen_triage.engine.records import LineRecord
-from qwen_triage.engine.multiline import Assembly, continuing_family, family_of
+from qwen_triage.engine.multiline import Assembly, continuing_family, family_of, may_span
 from qwen_triage.engine.unrecognised import SIGNALS, Collector, frame_file, is_exception_line, library_of
 from qwen_triage.engine.sources import Block
 from qwen_triage.rulepack.severity import Severity
@@ -273,6 +273,7 @@ class Matcher:
         # is confirmed as part of the whole record, once.
         records: dict[int, tuple[int, set[int]]] = {}  # start offset -> (line index, pattern ids)
         recs: dict[int, LineRecord] = {}  # start offset -> the candidate's record, normalised once
+        spanning: set[int] = set()  # candidates that may belong to a multi-line record
         cited: dict[int, LineRecord] = {}  # record start offset -> the candidate line its evidence cites
         held = self._held.pop(source_index, None)
         consumed = 0
@@ -289,7 +290,10 @@ class Matcher:
             end = data.find(b"\n", start)
             rec = recs[start] = self._record(block, index, data[start : end if end >= 0 else len(data)],
                                              source_name, source_index)
-            at = self._record_start(block, start, index, rec.message, source_name, source_index)
+            at = None
+            if may_span(rec.message):
+                spanning.add(start)
+                at = self._record_start(block, start, index, rec.message, source_name, source_index)
             key, key_index = at if at is not None else (start, index)
             _, pids = records.setdefault(key, (key_index, set()))
             pids.update(cands[start])
@@ -308,7 +312,7 @@ class Matcher:
             rec = recs.get(start) or self._record(block, index, data[start : end if end >= 0 else len(data)],
                                                   source_name, source_index)
             yield from self._expire(source_index, rec.line)
-            family = family_of(rec.message)
+            family = family_of(rec.message) if start in spanning or start not in recs and may_span(rec.message) else None
             if family is not None:
                 assembly = Assembly(family, rec.message)
                 self._assemble(assembly, block, index + 1, end + 1 if end >= 0 else len(data), source_name, source_index)

@@ -94,6 +94,18 @@ FAMILIES: tuple[Family, ...] = (
 _GO_FRAME = re.compile(r"^(?P<pkg>[\w.-]+(?:/[\w.-]+)*)\.(?:\(\*?\w+\)\.)?\w+\(")
 
 
+# Words one of the families needs on a line: most candidate lines have none, and skip the families.
+_HINTS = (
+    "NVRM: ", "AER: ", "PCIe Bus Error", "device [", "TLP Header", "   [", "oom-kill", "Killed process",
+    "Out of memory", "panic: ", "fatal error: ", "goroutine ", "[signal ",
+)
+
+
+def may_span(message: str) -> bool:
+    """Whether the line could start or continue a multi-line record (a cheap test before the families)."""
+    return message.startswith("\t") or any(hint in message for hint in _HINTS)
+
+
 def family_of(message: str) -> Family | None:
     for family in FAMILIES:
         if family.starts.search(message):

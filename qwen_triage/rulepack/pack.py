@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from qwen_triage.rulepack.cache import Cache
 
 PACK_CACHE_FORMAT = 1
+VALIDATING_CODE = ("schema.py", "actions.py", "spec.py", "stages.py", "benign.py", "pack.py")
 MAX_RULE_FILES = 2000
 
 RULES_ENV = "QWEN_TRIAGE_RULES"
@@ -133,10 +134,13 @@ def _cache_key(files: list[Path]) -> str | None:
     """A digest of the tool's version and every file's path and contents; None when one cannot be read."""
     from qwen_triage import __version__
     from qwen_triage.rulepack.cache import digest
+    from qwen_triage.rulepack.errors import read_bounded
 
-    from qwen_triage.rulepack.yamlload import read_bounded
-
-    parts = [f"{__version__}\0{PACK_CACHE_FORMAT}".encode()]
+    # The code that validates rules is part of the key too: a changed safety class or
+    # schema default must not be served from a pack validated by an older version of it.
+    here = Path(__file__).resolve().parent
+    code = [(here / name).read_bytes() for name in VALIDATING_CODE if (here / name).is_file()]
+    parts = [f"{__version__}\0{PACK_CACHE_FORMAT}".encode(), *code]
     for f in files:
         try:  # bounded, regular files only: /dev/zero behind a symlink is never read
             parts += [str(f).encode(), read_bounded(str(f))]

@@ -5,22 +5,21 @@ YAML core types (nothing can build a Python object), no anchors or aliases
 (no alias bombs), no duplicate keys. Every value keeps its file:line:column so
 that schema errors point at the offending spot.
 
-The size limit is checked before reading: the file must be a regular file
+The size limit is checked before reading (:func:`~qwen_triage.rulepack.errors.read_bounded`,
+shared with the pack cache's key): the file must be a regular file
 (``/dev/zero`` behind a symlink is refused, not read until memory runs out),
 and at most one byte past the limit is ever read, whatever ``stat`` said.
 """
 
 from __future__ import annotations
 
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from qwen_triage.rulepack.errors import MAX_RULE_FILE_BYTES, Position, RuleFileError
+from qwen_triage.rulepack.errors import Position, RuleFileError, read_bounded
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.events import AliasEvent, CollectionStartEvent, ScalarEvent
@@ -59,11 +58,17 @@ class LoadedYaml:
         try:
             return model.model_validate(self.data)
         except ValidationError as exc:
-            err = exc.errors(include_url=False)[0]
-            loc = tuple(err["loc"])
-            pos = self.position_of(_data_path(self.data, loc))
-            where = ".".join(str(p) for p in loc)
-            raise RuleFileError(self.path, pos.line, pos.column, f"{where}: {err['msg']}") from None
+            # Every schema error of the file, each at its own file:line:col, so that `rules lint`
+            # reports them in one pass; the first is the exception's own place and reason.
+            found: list[RuleFileError] = []
+            for err in exc.errors(include_url=False):
+                loc = tuple(err["loc"])
+                pos = self.position_of(_data_path(self.data, loc))
+                where = ".".join(str(p) for p in loc)
+                found.append(RuleFileError(self.path, pos.line, pos.column, f"{where}: {err['msg']}"))
+            first = found[0]
+            first.all_errors = found  # type: ignore[attr-defined]
+            raise first from None
 
 
 def _data_path(data: Any, loc: Path_) -> Path_:
@@ -82,37 +87,6 @@ def _data_path(data: Any, loc: Path_) -> Path_:
             node = node[part]
             out.append(part)
     return tuple(out)
-
-
-def read_bounded(path: str, limit: int = MAX_RULE_FILE_BYTES) -> bytes:
-    """The bytes of a regular file of at most ``limit`` bytes; :class:`RuleFileError` otherwise."""
-    too_big = f"rule files are limited to {limit} bytes"
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0))  # a FIFO must not block
-    except OSError as exc:
-        raise RuleFileError(path, 1, 1, f"cannot read: {exc.strerror or exc}") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise RuleFileError(path, 1, 1, "not a regular file (a device, FIFO or directory): refused")
-        if st.st_size > limit:
-            raise RuleFileError(path, 1, 1, f"file is {st.st_size} bytes; {too_big}")
-        chunks: list[bytes] = []
-        left = limit + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-    except OSError as exc:
-        raise RuleFileError(path, 1, 1, f"cannot read: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
-    raw = b"".join(chunks)
-    if len(raw) > limit:  # it grew after stat
-        raise RuleFileError(path, 1, 1, f"file is over {limit} bytes; {too_big}")
-    return raw
 
 
 def load_yaml(path: str | Path, text: str | None = None) -> LoadedYaml:
