@@ -33,7 +33,8 @@ _TEXT_PATTERNS = (
 )
 # NAME=value and NAME: value where NAME looks like a secret (HF_TOKEN=…, "api_key": "…", --api-key …)
 _ASSIGNMENT = re.compile(
-    r"(?i)(?P<name>\b(?:[A-Za-z0-9_.\-]{0,63}[_.\-])?(?:token|secret|password|passwd|api[_-]?key|access[_-]?key))"
+    r"(?i)(?P<name>\b(?:(?:[A-Za-z0-9_.\-]{0,63}[_.\-])?(?:token|secret|password|passwd|api[_-]?key|access[_-]?key)"
+    r"|[A-Za-z0-9_.\-]{0,63}[_.\-]key))"
     r"(?P<sep>[\"']?\s*[:=]\s*[\"']?)(?P<value>[^\s\"',;&]{3,})"
 )
 # a secret flag and its value in a command line printed as text
@@ -46,6 +47,25 @@ def is_secret_env(name: str) -> bool:
 
 def is_secret_flag(flag: str) -> bool:
     return flag.split("=", 1)[0].replace("_", "-") in SECRET_FLAGS
+
+
+# The variable a printed command refers to instead of a secret flag's value.
+_FLAG_VARIABLE = {"--api-key": "VLLM_API_KEY", "--hf-token": "HF_TOKEN", "--token": "HF_TOKEN"}
+
+
+def flag_variable(flag: str, env: Mapping[str, str] | None = None, value: str | None = None) -> str:
+    """The environment variable a printed command names for a secret flag's value.
+
+    One of ``env``'s secret variables holding that very value when there is one
+    (the key came from it), else the conventional name (``VLLM_API_KEY`` for
+    ``--api-key``), else one made from the flag (``--password`` -> ``PASSWORD``).
+    """
+    if env and value is not None:
+        for name, v in env.items():
+            if v == value and is_secret_env(name):
+                return name
+    name = flag.split("=", 1)[0].replace("_", "-")
+    return _FLAG_VARIABLE.get(name) or re.sub(r"[^A-Z0-9_]", "_", name.lstrip("-").upper()) or "SECRET"
 
 
 def mask_env(env: Mapping[str, str]) -> dict[str, str]:
@@ -80,7 +100,8 @@ _NOT_SECRET_VALUE = frozenset({"true", "false", "none", "null", "***", "<redacte
 
 
 def _mask_assignment(m: re.Match[str]) -> str:
-    if m["value"].lower() in _NOT_SECRET_VALUE or _NOT_SECRET_NAME.search(m["name"]):
+    if m["value"].lower() in _NOT_SECRET_VALUE or _NOT_SECRET_NAME.search(m["name"]) or m["value"].startswith("$"):
+        # a reference to a variable (`HF_TOKEN="$HF_TOKEN"`, what a printed command says) is no secret
         return m[0]
     return f"{m['name']}{m['sep']}{MASK}"
 
@@ -93,3 +114,14 @@ def redact_text(text: str) -> str:
         text = pattern.sub(MASK, text)
     text = _FLAG_VALUE.sub(_mask_assignment, text)
     return _ASSIGNMENT.sub(_mask_assignment, text)
+
+
+def redact_tree(value: object) -> object:
+    """Every string in a JSON-like value (dicts, lists) through :func:`redact_text`; keys stay."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {k: redact_tree(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_tree(v) for v in value]
+    return value

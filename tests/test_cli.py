@@ -94,3 +94,22 @@ def test_rules_list_json_and_show() -> None:
     shown = qt("rules", "show", "vllm.tp-heads-indivisible")
     assert shown.returncode == 0 and b"config.tp_indivisible" in shown.stdout
     assert qt("rules", "show", "no.such-rule").returncode == 2
+
+
+def test_clean_report_in_a_pipe_is_what_rich_would_write(tmp_path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from qwen_triage.engine.scanner import compile_pack, scan_paths
+    from qwen_triage.report.emit import plain_summary
+    from qwen_triage.report.text import print_text
+
+    log = tmp_path / "clean.log"
+    log.write_text("INFO 11-29 10:00:01 [api_server.py:1] all good\n")
+    report = scan_paths([str(log)], compile_pack())
+    rich_out = io.StringIO()
+    print_text(report, Console(file=rich_out, highlight=False, soft_wrap=False))
+    assert plain_summary(report) == rich_out.getvalue()
+    report.notes.append("a note")
+    assert plain_summary(report) is None  # anything rich lays out goes through rich

@@ -93,6 +93,10 @@ def test_item4_port_99999_in_a_bind_error_is_ignored_by_relaunch() -> None:
     assert args["port"] == 8123
     _kind, args = verifier_for({"type": "stop_process", "what": f"the process on GPU {BIG}"}, launch)
     assert args == {}
+    from qwen_triage.runner.fixplan import run_probe
+
+    found = run_probe({"type": "check_port", "port": "99999"}, launch)  # probes 8123, not 99999
+    assert all("99999" not in line for line in found)
 
 
 def _journal(records: list[object]) -> Block:
@@ -314,3 +318,17 @@ def test_item18_text_renderer_prints_the_note(tmp_path) -> None:
     p.write_bytes(bytes(range(256)) * 50)
     result = CliRunner().invoke(cli, ["scan", "--rules", str(DATA / "rules"), str(p)])
     assert "not look like a text log" in result.output
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "markdown"])
+def test_item4_fact_of_400_digits_renders_in_every_format(tmp_path, fmt: str) -> None:
+    from click.testing import CliRunner
+
+    from qwen_triage.cli.main import cli
+
+    p = tmp_path / "x.log"
+    p.write_text(f"TESTGGUF tensor data is not within the file bounds at offset {'7' * 400}\n"
+                 f"(VllmWorker rank=0 pid={BIG}) ERROR x\n")
+    result = CliRunner().invoke(cli, ["scan", "--rules", str(DATA / "rules"), "--format", fmt, str(p)])
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)

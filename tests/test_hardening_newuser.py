@@ -13,7 +13,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from qwen_triage.authoring.catalog import stray_rule_files, stray_rules_warning
+from qwen_triage.rulepack.stray import stray_rule_files, stray_rules_warning
 from qwen_triage.cli.main import cli
 from qwen_triage.rulepack.pack import load_pack
 from qwen_triage.rulepack.paths import bundled_rules_dir

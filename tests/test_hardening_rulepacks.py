@@ -108,7 +108,7 @@ def test_item9_fifo_is_refused_without_blocking(tmp_path) -> None:
 
 
 def test_item9_a_file_at_the_limit_still_reads_and_one_past_it_does_not(tmp_path) -> None:
-    from qwen_triage.rulepack.yamlload import read_bounded
+    from qwen_triage.rulepack.errors import read_bounded
 
     p = tmp_path / "ok.yaml"
     p.write_bytes(b"x" * 1000)

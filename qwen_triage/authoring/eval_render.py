@@ -6,6 +6,8 @@ from rich.console import Console
 from rich.table import Table
 
 from qwen_triage.authoring.evaluate import EvalResult
+from qwen_triage.report.markdown import md_code, md_escape
+from qwen_triage.report.text import escape
 
 
 def _pct(x: float | None) -> str:
@@ -17,14 +19,15 @@ def print_eval(r: EvalResult, console: Console) -> None:
     for col in ("class", "support", "precision", "recall"):
         table.add_column(col)
     for cid, s in r.per_class.items():
-        table.add_row(cid, str(s.support), _pct(s.precision), _pct(s.recall))
+        table.add_row(escape(cid), str(s.support), _pct(s.precision), _pct(s.recall))
     console.print(table)
     if r.misses:
         console.print("[bold]misses[/bold]")
         for m in r.misses:
             tag = " (evidence inferred)" if m.inferred else ""
             got = m.got or ("unrecognised errors only" if m.unrecognised else "nothing (silent)")
-            console.print(f"  {m.id}: expected {m.expect[:1] or 'no diagnosis'}, got {got}{tag}")
+            console.print(f"  {escape(m.id)}: expected {escape(str(m.expect[:1] or 'no diagnosis'))}, "
+                          f"got {escape(str(got))}{tag}")
     console.print(
         f"healthy logs with a diagnosis: {r.healthy_with_diagnoses} of {r.healthy_cases}; "
         f"evidence-inferred cases right: {r.inferred_correct} of {r.inferred_cases}; "
@@ -36,13 +39,15 @@ def print_eval(r: EvalResult, console: Console) -> None:
 def eval_markdown(r: EvalResult) -> str:
     lines = ["| class | support | precision | recall |", "|---|---|---|---|"]
     for cid, s in r.per_class.items():
-        lines.append(f"| `{cid}` | {s.support} | {_pct(s.precision)} | {_pct(s.recall)} |")
+        cell = md_code(cid).replace("|", "\\|")  # a table cell: GFM splits on | even in a code span
+        lines.append(f"| {cell} | {s.support} | {_pct(s.precision)} | {_pct(s.recall)} |")
     lines.append("")
     if r.misses:
         lines.append("Misses:")
         lines.append("")
         for m in r.misses:
-            lines.append(f"- `{m.id}`: expected {m.expect[:1] or 'no diagnosis'}, got {m.got or 'nothing'}")
+            lines.append(f"- {md_code(m.id)}: expected {md_escape(str(m.expect[:1] or 'no diagnosis'))}, "
+                         f"got {md_escape(str(m.got or 'nothing'))}")
         lines.append("")
     lines.append(f"Healthy logs with a diagnosis: {r.healthy_with_diagnoses} of {r.healthy_cases}.")
     lines.append(f"Failing logs with an empty report: {r.silent}.")

@@ -149,9 +149,29 @@ def lint_rule(lr: LoadedRule) -> list[Problem]:
         for name in _PLACEHOLDER.findall(text):
             if name not in groups:
                 problem("error", f"template uses {{{name}}}, which no pattern captures")
+    for s in rule.fix:
+        reason = _action_problem(s.action)
+        if reason:
+            problem("error", reason)
     if not rule.fix:
         problem("warning", "no fix steps: the class's default fix will be shown")
     return out
+
+
+def _action_problem(action: dict | None) -> str | None:
+    """A fix action aimed at what a rule must never change (the model, credentials, paths, LD_*…)."""
+    if not action:
+        return None
+    from pydantic import TypeAdapter, ValidationError
+
+    from qwen_triage.rulepack.actions import Action, denied_reason
+
+    try:
+        parsed = TypeAdapter(Action).validate_python({k: v for k, v in action.items() if k != "safety"})
+    except ValidationError:
+        return None  # the schema reports it
+    why = denied_reason(parsed)
+    return f"fix action {action.get('type')}: {why}" if why else None
 
 
 def lint_fix_defaults(path: Path, classes: dict[str, FailureClass]) -> list[Problem]:
@@ -185,8 +205,36 @@ def _place(lr: LoadedRule) -> tuple[str, int, int]:
     return (str(Path(lr.path).resolve()), lr.position.line, lr.position.column)
 
 
-def lint_paths(paths: list[Path]) -> list[Problem]:
-    """Lint rule files or directories (default: the bundled pack)."""
+def lint_paths(paths: list[Path], *, examples: bool = True) -> list[Problem]:
+    """Lint rule files or directories (default: the bundled pack).
+
+    ``examples``: also run each rule's ``match``/``no_match`` examples through
+    the real matcher (what ``rules test`` does); a failing one is an error.
+    """
+    problems = _lint_files(paths)
+    if examples and not any(p.level == "error" and p.rule is None for p in problems):
+        problems += lint_examples(paths)
+    return problems
+
+
+def lint_examples(paths: list[Path]) -> list[Problem]:
+    """Each rule's examples as lint errors: a ``match`` that does not fire, a ``no_match`` that does."""
+    from qwen_triage.engine.scanner import cache_dir
+
+    try:
+        pack = pack_for_paths(paths)
+    except RuleFileError:
+        return []  # the file checks above said why
+    compiled = CompiledPack.build(pack, engine="auto", cache_dir=cache_dir())
+    out = []
+    for r in test_examples(pack, compiled):
+        if not r.ok:
+            want = "does not fire" if r.kind == "match" else "fires"
+            out.append(Problem(r.path, r.line, 1, "error", f"{r.kind} example {want}: {r.example[:200]!r}", r.rule))
+    return out
+
+
+def _lint_files(paths: list[Path]) -> list[Problem]:
     problems: list[Problem] = []
     base = bundled_rules_dir()
     try:
@@ -213,7 +261,9 @@ def lint_paths(paths: list[Path]) -> list[Problem]:
             try:
                 loaded = load_rule_file(f, classes)
             except RuleFileError as exc:
-                problems.append(Problem(exc.path, exc.line, exc.column, "error", exc.reason))
+                # every schema error of the file at once (yamlload.validate collects them)
+                for e in getattr(exc, "all_errors", None) or [exc]:
+                    problems.append(Problem(e.path, e.line, e.column, "error", e.reason))
                 continue
             for lr in loaded:
                 first = seen.get(lr.rule.id)

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import NoReturn
 
 import click
-from rich.console import Console
 
 from qwen_triage import __version__
 from qwen_triage.rulepack.errors import RuleFileError
@@ -29,6 +28,7 @@ LAZY_COMMANDS = {
     "doctor": "qwen_triage.cli.preflight",
     "relaunch": "qwen_triage.cli.relaunch",
     "check": "qwen_triage.cli.fleet",
+    "report": "qwen_triage.cli.bugreport",
 }
 
 
@@ -100,7 +100,7 @@ def scan(ctx: click.Context, paths: tuple[str, ...], fmt: str, rule_dirs: tuple[
             fail("--follow reads one stream; it does not go with --jobs / --format jsonl")
         _scan_batch(paths, rule_dirs, engine, max_line, jobs)
     compiled = load_compiled(rule_dirs, engine)
-    from qwen_triage.authoring.catalog import stray_rules_warning
+    from qwen_triage.rulepack.stray import stray_rules_warning
 
     stray = stray_rules_warning(compiled.pack, Path.cwd())  # a rule added to a clone, not installed
     if stray:
@@ -158,9 +158,9 @@ def _scan_batch(paths: tuple[str, ...], rule_dirs: tuple[str, ...], engine: str,
 @cli.command()
 def schema() -> None:
     """Print the JSON Schema of the report (`scan --format json`)."""
-    from qwen_triage.report.model import Report
+    from qwen_triage.report.model import json_schema
 
-    click.echo(json.dumps(Report.model_json_schema(by_alias=True), indent=2))
+    click.echo(json.dumps(json_schema(), indent=2))
 
 
 @cli.group()
@@ -181,6 +181,8 @@ def rules_list(fmt: str, rule_dirs: tuple[str, ...]) -> None:
     elif fmt == "markdown":
         click.echo(catalog_markdown(pack), nl=False)
     else:
+        from rich.console import Console
+
         print_catalog(pack, Console(file=sys.stdout, highlight=False))
 
 
@@ -233,6 +235,31 @@ def rules_test(paths: tuple[str, ...], engine: str) -> None:
         click.echo(f"{r.path}:{r.line}: [{r.rule}] {r.kind} example {want}: {r.example!r}")
     click.echo(f"{len(results) - len(bad)} passed, {len(bad)} failed")
     sys.exit(EXIT_FOUND if bad else EXIT_CLEAN)
+
+
+@rules.command("actions")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def rules_actions(fmt: str) -> None:
+    """Every fix action type a rule may carry: its parameters and safety class."""
+    from qwen_triage.rulepack.actions import allow_lists, describe_actions
+
+    actions = describe_actions()
+    if fmt == "json":
+        click.echo(json.dumps({"actions": actions, "allowed": allow_lists()}, indent=2, default=str))
+        return
+    for a in actions:
+        params = ", ".join(
+            f"{p['name']}: {p['type']}" + ("" if p["required"] else f" = {p['default']!r}")
+            for p in a["parameters"]  # type: ignore[attr-defined]
+        )
+        click.echo(f"{a['type']:<30} {a['safety']:<16} {params or '-'}")
+        if a["summary"]:
+            click.echo(f"{'':<30} {a['summary']}")
+    allowed = allow_lists()
+    click.echo("")
+    click.echo("safe only with a valid value for: " + " ".join(allowed["args"]))
+    click.echo("and the variables: " + " ".join(allowed["env"]))
+    click.echo("anything else is printed as a step for you (caution), whatever the rule says.")
 
 
 @rules.command("suggest")
@@ -333,6 +360,8 @@ def eval_cmd(directory: str, fmt: str, rule_dirs: tuple[str, ...], engine: str) 
     elif fmt == "markdown":
         click.echo(eval_markdown(result), nl=False)
     else:
+        from rich.console import Console
+
         print_eval(result, Console(file=sys.stdout, highlight=False))
 
 

@@ -45,6 +45,8 @@ from qwen_triage.cli.options import pack_options
               help="Plan against a recorded NVML snapshot (`doctor --record`) instead of this machine; dry runs only.")
 @click.option("--show-output", is_flag=True, help="Also pass the server's output through (it always goes to the log).")
 @click.option("--no-kernel-log", is_flag=True, help="Do not read the kernel log of a failed attempt's window.")
+@click.option("--allow-rule-actions", is_flag=True,
+              help="Let rules from --rules / QWEN_TRIAGE_RULES edit the launch too (default: their steps are printed).")
 @pack_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def relaunch(command: tuple[str, ...], **opts: object) -> None:

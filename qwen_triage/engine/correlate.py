@@ -25,11 +25,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from qwen_triage.engine.matcher import Finding
 from qwen_triage.engine.records import LineRecord
+from qwen_triage.redact import redact_text, redact_tree
 from qwen_triage.report.model import Diagnosis, Evidence, FixOut, Observation, Symptom
 from qwen_triage.rulepack.severity import Severity
 from qwen_triage.rulepack.spec import ClassSpec as FailureClass
@@ -47,7 +48,7 @@ def fill(template: str, facts: dict[str, Any]) -> str:
 
     def sub(m: re.Match[str]) -> str:
         value = facts.get(m[1])
-        return "?" if value is None else str(value)
+        return "?" if value is None else redact_text(str(value))
 
     return _PLACEHOLDER.sub(sub, template)
 
@@ -63,7 +64,13 @@ def _fill_any(value: Any, facts: dict[str, Any]) -> Any:
 
 
 def evidence_of(rec: LineRecord) -> Evidence:
-    return Evidence(path=rec.path, line=rec.line, text=rec.text, truncated=rec.truncated)
+    """A line of evidence for the report: secrets masked here, once, for every format."""
+    return Evidence(path=rec.path, line=rec.line, text=redact_text(rec.text), truncated=rec.truncated)
+
+
+def _redacted(e: Evidence) -> Evidence:
+    text = redact_text(e.text)
+    return e if text == e.text else replace(e, text=text)
 
 
 @dataclass
@@ -148,7 +155,7 @@ class Group:
         if self.best is not None:
             rule = self.best.rule.rule
             texts.append(fill(rule.explain or rule.title, facts))
-        texts = list(dict.fromkeys([*texts, *(c.summary for c in self.checks)]))
+        texts = list(dict.fromkeys([*texts, *(redact_text(c.summary) for c in self.checks)]))
         text = " ".join(texts[:MAX_SUMMARIES])
         if len(texts) > MAX_SUMMARIES:
             text += f" (and {len(texts) - MAX_SUMMARIES} more)"
@@ -156,7 +163,7 @@ class Group:
 
     def shown_evidence(self) -> tuple[list[Evidence], int]:
         """The evidence listed, and how many more lines there were."""
-        listed = [evidence_of(r) for r in self.evidence] + list(self.check_evidence.values())
+        listed = [evidence_of(r) for r in self.evidence] + [_redacted(e) for e in self.check_evidence.values()]
         total = self.evidence_total + len(self.check_evidence)
         shown = listed[:MAX_EVIDENCE]
         return shown, max(total - len(shown), 0)
@@ -181,7 +188,7 @@ class Group:
                 key = json.dumps([step.step, step.action], sort_keys=True)
                 if key not in seen:
                     seen.add(key)
-                    out.append(step)
+                    out.append(FixOut(step=redact_text(step.step), action=redact_tree(step.action)))
         return out
 
 
@@ -256,12 +263,12 @@ class Correlator:
     @staticmethod
     def _observation_fields(g: Group) -> dict[str, Any]:
         class_, rule, title = g.speaker()
-        facts = g.all_facts()
+        facts = redact_tree(g.all_facts())  # the facts reported; templates filled from them mask on their own
         evidence, more = g.shown_evidence()
         return {
             "class_": class_,
             "rule": rule,
-            "title": title,
+            "title": redact_text(title),
             "severity": g.severity,
             "summary": g.summary(facts),
             "facts": facts,

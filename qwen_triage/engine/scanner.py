@@ -10,6 +10,7 @@ from platformdirs import user_cache_dir
 
 from qwen_triage.engine.correlate import Correlator, evidence_of
 from qwen_triage.engine.unrecognised import Collector
+from qwen_triage.redact import redact_text
 from qwen_triage.engine.matcher import CompiledPack, Finding, Matcher
 from qwen_triage.rulepack.pack import RulePack, extra_rule_dirs, load_pack
 from qwen_triage.report.model import DisabledRuleOut, InputOut, Report, Stats, Unrecognised
@@ -123,15 +124,15 @@ class Scanner:
             observations=self.correlator.observations(),
             notes=notes,
             unrecognised=[
-                Unrecognised(
-                    template=i.template,
+                Unrecognised(  # from log text: secrets masked here, as in evidence_of
+                    template=redact_text(i.template),
                     kind=i.kind,
                     count=i.count,
                     evidence=evidence_of(i.first),
-                    program=i.program,
-                    raised_by=i.raised_by,
-                    exception=i.exception,
-                    hint=i.hint,
+                    program=i.program and redact_text(i.program),
+                    raised_by=i.raised_by and redact_text(i.raised_by),
+                    exception=i.exception and redact_text(i.exception),
+                    hint=i.hint and redact_text(i.hint),
                 )
                 for i in items[:MAX_UNRECOGNISED]
             ],

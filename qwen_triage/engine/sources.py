@@ -197,6 +197,7 @@ def raw_blocks(stream: BinaryIO, source: Source, max_line: int = MAX_LINE, chunk
     # gzip: one decompression step a read, so an input that ends early loses nothing already decompressed
     read = stream.read1 if isinstance(stream, gzip.GzipFile) else stream.read
     sample = b""
+    from_start = source.bytes_read == 0  # the text check is made once, on a source's first bytes
     while True:
         try:
             data = read(chunk)
@@ -207,7 +208,7 @@ def raw_blocks(stream: BinaryIO, source: Source, max_line: int = MAX_LINE, chunk
             break
         if not data:
             break
-        if len(sample) < SAMPLE:
+        if from_start and len(sample) < SAMPLE:
             sample += data[: SAMPLE - len(sample)]
         source.bytes_read += len(data)
         if skipping:
@@ -256,7 +257,7 @@ def raw_blocks(stream: BinaryIO, source: Source, max_line: int = MAX_LINE, chunk
     if pending:
         source.lines_read = line_no
         yield _block(pending + b"\n", line_no, set())
-    note = text_note(source.name, sample)
+    note = text_note(source.name, sample) if from_start else None
     if note is not None:
         source.notes.append(note)
 

@@ -34,6 +34,7 @@ from typing import IO, Iterable, Iterator
 from qwen_triage.engine.scanner import Scanner, compile_pack
 from qwen_triage.engine.matcher import CompiledPack
 from qwen_triage.engine.sources import MAX_LINE, InputError, Source
+from qwen_triage.report.model import to_dict
 
 MAX_TASKS_PER_CHILD = 500
 EXIT_CLEAN, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
@@ -112,7 +113,7 @@ def report_object(path: str, compiled: CompiledPack, max_line: int = MAX_LINE) -
     for _ in scanner.scan_source(Source.from_arg(path, 0)):
         pass
     report = scanner.report()
-    return {"input": path, **report.model_dump(mode="json", by_alias=True)}
+    return {"input": path, **to_dict(report)}
 
 
 def _scan_one(task: tuple[int, str]) -> Result:

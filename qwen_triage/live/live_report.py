@@ -118,6 +118,7 @@ class LiveReporter:
         self.width = max(60, min(width, 160))
         self.quiet = quiet
         self.started = time.monotonic()
+        self.shown: set[str] = set()  # classes whose diagnosis panel was printed live: the summary refers to them
         # Import and warm up the renderer now, not when the first diagnosis is due.
         from qwen_triage.report.text import diagnosis_renderable  # noqa: F401
 
@@ -160,6 +161,7 @@ class LiveReporter:
         if ev.kind == "diagnosis" and ev.item is not None:
             title = f"diagnosis {ev.number} [{ev.severity.value}] at +{ev.elapsed:.1f}s"
             self.sink.write_block(self._render(self._rule(title), diagnosis_renderable(ev.item, ev.number)))
+            self.shown.add(ev.item.class_)
         elif ev.kind == "symptom":
             rule = ev.finding.rule.rule
             line = f"{TAG} ▸ " + symptom_line(ev.severity, rule.title, rule.class_, ev.root)
@@ -172,17 +174,23 @@ class LiveReporter:
         from rich.panel import Panel
         from rich.text import Text
 
-        body: list[Text] = [Text(stall.describe(), style="bold")]
+        from qwen_triage.redact import redact_text
+        from qwen_triage.textsafe import clean
+
+        def safe(text: str) -> str:  # log text: no secret, no control character
+            return clean(redact_text(text))
+
+        body: list[Text] = [Text(safe(stall.describe()), style="bold")]
         if stall.stage is not None:
             since = f" (for {stall.stage_since:.0f} s)" if stall.stage_since is not None else ""
-            body.append(Text(f"stage: {stall.stage.label}{since}, from: {stall.stage_line}", overflow="fold"))
+            body.append(Text(safe(f"stage: {stall.stage.label}{since}, from: {stall.stage_line}"), overflow="fold"))
             if stall.stage.hint:
-                body.append(Text(f"hint: {stall.stage.hint}", style="green", overflow="fold"))
+                body.append(Text(safe(f"hint: {stall.stage.hint}"), style="green", overflow="fold"))
         if stall.processes is not None:
             body.append(Text(f"processes of the child still alive: {stall.processes}", style="dim"))
         if stall.last_lines:
             body.append(Text("last lines:", style="bold"))
-            body += [Text("  " + line, overflow="fold") for line in stall.last_lines]
+            body += [Text("  " + safe(line), overflow="fold") for line in stall.last_lines]
         from rich.console import Group
 
         self.sink.write_block(
@@ -192,15 +200,21 @@ class LiveReporter:
     def note(self, message: str, always: bool = False) -> None:
         if self.quiet and not always:
             return
-        self.sink.write_block(f"{TAG}: {message}")
+        from qwen_triage.redact import redact_text
+        from qwen_triage.textsafe import clean
+
+        self.sink.write_block(f"{TAG}: {clean(redact_text(message), newlines=True)}")
 
     def summary(self, report: "Report", title: str = "summary") -> None:
-        """The end-of-run report, as `scan` prints it, under a rule."""
+        """The end-of-run report, as `scan` prints it, under a rule.
+
+        A diagnosis whose panel was printed live is listed on one line, not printed again.
+        """
         if self.quiet:
             return
         from qwen_triage.report.text import print_text
 
         console = self._console()
         console.print(self._rule(title))
-        print_text(report, console)
+        print_text(report, console, shown=self.shown)
         self.sink.write_block(console.file.getvalue())  # type: ignore[attr-defined]

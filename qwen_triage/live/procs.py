@@ -1,4 +1,5 @@
-"""Small Linux process helpers: /proc stat, sessions, exit statuses, the subreaper bit."""
+"""Small Linux process helpers: /proc stat, sessions, exit statuses, the subreaper and parent-death bits,
+and the run marker that finds every descendant of a child, even one that double-forked out of its session."""
 
 from __future__ import annotations
 
@@ -8,9 +9,15 @@ import functools
 import os
 import signal
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 
+PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
+# Put in a child's environment: every descendant inherits it, so a daemon that double-forked into a
+# session of its own (and was re-parented away) is still found, by reading /proc/PID/environ.
+RUN_MARKER = "QWEN_TRIAGE_RUN_ID"
+MAX_ENVIRON = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -70,6 +77,32 @@ def session_members(sid: int, include_zombies: bool = False) -> list[ProcStat]:
     return out
 
 
+def run_marker() -> tuple[str, bytes]:
+    """A new marker value, and the ``NAME=value`` entry to look for in /proc/PID/environ."""
+    import uuid
+
+    value = uuid.uuid4().hex
+    return value, f"{RUN_MARKER}={value}".encode()
+
+
+def marked(entry: bytes, exclude: int | None = None) -> list[ProcStat]:
+    """Running processes (this user's: others' environments are unreadable) whose environment holds ``entry``."""
+    out = []
+    for pid in all_pids():
+        if pid == exclude:
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read(MAX_ENVIRON)
+        except OSError:
+            continue
+        if entry in env.split(b"\0"):
+            st = proc_stat(pid)
+            if st is not None and not st.zombie:
+                out.append(st)
+    return out
+
+
 def alive(pid: int, starttime: int | None = None) -> bool:
     """True while the process runs (a zombie is not running); same process when starttime matches."""
     st = proc_stat(pid)
@@ -123,6 +156,34 @@ def set_child_subreaper() -> bool:
         return _libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
+
+
+def parent_death_preexec() -> "Callable[[], None] | None":
+    """A ``preexec_fn`` that has the kernel SIGKILL the child when its parent dies (Linux ``PR_SET_PDEATHSIG``).
+
+    None where that cannot work: not Linux, no libc, or not on the main thread. The signal
+    follows the *thread* that forked the child, so a child started from a short-lived thread
+    would die with that thread; the watchdog (:mod:`qwen_triage.live.watchdog`) covers those.
+    Everything is looked up before the fork: the child only makes two system calls.
+    """
+    import sys
+    import threading
+
+    if not sys.platform.startswith("linux") or threading.current_thread() is not threading.main_thread():
+        return None
+    try:
+        prctl = _libc().prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+    getppid, kill, getpid = os.getppid, os.kill, os.getpid
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if getppid() != parent:  # the parent died before the bit was set
+            kill(getpid(), signal.SIGKILL)
+
+    return preexec
 
 
 def stop_helper(proc: subprocess.Popen, grace: float = 5.0) -> None:  # type: ignore[type-arg]

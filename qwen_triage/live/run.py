@@ -52,6 +52,7 @@ def run_main(
         on_stall=reporter.stall,
         on_note=reporter.note,
         subreaper=True,
+        die_with_parent=True,  # kill -9 of this wrapper must not leave the server holding its port
     )
     try:
         sup.start()
@@ -69,7 +70,9 @@ def run_main(
         return EXIT_CANNOT_RUN
     log = sup.log_path or log
     watchdog = f"; stall report after {stall:g} s of silence" if stall else ""
-    reporter.note(f"running {shlex.join(command)} (pid {sup.pid}); log: {log}{watchdog}")
+    from qwen_triage.redact import mask_argv
+
+    reporter.note(f"running {shlex.join(mask_argv(command))} (pid {sup.pid}); log: {log}{watchdog}")
 
     def on_signal(signum: int, _frame: object) -> None:
         if signum in FORWARD_AND_STOP:

@@ -19,6 +19,14 @@ of the child's session — its process group and any group a worker moved to —
 and to descendants that left the session (tracked while they ran); after the
 grace period everything still alive gets SIGKILL. When the child exits by itself
 and leaves processes behind, they get the grace period, then the same treatment.
+
+Orphans: the child's environment carries a run marker (``QWEN_TRIAGE_RUN_ID``)
+that every descendant inherits, so a daemon that double-forked into a session of
+its own is found and stopped with the rest; with ``subreaper`` it is re-parented
+to this process and reaped here. With ``die_with_parent`` (the command line sets
+it) the wrapper's own death is covered too: the child gets ``PR_SET_PDEATHSIG``
+(SIGKILL) and a guard process (:mod:`qwen_triage.live.watchdog`) stops the whole
+tree when the wrapper is gone without having stopped it, ``kill -9`` included.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import os
 import queue
 import re
 import signal
+import stat
 import subprocess
 import threading
 import time
@@ -49,6 +58,7 @@ from qwen_triage.live.stall import (
 
 if TYPE_CHECKING:
     from qwen_triage.live.live_report import Sink
+    from qwen_triage.live.watchdog import Watchdog
     from qwen_triage.live.session import LiveEvent, LiveSession
     from qwen_triage.engine.matcher import CompiledPack
     from qwen_triage.report.model import Report
@@ -98,7 +108,9 @@ def open_log(path: Path, exclusive: bool = False) -> tuple[int, Path]:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if not exclusive:
-            return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600), path
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            _private(fd)  # an existing log keeps its mode on O_TRUNC: it holds the server's output, secrets too
+            return fd, path
         for n in range(1, 1000):
             candidate = path if n == 1 else path.with_name(f"{path.stem}-{n}{path.suffix}")
             try:
@@ -108,6 +120,16 @@ def open_log(path: Path, exclusive: bool = False) -> tuple[int, Path]:
         raise FileExistsError(path)
     except OSError as exc:
         raise LogFileError(f"cannot write the log {path}: {exc.strerror or exc}") from exc
+
+
+def _private(fd: int) -> None:
+    """A regular file of ours made 0600 (never a device or a pipe named as the log, never another user's)."""
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode) and st.st_mode & 0o077 and st.st_uid == os.geteuid():
+            os.fchmod(fd, 0o600)
+    except OSError:
+        pass
 
 
 @dataclass
@@ -120,8 +142,8 @@ class Supervisor:
     """One child process under live triage.
 
     ``argv`` runs with ``env`` (default: ours, plus PYTHONUNBUFFERED=1 unless
-    ``unbuffered`` is False) in a new session. Its output is forwarded to the
-    ``stdout``/``stderr`` sinks (None: not forwarded), appended to ``log`` (a path;
+    ``unbuffered`` is False; always the run marker ``QWEN_TRIAGE_RUN_ID``) in a
+    new session. Its output is forwarded to the ``stdout``/``stderr`` sinks (None: not forwarded), appended to ``log`` (a path;
     None: no file) and, with ``compiled``, triaged live: ``on_event`` gets each
     new diagnosis as it forms, ``on_stall`` each silence longer than ``stall``
     seconds, ``on_stage`` each stage change, ``on_note`` remarks worth showing
@@ -134,7 +156,9 @@ class Supervisor:
     certain. ``grace`` is the time between the polite signal and SIGKILL.
     ``subreaper`` makes this process adopt orphaned descendants (Linux
     PR_SET_CHILD_SUBREAPER, process-wide) so they can be found and reaped; the
-    command line sets it, library users decide.
+    command line sets it, library users decide. ``die_with_parent``: the child and
+    everything it started are stopped when this process dies without stopping
+    them (``kill -9``): ``PR_SET_PDEATHSIG`` in the child and a guard process.
     """
 
     def __init__(
@@ -160,6 +184,7 @@ class Supervisor:
         on_output: Callable[[int, bytes], None] | None = None,
         on_exit: Callable[[int], None] | None = None,
         subreaper: bool = False,
+        die_with_parent: bool = False,
         source_name: str | None = None,
     ):
         if not argv:
@@ -179,7 +204,11 @@ class Supervisor:
         self.on_event, self.on_stall, self.on_stage = on_event, on_stall, on_stage
         self.on_note, self.on_output, self.on_exit = on_note, on_output, on_exit
         self.subreaper = subreaper
+        self.die_with_parent = die_with_parent
         self.source_name = source_name
+        marker, self._marker_entry = procs.run_marker()
+        self.env[procs.RUN_MARKER] = marker
+        self._guard: "Watchdog | None" = None
 
         self.proc: subprocess.Popen[bytes] | None = None
         self.returncode: int | None = None
@@ -239,6 +268,12 @@ class Supervisor:
             raise RuntimeError("already started")
         if self.subreaper:
             procs.set_child_subreaper()
+        preexec = None
+        if self.die_with_parent:
+            from qwen_triage.live.watchdog import Watchdog
+
+            self._guard = Watchdog(self.env[procs.RUN_MARKER]).start()
+            preexec = procs.parent_death_preexec()
         if self.log_path is not None:
             self._log_fd, self.log_path = open_log(self.log_path, self.log_exclusive)
         if self.compiled is not None:
@@ -257,8 +292,11 @@ class Supervisor:
                 cwd=self.cwd,
                 start_new_session=True,
                 bufsize=0,
+                preexec_fn=preexec,
             )
         except OSError:
+            if self._guard is not None:
+                self._guard.disarm()
             if self._log_fd is not None:
                 os.close(self._log_fd)
                 self._log_fd = None
@@ -267,6 +305,8 @@ class Supervisor:
         self._activity = self.started_at
         self.watchdog.activity(self.started_at)
         self._sid = self.proc.pid  # setsid: the child leads its session and its group
+        if self._guard is not None:
+            self._guard.child(self.proc.pid)
         for f in (self.proc.stdout, self.proc.stderr):
             _grow_pipe(f.fileno())  # type: ignore[union-attr]
         for target, name in (
@@ -328,8 +368,10 @@ class Supervisor:
             return Report(notes=list(self.notes), stats=Stats(lines=0, bytes=0, seconds=0.0, rules=0))
         if not self.done:
             raise RuntimeError("report() is available once the child is done (wait() returned)")
+        from qwen_triage.redact import redact_text
+
         report = self.session.report()
-        report.notes.extend(self.notes)
+        report.notes.extend(redact_text(n) for n in self.notes)  # stall notes quote log lines
         return report
 
     def last_lines(self) -> list[str]:
@@ -624,6 +666,9 @@ class Supervisor:
         if self._sid is None:
             return []
         found = {st.pid: (st.pid, st.pgrp, True) for st in procs.session_members(self._sid)}
+        for st in procs.marked(self._marker_entry, exclude=os.getpid()):
+            if st.pid not in found:  # left the session (a double-forked daemon): tracked, for reaping too
+                self._tracked.setdefault(st.pid, _Tracked(st.starttime, st.session))
         for pid, t in list(self._tracked.items()):
             if pid in found:
                 continue
@@ -733,6 +778,8 @@ class Supervisor:
                 self.notes.append(f"live triage stopped on an internal error ({exc!r})")
         self.notes.append(f"the child {procs.describe_returncode(self.returncode)}"
                           + (f" (stopped: {self.stop_reason})" if self.stop_reason else ""))
+        if self._guard is not None:
+            self._guard.disarm()  # everything is stopped: nothing left for the guard
         self._done.set()
         self._call(self.on_exit, self.exit_status)
 

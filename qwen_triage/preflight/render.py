@@ -16,7 +16,7 @@ from typing import IO
 
 from pydantic import BaseModel
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape as _markup_escape
 from rich.table import Table
 
 from qwen_triage.preflight.model.check import CheckModelResult
@@ -27,18 +27,30 @@ from qwen_triage.preflight.plan.models import label
 from qwen_triage.units import GiB, human
 from qwen_triage.report.markdown import findings_markdown, md_escape
 from qwen_triage.report.text import print_findings
+from qwen_triage.redact import mask_argv, mask_env
+from qwen_triage.textsafe import clean
 
 FORMATS = ("text", "json", "markdown")
 NCCL_GIB = round(NCCL_BYTES / GiB, 2)
+
+
+def escape(text: str) -> str:
+    """Outside text (paths, file and process names, details) for a rich console: no markup, no control
+    character (:func:`qwen_triage.textsafe.clean`)."""
+    return _markup_escape(clean(str(text)))
 
 
 def to_json(result: BaseModel) -> str:
     return result.model_dump_json(by_alias=True, indent=2)
 
 
+def _mem(result: PlanResult) -> str:
+    return f"{result.gpu_mem_gib} GiB" if result.memory_known and result.gpu_mem_gib is not None else "? GiB (memory unknown)"
+
+
 def _command_line(result: PlanResult) -> str:
-    env = " ".join(f"{k}={v}" for k, v in result.env.items())
-    return (env + " " if env else "") + shlex.join(result.command)
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in mask_env(result.env).items())
+    return clean((env + " " if env else "") + shlex.join(mask_argv(result.command)))
 
 
 def _shown_layouts(result: PlanResult, show_all: bool) -> list[Layout]:
@@ -74,7 +86,7 @@ def text_plan(result: PlanResult, c: Console, show_all: bool = False) -> None:
     )
     o = result.overhead
     c.print(
-        f"[bold]GPUs[/bold]   {result.gpus} x {result.gpu_mem_gib} GiB, --gpu-memory-utilization "
+        f"[bold]GPUs[/bold]   {result.gpus} x {_mem(result)}, --gpu-memory-utilization "
         f"{result.gpu_memory_utilization:g}, "
         f"--max-model-len {result.max_model_len}; topology {'known' if result.topology_known else 'unknown'}"
     )
@@ -216,7 +228,7 @@ def text_doctor(result: DoctorResult, c: Console) -> None:
             f"Ollama {sw.ollama or '-'}"
         )
         if sw.env:
-            c.print("[bold]Environment[/bold]  " + escape(" ".join(f"{k}={v}" for k, v in sw.env.items())))
+            c.print("[bold]Environment[/bold]  " + escape(" ".join(f"{k}={v}" for k, v in mask_env(sw.env).items())))
     if result.model_check is not None:
         bad = [f.name for f in result.model_check.files if not f.ok]
         c.print(
@@ -233,7 +245,7 @@ def text_doctor(result: DoctorResult, c: Console) -> None:
 
 def md_plan(result: PlanResult, show_all: bool = False) -> str:
     m = result.model
-    out = [f"# Plan: {m.name} on {result.gpus} x {result.gpu_mem_gib} GiB", ""]
+    out = [f"# Plan: {md_escape(m.name)} on {result.gpus} x {_mem(result)}", ""]
     out.append(
         f"{m.num_layers} layers, {m.num_heads} attention heads, {m.num_kv_heads} KV heads, head_dim {m.head_dim}; "
         f"{m.params_b}B parameters = {m.weights_gib} GiB ({result.quantization or result.dtype}); KV cache "
@@ -255,7 +267,8 @@ def md_plan(result: PlanResult, show_all: bool = False) -> str:
         )
     if result.recommended:
         r = result.recommended
-        out += ["", f"**Recommended:** {label(r)} — {r.why}", "", "```sh", _command_line(result), "```"]
+        command = md_escape(_command_line(result), code=True)
+        out += ["", f"**Recommended:** {label(r)} — {r.why}", "", "```sh", command, "```"]
         x = result.layout(r.tp, r.pp, r.dp)
         out += [f"- {t}" for t in (x.tradeoffs if x else [])]
     if result.alternatives:
@@ -267,7 +280,7 @@ def md_plan(result: PlanResult, show_all: bool = False) -> str:
 
 def md_check(result: CheckModelResult) -> str:
     out = [
-        f"# check-model: {result.path} ({result.format})",
+        f"# check-model: {md_escape(str(result.path))} ({result.format})",
         "",
         "| file | kind | size | tensors | status |",
         "|---|---|---|---|---|",
@@ -277,7 +290,7 @@ def md_check(result: CheckModelResult) -> str:
         if f.sha256:
             status += f" sha256 `{f.sha256}`"
         out.append(
-            f"| {f.name} | {f.kind} | {human(f.bytes) if f.bytes is not None else '-'} | "
+            f"| {md_escape(f.name)} | {f.kind} | {human(f.bytes) if f.bytes is not None else '-'} | "
             f"{f.tensors if f.tensors is not None else '-'} | {md_escape(status)} |"
         )
     out += findings_markdown(result.diagnoses, result.observations, result.notes)
@@ -302,7 +315,7 @@ def md_doctor(result: DoctorResult) -> str:
             p = g.pcie
             procs = ", ".join(f"{pr.pid} {pr.name or ''}".strip() for pr in g.processes) or "-"
             out.append(
-                f"| {g.index} | {g.name} | {human(g.memory.used)} / {human(g.memory.total)} | "
+                f"| {g.index} | {md_escape(g.name)} | {human(g.memory.used)} / {human(g.memory.total)} | "
                 f"{g.compute_capability or '-'} | "
                 f"gen{p.gen_current or '?'} x{p.width_current or '?'} / gen{p.gen_max or '?'} x{p.width_max or '?'} | "
                 f"{g.numa_node if g.numa_node is not None else '-'} | {md_escape(procs)} |"
@@ -312,7 +325,7 @@ def md_doctor(result: DoctorResult) -> str:
             out += ["", "| | " + " | ".join(f"GPU{i}" for i in range(n)) + " |", "|---" * (n + 1) + "|"]
             out += [f"| GPU{i} | " + " | ".join(row) + " |" for i, row in enumerate(snap.topology)]
     elif inv.nvml_error:
-        out.append(f"NVML unavailable: {inv.nvml_error}")
+        out.append(f"NVML unavailable: {md_escape(str(inv.nvml_error))}")
     if inv.system is not None:
         s = inv.system
         out += [
@@ -329,7 +342,7 @@ def md_doctor(result: DoctorResult) -> str:
             + f"; torch CUDA {sw.torch_cuda or '-'}; Ollama {sw.ollama or '-'}",
         ]
     if result.plan is not None and result.plan.command:
-        out += ["", "Plan:", "", "```sh", _command_line(result.plan), "```"]
+        out += ["", "Plan:", "", "```sh", md_escape(_command_line(result.plan), code=True), "```"]
     out += findings_markdown(result.diagnoses, result.observations, result.notes)
     return "\n".join(out) + "\n"
 
@@ -346,7 +359,9 @@ def make_console(stream: IO[str]) -> Console:
 
 def emit(result: BaseModel, fmt: str, stream: IO[str], show_all: bool = False) -> None:
     if fmt == "json":
-        stream.write(to_json(result) + "\n")
+        from qwen_triage.textsafe import json_safe
+
+        stream.write(json_safe(to_json(result)) + "\n")  # same data; no C1 or bidi control on a terminal
         return
     markdown: dict[type, Callable[[BaseModel], str]] = {
         PlanResult: lambda r: md_plan(r, show_all),  # type: ignore[arg-type]

@@ -1,42 +1,69 @@
-"""The report: a versioned JSON contract, produced from these models.
+"""The report: a versioned JSON contract, produced from these types.
 
 ``qwen-triage schema`` prints the JSON Schema of :class:`Report`. Bump
 ``SCHEMA_VERSION`` on any change that removes or retypes a field; adding a
 field is compatible.
+
+Plain dataclasses, not pydantic models: a scan builds its report from values it
+made itself, and importing pydantic costs more than triaging a small log. The
+contract is still pydantic's: :func:`to_json`, :func:`json_schema` and
+:func:`validate` build a ``TypeAdapter`` over these types on first use, reading
+``__pydantic_config__`` (aliases, no unknown keys) and the attribute docstrings
+(field descriptions); pydantic models elsewhere (preflight results, the run log)
+hold these types as fields like any other.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field
+import functools
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from qwen_triage import __version__
 from qwen_triage.rulepack.severity import Severity
 
 SCHEMA_VERSION = 1
+T = TypeVar("T")
 
 
-class _Out(BaseModel):
-    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+def _alias(name: str) -> str:
+    return "class" if name == "class_" else name
 
 
-class Evidence(_Out):
-    path: str = Field(description="input the line came from")
-    line: int = Field(description="1-based line number in that input")
-    text: str = Field(description="the line as read (wrappers kept, ANSI removed)")
-    truncated: bool = Field(default=False, description="the line was longer than the matching bound and was cut")
+# Read by pydantic when it validates or serialises these types; nothing here imports it.
+_CONFIG: dict[str, Any] = {
+    "alias_generator": _alias,
+    "populate_by_name": True,
+    "extra": "forbid",
+    "use_attribute_docstrings": True,
+}
 
 
-class FixOut(_Out):
+@dataclass(kw_only=True)
+class Evidence:
+    __pydantic_config__ = _CONFIG
+    path: str
+    """input the line came from"""
+    line: int
+    """1-based line number in that input"""
+    text: str
+    """the line as read (wrappers kept, ANSI removed)"""
+    truncated: bool = False
+    """the line was longer than the matching bound and was cut"""
+
+
+@dataclass(kw_only=True)
+class FixOut:
+    __pydantic_config__ = _CONFIG
     step: str
-    action: dict[str, Any] | None = Field(
-        default=None, description="structured action from the fixed vocabulary, with its `safety` class"
-    )
+    action: dict[str, Any] | None = None
+    """structured action from the fixed vocabulary, with its `safety` class"""
 
 
-class Symptom(_Out):
-    class_: str = Field(alias="class")
+@dataclass(kw_only=True)
+class Symptom:
+    __pydantic_config__ = _CONFIG
+    class_: str
     rule: str
     title: str
     severity: Severity
@@ -44,49 +71,67 @@ class Symptom(_Out):
     evidence: list[Evidence]
 
 
-class Observation(_Out):
-    class_: str = Field(alias="class")
+@dataclass(kw_only=True)
+class Observation:
+    __pydantic_config__ = _CONFIG
+    class_: str
     rule: str
     title: str
     severity: Severity
     summary: str
     facts: dict[str, Any]
     evidence: list[Evidence]
-    more_evidence: int = Field(default=0, description="evidence lines not listed")
+    more_evidence: int = 0
+    """evidence lines not listed"""
     count: int
-    references: list[str] = Field(default_factory=list)
+    references: list[str] = field(default_factory=list)
 
 
+@dataclass(kw_only=True)
 class Diagnosis(Observation):
-    rules: list[str] = Field(default_factory=list, description="every rule that found this class")
-    symptoms: list[Symptom] = Field(default_factory=list, description="consequences of this root cause")
-    fix: list[FixOut] = Field(default_factory=list)
+    rules: list[str] = field(default_factory=list)
+    """every rule that found this class"""
+    symptoms: list[Symptom] = field(default_factory=list)
+    """consequences of this root cause"""
+    fix: list[FixOut] = field(default_factory=list)
 
 
-class Unrecognised(_Out):
+@dataclass(kw_only=True)
+class Unrecognised:
     """Error evidence no rule explains, as a template (variable parts masked), deduplicated."""
 
-    template: str = Field(description="the line with numbers, paths, addresses and quoted values masked")
-    kind: str = Field(
-        description="exception (a traceback's final line), error (an error-level line), exit (the process's status), "
-        "or stall (the input ends repeating a heartbeat: a hang)"
-    )
-    count: int = Field(description="lines with this template")
-    evidence: Evidence = Field(description="the first line with this template")
-    program: str | None = Field(default=None, description="the program that printed it, where the line says")
-    raised_by: str | None = Field(default=None, description="for exceptions: the library of the frame that raised")
-    exception: str | None = Field(default=None, description="for exceptions: the exception's class name")
-    hint: str | None = Field(default=None, description="for stalls: what usually hangs in that stage")
+    __pydantic_config__ = _CONFIG
+    template: str
+    """the line with numbers, paths, addresses and quoted values masked"""
+    kind: str
+    """exception (a traceback's final line), error (an error-level line), exit (the process's status),
+    or stall (the input ends repeating a heartbeat: a hang)"""
+    count: int
+    """lines with this template"""
+    evidence: Evidence
+    """the first line with this template"""
+    program: str | None = None
+    """the program that printed it, where the line says"""
+    raised_by: str | None = None
+    """for exceptions: the library of the frame that raised"""
+    exception: str | None = None
+    """for exceptions: the exception's class name"""
+    hint: str | None = None
+    """for stalls: what usually hangs in that stage"""
 
 
-class DisabledRuleOut(_Out):
+@dataclass(kw_only=True)
+class DisabledRuleOut:
+    __pydantic_config__ = _CONFIG
     rule: str
     pattern: str
     where: str
     reason: str = "pattern timed out"
 
 
-class Stats(_Out):
+@dataclass(kw_only=True)
+class Stats:
+    __pydantic_config__ = _CONFIG
     lines: int
     bytes: int
     seconds: float
@@ -94,32 +139,73 @@ class Stats(_Out):
     patterns: int = 0
     prefilter: str = ""
     candidate_lines: int = 0
-    truncated_lines: int = Field(default=0, description="lines matched on a bounded prefix only")
+    truncated_lines: int = 0
+    """lines matched on a bounded prefix only"""
     max_line_bytes: int = 0
-    disabled_rules: list[DisabledRuleOut] = Field(default_factory=list)
+    disabled_rules: list[DisabledRuleOut] = field(default_factory=list)
 
 
-class InputOut(_Out):
+@dataclass(kw_only=True)
+class InputOut:
+    __pydantic_config__ = _CONFIG
     name: str
     kind: str
     lines: int
     bytes: int
 
 
-class Report(_Out):
+@dataclass(kw_only=True)
+class Report:
+    __pydantic_config__ = _CONFIG
     schema_version: int = SCHEMA_VERSION
     tool: str = f"qwen-triage {__version__}"
-    inputs: list[InputOut] = Field(default_factory=list)
-    diagnoses: list[Diagnosis] = Field(default_factory=list, description="root causes, most important first")
-    observations: list[Observation] = Field(default_factory=list, description="benign findings worth knowing")
-    notes: list[str] = Field(default_factory=list, description="things about the scan itself")
-    unrecognised: list[Unrecognised] = Field(
-        default_factory=list, description="error lines no rule explains, most telling first (added in 0.2)"
-    )
+    inputs: list[InputOut] = field(default_factory=list)
+    diagnoses: list[Diagnosis] = field(default_factory=list)
+    """root causes, most important first"""
+    observations: list[Observation] = field(default_factory=list)
+    """benign findings worth knowing"""
+    notes: list[str] = field(default_factory=list)
+    """things about the scan itself"""
+    unrecognised: list[Unrecognised] = field(default_factory=list)
+    """error lines no rule explains, most telling first (added in 0.2)"""
     stats: Stats
 
     def to_json(self, indent: int | None = 2) -> str:
-        return self.model_dump_json(by_alias=True, indent=indent)
+        return to_json(self, indent)
 
     def classes(self) -> list[str]:
         return [d.class_ for d in self.diagnoses]
+
+
+@functools.cache
+def _adapter(kind: type) -> Any:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(kind)
+
+
+def to_json(obj: Any, indent: int | None = 2) -> str:
+    """One report object (or a list of them) as JSON with the contract's key names."""
+    kind = type(obj[0]) if isinstance(obj, list) and obj else type(obj)
+    adapter = _adapter(list[kind]) if isinstance(obj, list) else _adapter(kind)  # type: ignore[valid-type]
+    return adapter.dump_json(obj, by_alias=True, indent=indent).decode()
+
+
+def to_dict(obj: Any) -> Any:
+    """JSON-ready data of a report object, with the contract's key names (``class``)."""
+    return _adapter(type(obj)).dump_python(obj, mode="json", by_alias=True)
+
+
+def validate(kind: type[T], data: Any) -> T:
+    """A report object from JSON-ready data (``class`` or ``class_``), checked against the contract."""
+    return _adapter(kind).validate_python(data)  # type: ignore[no-any-return]
+
+
+def from_json(kind: type[T], text: str | bytes) -> T:
+    return _adapter(kind).validate_json(text)  # type: ignore[no-any-return]
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of :class:`Report` (``qwen-triage schema``)."""
+    schema: dict[str, Any] = _adapter(Report).json_schema(by_alias=True)
+    return schema

@@ -9,18 +9,27 @@ no decisions here; what to show is the caller's choice.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 
 from rich.console import Console, Group
-from rich.markup import escape
+from rich.markup import escape as _markup_escape
 from rich.panel import Panel
 from rich.text import Text
 
 from qwen_triage.report.model import Diagnosis, Evidence, Observation, Report, Unrecognised
 from qwen_triage.rulepack.severity import Severity
+from qwen_triage.textsafe import clean
 
 MAX_SHOWN = 5
 SEVERITY_STYLE = {"critical": "bold white on red", "error": "bold red", "warning": "yellow", "info": "cyan"}
+
+# Every string of a report came from outside (a log, a rule pack, another process): each one
+# goes through textsafe.clean here, so no escape sequence or control character reaches a terminal.
+
+
+def escape(text: str) -> str:
+    """Outside text for rich markup: no markup, no control character."""
+    return _markup_escape(clean(text))
 
 
 # --- words shared by every layout (and by Markdown) ----------------------------------------
@@ -29,7 +38,7 @@ SEVERITY_STYLE = {"critical": "bold white on red", "error": "bold red", "warning
 def evidence_line(e: Evidence) -> str:
     cut = " [cut]" if e.truncated else ""
     text = e.text if len(e.text) <= 300 else e.text[:300] + "…"
-    return f"{e.path}:{e.line}: {text}{cut}"
+    return clean(f"{e.path}:{e.line}: {text}{cut}")
 
 
 def action_note(action: dict | None) -> str:
@@ -38,13 +47,13 @@ def action_note(action: dict | None) -> str:
         return ""
     kind = action.get("type", "?")
     details = ", ".join(f"{k}={v}" for k, v in action.items() if k not in ("type", "safety") and v is not None)
-    return f"[{action.get('safety', '?')}: {kind}{' ' + details if details else ''}]"
+    return clean(f"[{action.get('safety', '?')}: {kind}{' ' + details if details else ''}]")
 
 
 def symptom_line(severity: Severity, title: str, class_: str, root: Diagnosis | None) -> str:
     """A symptom announced on its own (live): what it is, and the diagnosis it is a consequence of."""
     cause = f" — a consequence of: {root.title} ({root.class_})" if root else ""
-    return f"also [{severity.value}] {title} ({class_}){cause}"
+    return clean(f"also [{severity.value}] {title} ({class_}){cause}")
 
 
 # --- panels: scan and live -----------------------------------------------------------------
@@ -56,12 +65,12 @@ def diagnosis_renderable(d: Diagnosis | Observation, number: int | None = None) 
     if number is not None:
         head.append(f"{number}. ", style="bold")
     head.append(f"[{d.severity.value}] ", style=SEVERITY_STYLE.get(d.severity.value, ""))
-    head.append(d.title, style="bold")
-    head.append(f"  ({d.class_}, rule {d.rule}, seen {d.count}x)", style="dim")
+    head.append(clean(d.title), style="bold")
+    head.append(clean(f"  ({d.class_}, rule {d.rule}, seen {d.count}x)"), style="dim")
     parts.append(head)
-    parts.append(Text(d.summary))
+    parts.append(Text(clean(d.summary, newlines=True)))
     if d.facts:
-        parts.append(Text("facts: " + ", ".join(f"{k}={v}" for k, v in d.facts.items()), style="dim"))
+        parts.append(Text(clean("facts: " + ", ".join(f"{k}={v}" for k, v in d.facts.items())), style="dim"))
     parts.append(Text("evidence:", style="bold"))
     for e in d.evidence[:MAX_SHOWN]:
         parts.append(Text("  " + evidence_line(e), overflow="fold"))
@@ -72,14 +81,14 @@ def diagnosis_renderable(d: Diagnosis | Observation, number: int | None = None) 
             parts.append(Text("symptoms (consequences of this cause):", style="bold"))
             for s in d.symptoms:
                 where = f" — {evidence_line(s.evidence[0])}" if s.evidence else ""
-                parts.append(Text(f"  • {s.class_}: {s.title} ({s.count}x){where}", overflow="fold"))
+                parts.append(Text(clean(f"  • {s.class_}: {s.title} ({s.count}x){where}"), overflow="fold"))
         if d.fix:
             parts.append(Text("fix:", style="bold green"))
             for i, f in enumerate(d.fix, 1):
                 note = action_note(f.action)
-                parts.append(Text(f"  {i}. {f.step}{'  ' + note if note else ''}", overflow="fold"))
+                parts.append(Text(clean(f"  {i}. {f.step}{'  ' + note if note else ''}"), overflow="fold"))
     if d.references:
-        parts.append(Text("references: " + " ".join(d.references), style="dim"))
+        parts.append(Text(clean("references: " + " ".join(d.references)), style="dim"))
     return Panel(Group(*parts), border_style=SEVERITY_STYLE.get(d.severity.value, ""), expand=True)
 
 
@@ -89,14 +98,19 @@ MAX_UNRECOGNISED_SHOWN = 5  # beside diagnoses; alone, every listed template is 
 def unrecognised_line(u: Unrecognised) -> str:
     """`[exception in vllm] RuntimeError: … (3x) — path:line: text` — what, who, how often, where first."""
     who = f" in {u.raised_by}" if u.raised_by else (f" from {u.program}" if u.program else "")
-    return f"[{u.kind}{who}] {u.template} ({u.count}x) — {evidence_line(u.evidence)}"
+    return clean(f"[{u.kind}{who}] {u.template} ({u.count}x) — {evidence_line(u.evidence)}")
 
 
-def print_text(report: Report, console: Console) -> None:
+def print_text(report: Report, console: Console, shown: Container[str] = ()) -> None:
+    """The report as panels. ``shown``: classes whose panel the reader has just seen (live): one line each."""
     if report.diagnoses:
         console.print(f"[bold]{len(report.diagnoses)} diagnosis(es), root cause first[/bold]")
         for i, d in enumerate(report.diagnoses, 1):
-            console.print(diagnosis_renderable(d, i))
+            if d.class_ in shown:
+                line = clean(f"{i}. [{d.severity.value}] {d.title} ({d.class_}, seen {d.count}x) — panel shown above")
+                console.print(Text(line, overflow="fold"))
+            else:
+                console.print(diagnosis_renderable(d, i))
     elif report.unrecognised:
         console.print("[bold yellow]No known failure matched[/bold yellow], but these logs report errors no rule explains:")
     else:
@@ -107,14 +121,14 @@ def print_text(report: Report, console: Console) -> None:
         for u in report.unrecognised[: MAX_UNRECOGNISED_SHOWN if report.diagnoses else None]:
             console.print(Text(f"  • {unrecognised_line(u)}", overflow="fold"))
             if u.hint:
-                console.print(Text(f"      hint: {u.hint}", overflow="fold", style="dim"))
+                console.print(Text(clean(f"      hint: {u.hint}"), overflow="fold", style="dim"))
         if not report.diagnoses:
             console.print("  [dim]`qwen-triage rules suggest LOG` drafts a rule for each of them.[/dim]")
     if report.observations:
         console.print("[bold]observations[/bold] (benign, worth knowing):")
         for o in report.observations:
             first = f" — {evidence_line(o.evidence[0])}" if o.evidence else ""
-            console.print(Text(f"  • {o.title}: {o.summary} ({o.count}x){first}", overflow="fold"))
+            console.print(Text(clean(f"  • {o.title}: {o.summary} ({o.count}x){first}"), overflow="fold"))
     for note in report.notes:
         console.print(f"[yellow]note:[/yellow] {escape(note)}")
     s = report.stats
@@ -169,7 +183,7 @@ def print_findings(
 
 def headline(d: Diagnosis | Observation) -> str:
     """Severity, rule and title on one line; no markup."""
-    return f"{d.severity.value}: [{d.rule}] {d.title}"
+    return clean(f"{d.severity.value}: [{d.rule}] {d.title}")
 
 
 def brief_lines(d: Diagnosis | Observation, indent: int = 2, detail_indent: int = 6) -> list[str]:
@@ -180,5 +194,5 @@ def brief_lines(d: Diagnosis | Observation, indent: int = 2, detail_indent: int 
 
     lines = pad(headline(d), indent)
     if d.summary:
-        lines += pad(d.summary, detail_indent)
+        lines += pad(clean(d.summary, newlines=True), detail_indent)
     return lines

@@ -7,7 +7,11 @@ Two ways to run it, one interface (:class:`Server`):
   triage, stall watchdog, the whole process group stopped with a grace period.
 * :class:`DetachedServer` (``--detach``): the server writes its log file
   itself, so it can outlive the runner; the runner follows the file's growth
-  for the stall watchdog and triages the file after a failure.
+  for the stall watchdog and triages the file after a failure. It outlives a
+  runner that ends in order (the server was proven ready, or was stopped), not
+  one killed on the way (``kill -9``): until the runner exits normally an orphan
+  guard (:mod:`qwen_triage.live.watchdog`) is armed, and the server's whole tree,
+  daemons that double-forked included, is found by its run marker.
 
 :func:`triage_attempt` scans the attempt's log together with the kernel log of
 the same window (``journalctl -k``, else ``dmesg``; :mod:`qwen_triage.live.kernel_log`) when this user can read it.
@@ -15,6 +19,7 @@ the same window (``journalctl -k``, else ``dmesg``; :mod:`qwen_triage.live.kerne
 
 from __future__ import annotations
 
+import atexit
 import io
 import os
 import signal
@@ -28,6 +33,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from qwen_triage.live import kernel_log, procs
 if TYPE_CHECKING:
+    from qwen_triage.live.watchdog import Watchdog
     from qwen_triage.live.session import LiveEvent
     from qwen_triage.live.stall import Stall
     from qwen_triage.engine.matcher import CompiledPack
@@ -107,6 +113,7 @@ class SupervisedServer:
             on_stall=self._on_stall,
             on_note=on_note,
             subreaper=True,
+            die_with_parent=True,  # kill -9 of relaunch must not leave the server holding its port
         )
 
     def _on_stall(self, stall: "Stall") -> None:
@@ -159,6 +166,9 @@ class DetachedServer:
         self.argv = list(argv)
         self.env = dict(env)
         self.env.setdefault("PYTHONUNBUFFERED", "1")
+        marker, self._marker_entry = procs.run_marker()
+        self.env[procs.RUN_MARKER] = marker
+        self._guard: Watchdog | None = None
         self.log_path = log_path
         self.stall_after = stall
         self.grace = grace
@@ -174,14 +184,24 @@ class DetachedServer:
     def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)  # may hold secrets
+        from qwen_triage.live.watchdog import Watchdog
+
+        self._guard = Watchdog(self.env[procs.RUN_MARKER]).start()
         try:
             self.started_wall = time.time()
             self.proc = subprocess.Popen(
                 self.argv, stdin=subprocess.DEVNULL, stdout=fd, stderr=subprocess.STDOUT, env=self.env,
                 start_new_session=True,
             )
+        except OSError:
+            self._guard.disarm()
+            raise
         finally:
             os.close(fd)
+        self._guard.child(self.proc.pid)
+        # A runner that exits normally has stopped the server or means it to stay (proven ready):
+        # only a runner that dies on the way lets the guard stop it.
+        atexit.register(self._guard.disarm)
         self._quiet_since = time.monotonic()
 
     @property
@@ -231,16 +251,26 @@ class DetachedServer:
     def members(self) -> list[int]:
         if self.proc is None:
             return []
-        return [st.pid for st in procs.session_members(self.proc.pid)]
+        found = {st.pid for st in procs.session_members(self.proc.pid)}
+        found.update(st.pid for st in procs.marked(self._marker_entry, exclude=os.getpid()))
+        return sorted(found)
 
     def _signal(self, sig: int) -> None:
         if self.proc is None:
             return
-        for pgrp in {st.pgrp for st in procs.session_members(self.proc.pid)}:
+        session = procs.session_members(self.proc.pid)
+        for pgrp in {st.pgrp for st in session}:
             try:
                 os.killpg(pgrp, sig)
             except OSError:
                 pass
+        ours = {st.pid for st in session}
+        for st in procs.marked(self._marker_entry, exclude=os.getpid()):
+            if st.pid not in ours:  # double-forked out of the session
+                try:
+                    os.kill(st.pid, sig)
+                except OSError:
+                    pass
 
     def _terminate(self) -> None:
         self._signal(signal.SIGTERM)
@@ -252,6 +282,8 @@ class DetachedServer:
         if self.proc is not None:
             self.proc.wait()
             self._returncode = self.proc.returncode
+        if self._guard is not None:
+            self._guard.disarm()  # stopped here: nothing left for the guard
 
     def request_stop(self, reason: str) -> None:
         if self._stopper is None and self.proc is not None:

@@ -16,6 +16,15 @@ For each root-cause diagnosis (severity error or critical) the plan walks its
   interface>``) become instructions. Where a probe can tell that one has been
   done, the instruction carries that probe, for ``--wait-for-fix``.
 
+A launch edit from a rule is ``safe`` only for the allow-listed flags and
+variables of ``rulepack/actions.py``, with a value of the right type; the
+safety is recomputed here on the filled-in action (a fact from the log is
+never trusted to be a number), and the edit is checked again against vLLM's
+own option table (``edit.rule_edit_reason``). Diagnoses of rules loaded from
+``--rules`` / ``QWEN_TRIAGE_RULES`` (``PlanContext.untrusted_rules``) change
+nothing: their steps are printed, unless the user passed
+``--allow-rule-actions``.
+
 A diagnosis none of whose steps changes the launch *blocks*: relaunching would
 fail the same way. Rules that lack the action the runner needs get the class's
 default steps appended (``rules/fix-defaults.yaml``, see :func:`class_defaults`).
@@ -60,7 +69,7 @@ from qwen_triage.runner.layout import (
 )
 from qwen_triage.runner.vllm.argv import VllmArgsError, VllmLaunch
 from qwen_triage.runner.vllm.diff import Change, diff_launches
-from qwen_triage.runner.vllm.edit import apply_edits
+from qwen_triage.runner.vllm.edit import apply_edits, rule_edit_reason
 from qwen_triage.units import bounded_int, port_number
 
 LaunchEdit = SetArg | RemoveArg | SetEnv | UnsetEnv
@@ -127,6 +136,8 @@ class PlanContext(BaseModel):
     gpu_count: int | None = None
     model_max_len: int | None = None
     run_probes: bool = True
+    untrusted_rules: frozenset[str] = Field(
+        default=frozenset(), description="rules from --rules / QWEN_TRIAGE_RULES: their steps are printed, not applied")
 
     def effective(self, env: Mapping[str, str]) -> dict[str, str]:
         return {**self.base_env, **env}
@@ -177,7 +188,7 @@ def _norm_pci(pci: str) -> str:
 def _gpu_index(gpu: str, ctx: PlanContext) -> int | None:
     g = gpu.strip()
     if g.isdigit():
-        return int(g)
+        return int(g) if len(g) <= 4 else None  # a fact from a log: bounded
     want = _norm_pci(g)
     for pci, idx in ctx.pci_to_index.items():
         if _norm_pci(pci) == want:
@@ -188,6 +199,10 @@ def _gpu_index(gpu: str, ctx: PlanContext) -> int | None:
 def concretize(action: Any, launch: VllmLaunch, env: Mapping[str, str], ctx: PlanContext) -> tuple[list[LaunchEdit], LayoutChoice | None]:
     """The launch edits one safe action means for this launch; raises :class:`NotConcrete`."""
     eff = ctx.effective(env)
+    if isinstance(action, SetArg | RemoveArg | SetEnv | UnsetEnv | RerunWithDebug):
+        why = action.unsafe_reason() or rule_edit_reason(launch, action)
+        if why:
+            raise NotConcrete(f"{why}: printed, not applied")
     if isinstance(action, SetArg):
         if _placeholder(action.value):
             raise NotConcrete(f"{action.arg} needs a value only you can give ({action.value})")
@@ -218,8 +233,8 @@ def concretize(action: Any, launch: VllmLaunch, env: Mapping[str, str], ctx: Pla
             if _placeholder(action.to):
                 raise NotConcrete(f"no value for {action.to} in the diagnosis")
             try:
-                new = int(float(action.to))
-            except ValueError:
+                new = int(action.to) if action.to.isdigit() and len(action.to) <= 12 else int(float(action.to))
+            except (ValueError, OverflowError):
                 raise NotConcrete(f"not a length: {action.to!r}") from None
         elif cur:
             new = cur // 2
@@ -408,6 +423,14 @@ def build_fix_plan(
         if d.severity.rank > 1:
             continue  # warnings and infos are shown, not acted on
         why = reason_of(d)
+        if d.rule in ctx.untrusted_rules:
+            # A contributed rule pack: its steps are shown, never applied (--allow-rule-actions).
+            for s in d.fix:
+                instructions.append(Instruction(
+                    step=f"{s.step} (rule from --rules / QWEN_TRIAGE_RULES: not applied without --allow-rule-actions)",
+                    diagnosis=why, action=s.action, safety=_strictest(s.action) if s.action else "manual"))
+            blocking.append(why)
+            continue
         steps = list(d.fix) + class_defaults(d, launch)
         took = False
         chose_layout = any((s.action or {}).get("type") == "choose_layout" for s in steps)
@@ -417,10 +440,11 @@ def build_fix_plan(
             if a is None:
                 manual.append(Instruction(step=s.step, diagnosis=why, safety="manual"))
                 continue
-            safety = a.get("safety") or _safety(a)
+            safety = _strictest(a)  # recomputed on the filled-in values, never taken from the dict
             if safety != Safety.safe.value:
                 kind, args = verifier_for(a, launch)
-                manual.append(Instruction(step=s.step, diagnosis=why, action=a, safety=safety, verify=kind, verify_args=args))
+                step = s.step + (f" ({r}: printed, not applied)" if (r := _unsafe_edit(a)) else "")
+                manual.append(Instruction(step=step, diagnosis=why, action=a, safety=safety, verify=kind, verify_args=args))
                 continue
             t = a.get("type")
             if t in PROBES:
@@ -498,6 +522,28 @@ def _safety(action: dict[str, Any]) -> str:
         return _parse(action).safety.value
     except ValidationError:
         return "manual"
+
+
+_RANK = {"safe": 0, "caution": 1, "destructive": 2}
+
+
+def _unsafe_edit(action: dict[str, Any]) -> str | None:
+    """Why a launch edit (set_arg…) is not one the runner may make; None for other actions."""
+    try:
+        parsed = _parse(action)
+    except ValidationError:
+        return None
+    reason = getattr(parsed, "unsafe_reason", None)
+    return reason() if reason else None
+
+
+def _strictest(action: dict[str, Any]) -> str:
+    """The safety of an action as filled in, or the one it carries when that is stricter."""
+    now = _safety(action)
+    said = str(action.get("safety") or "safe")
+    if now == "manual":
+        return "manual"
+    return said if _RANK.get(said, 1) > _RANK[now] else now
 
 
 def attempt_key(launch: VllmLaunch, env: Mapping[str, str], epoch: int = 0) -> str:

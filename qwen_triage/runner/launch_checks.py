@@ -25,6 +25,8 @@ How many devices to plan for:
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -65,6 +67,7 @@ class Machine(BaseModel):
 
     gpus: int = Field(description="devices to plan for")
     gpu_mem_bytes: int
+    memory_known: bool = Field(default=True, description="False: gpu_mem_bytes is a stand-in (no NVML, no --gpu-mem)")
     source: str = Field(description="where the count came from, in words")
     cpu_build: bool = False
     nvml: bool = False
@@ -176,6 +179,7 @@ def probe_machine(
     machine = Machine(
         gpus=count,
         gpu_mem_bytes=mem,
+        memory_known=cpu or gpu_memory_gib is not None,
         source=f"{where} ({kind})",
         cpu_build=cpu,
         visible=list(range(count)),
@@ -226,6 +230,7 @@ def plan_for(
         model_ref=launch.model,
         classes=classes,
         **plan_settings(launch),
+        **({} if machine.memory_known else {"memory_known": False}),
     )
     return plan
 
@@ -285,6 +290,18 @@ def _unused_gpus_finding(launch: VllmLaunch, expected: int) -> CheckFinding:
         evidence=[ev("command line", f"--tensor-parallel-size {tp} --pipeline-parallel-size {pp}")],
         fix=[fix(f"choose a layout for {expected} GPUs", act(ChooseLayout))],
     )
+
+
+def missing_local_model(launch: VllmLaunch) -> str | None:
+    """The one-line reason when the model is written as a local path (``./``, ``../``, ``/``, ``~/``)
+    that does not exist: a typo there is not a hub name, and launching would only fail later."""
+    model = launch.model
+    if not model or not model.startswith(("./", "../", "/", "~/")) and model not in (".", ".."):
+        return None
+    path = Path(model).expanduser()
+    if path.exists():
+        return None
+    return f"the model {model} is a local path and it does not exist (from {Path.cwd()})"
 
 
 def run_preflight(

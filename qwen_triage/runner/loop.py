@@ -106,6 +106,8 @@ class Deps:
     kernel_log: bool = True
     base_env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
     wait_poll: float = 5.0  # seconds between --wait-for-fix checks
+    # --allow-rule-actions: rules from --rules / QWEN_TRIAGE_RULES may edit the launch too
+    allow_rule_actions: bool = False
 
 
 class RunResult(BaseModel):
@@ -164,8 +166,27 @@ class Run:
     def full_env(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
         return {**self.deps.base_env, **(self.env if env is None else env)}
 
-    def context(self) -> PlanContext:
-        return plan_context(self.machine, self.shape, self.deps.base_env)
+    def context(self, diagnoses: list[Diagnosis] = ()) -> PlanContext:  # type: ignore[assignment]
+        ctx = plan_context(self.machine, self.shape, self.deps.base_env)
+        return ctx.model_copy(update={"untrusted_rules": self.untrusted_rules(diagnoses)})
+
+    def untrusted_rules(self, diagnoses: list[Diagnosis]) -> frozenset[str]:
+        """Rules of these diagnoses that were not bundled (``--rules``, ``QWEN_TRIAGE_RULES``).
+
+        Their steps are printed, never applied, unless ``--allow-rule-actions``:
+        a rule pack from a stranger must not change a server it relaunches.
+        Checks (``preflight.…``) and the tool's own findings are not rules of a pack.
+        """
+        ids = {d.rule for d in diagnoses if not d.rule.startswith("preflight.")}
+        if self.deps.allow_rule_actions or not ids:
+            return frozenset()
+        from qwen_triage.rulepack.paths import bundled_rules_dir
+
+        base = bundled_rules_dir().resolve()
+        return frozenset(
+            lr.rule.id for lr in self.compiled().pack.rules
+            if lr.rule.id in ids and not Path(lr.path).resolve().is_relative_to(base)
+        )
 
     def layout_gpus(self, launch: VllmLaunch, env: Mapping[str, str]) -> list[int]:
         """NVML indices of the GPUs this launch runs on."""
@@ -299,7 +320,7 @@ class Run:
         for n in pre.notes:
             self.out.item(n)
         self.out.diagnoses(pre.diagnoses)
-        plan = build_fix_plan(pre.diagnoses, self.launch, self.env, self.context(), preflight=True)
+        plan = build_fix_plan(pre.diagnoses, self.launch, self.env, self.context(pre.diagnoses), preflight=True)
         self.show_plan(plan)
         self.launch, self.env = plan.launch, plan.env
         self.pending_changes = plan.changes
@@ -347,7 +368,7 @@ class Run:
                 diags, _ = to_report([port_finding(self.launch, probes.port_holders(port))], load_classes())
                 self.out.say(f"port {port} is taken: attempt {n} is not launched")
                 self.out.diagnoses(diags)
-                plan = build_fix_plan(diags, self.launch, self.env, self.context())
+                plan = build_fix_plan(diags, self.launch, self.env, self.context(diags))
                 self.show_plan(plan)
                 self.need_user(plan)
                 return
@@ -553,7 +574,7 @@ class Run:
         if not any(d.severity.rank <= 1 for d in diagnoses):
             for o in self._observations:
                 self.out.item(f"observed: {o}")
-        plan = build_fix_plan(diagnoses, self.launch, self.env, self.context())
+        plan = build_fix_plan(diagnoses, self.launch, self.env, self.context(diagnoses))
         self.show_plan(plan)
         new_key = attempt_key(plan.launch, plan.env, self.epoch)
         if proven and (not plan.changed or new_key in self.failed):

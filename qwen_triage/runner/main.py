@@ -112,6 +112,13 @@ def _main(command: list[str], opts: Mapping[str, Any], out: Printer, stop: threa
         out.say(f"error: {str(exc).splitlines()[0]}")
         return EXIT_USAGE
 
+    from qwen_triage.runner.launch_checks import missing_local_model
+
+    missing = missing_local_model(settings.launch)
+    if missing:
+        out.say(f"error: {missing}")
+        return EXIT_USAGE
+
     rule_dirs, engine = tuple(opts.get("rule_dirs") or ()), str(opts.get("engine") or "auto")
 
     def compiled():  # type: ignore[no-untyped-def]
@@ -121,7 +128,8 @@ def _main(command: list[str], opts: Mapping[str, Any], out: Printer, stop: threa
 
     env = {**os.environ, **settings.env}
     deps = Deps(compiled=compiled, gpu_probe=_gpu_probe(opts, env), printer=out,
-                kernel_log=not opts.get("no_kernel_log"), stop=stop, kill=kill)
+                kernel_log=not opts.get("no_kernel_log"), stop=stop, kill=kill,
+                allow_rule_actions=bool(opts.get("allow_rule_actions")))
     if settings.apply:
         compiled()  # a broken rule pack stops the run before anything starts
     run = Run(settings, deps)

@@ -33,16 +33,43 @@ def command_text(launch: VllmLaunch, env: Mapping[str, str]) -> str:
     Values are quoted; a name that is not a variable name (profiles refuse
     them, but an environment can come from elsewhere) goes through ``env`` with
     the whole assignment quoted, so nothing in it can run when pasted.
-    """
-    from qwen_triage.redact import mask_argv, mask_env
-    from qwen_triage.runner.profile import valid_env_name
 
-    masked = sorted(mask_env(env).items())
-    if all(valid_env_name(k) for k, _v in masked):
-        assigns = [f"{k}={shlex.quote(v)}" for k, v in masked]
+    A secret is never printed, and never printed as ``***`` either (pasted into
+    a service file, the mask would become the key): a secret flag's value and a
+    secret variable refer to a variable instead (``--api-key "$VLLM_API_KEY"``,
+    ``HF_TOKEN="$HF_TOKEN"``), which the reader sets where the server runs.
+    """
+    from qwen_triage.redact import flag_variable, is_secret_env, is_secret_flag, redact_text
+    from qwen_triage.runner.profile import valid_env_name
+    from qwen_triage.textsafe import clean
+
+    def ref(name: str) -> str:
+        return f'"${name}"'
+
+    items = sorted(env.items())
+    if all(valid_env_name(k) for k, _v in items):
+        assigns = [f"{k}={ref(k) if v and is_secret_env(k) else shlex.quote(redact_text(v))}" for k, v in items]
     else:
-        assigns = ["env", *(shlex.quote(f"{k}={v}") for k, v in masked)]
-    return " ".join([*assigns, shlex.join(mask_argv(launch.to_argv()))])
+        assigns = ["env", *(shlex.quote(f"{k}={'***' if v and is_secret_env(k) else redact_text(v)}")
+                            for k, v in items)]
+    words: list[str] = []
+    argv = launch.to_argv()
+    secret_flag: str | None = None
+    for tok in argv:
+        if secret_flag is not None and not tok.startswith("-"):
+            words.append(ref(flag_variable(secret_flag, env, tok)))  # vLLM takes several keys
+            continue
+        secret_flag = None
+        name, eq, value = tok.partition("=")
+        if is_secret_flag(name):
+            if eq:
+                words.append(f"{shlex.quote(name)}={ref(flag_variable(name, env, value))}")
+            else:
+                words.append(shlex.quote(tok))
+                secret_flag = name
+            continue
+        words.append(shlex.quote(redact_text(tok)))
+    return clean(" ".join([*assigns, *words]))
 
 
 class Printer:
@@ -52,6 +79,12 @@ class Printer:
         self.lock = threading.Lock()
 
     def line(self, text: str = "") -> None:
+        """Every line relaunch prints: diagnoses, plans and port holders' command lines come from outside,
+        so each line is masked and sanitised here (no secret, no escape sequence reaches the terminal)."""
+        from qwen_triage.redact import redact_text
+        from qwen_triage.textsafe import clean
+
+        text = clean(redact_text(text), newlines=True)
         with self.lock:
             try:
                 self.stream.write(text + "\n")

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from qwen_triage.redact import mask_argv, mask_env
+from qwen_triage.redact import MASK, is_secret_env, is_secret_flag, mask_argv, mask_env, redact_tree
 from qwen_triage.report.model import Diagnosis
 from qwen_triage.runner.vllm.diff import Change
 
@@ -128,6 +128,11 @@ class Journal:
         for key in ("env", "final_env"):
             if data.get(key):
                 data[key] = mask_env(data[key])
+        for change in data.get("changes") or []:
+            name = change.get("name", "")
+            if is_secret_flag(name) or (change.get("kind") == "env" and is_secret_env(name)):
+                change.update({k: MASK for k in ("before", "after") if change.get(k)})
+        data = redact_tree(data)  # type: ignore[assignment]  # notes, facts, proofs: whatever came from a log
         line = (json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,7 @@ from pydantic import TypeAdapter
 
 from qwen_triage.rulepack.actions import Action, Redownload
 from qwen_triage.preflight.findings import CheckFinding, act, ev, fix, to_report
-from qwen_triage.report.model import Diagnosis, Observation, Report, Stats
+from qwen_triage.report.model import Diagnosis, Observation, Report, Stats, from_json
 from qwen_triage.rulepack.schema import Severity
 
 PACKAGE = Path(__file__).resolve().parents[2] / "qwen_triage" / "preflight"
@@ -63,7 +63,7 @@ def test_grouping_nesting_and_observations(classes):
     assert [o.rule for o in observations] == ["preflight.doctor.pcie-gen"]
     # They drop into the scan report unchanged.
     report = Report(diagnoses=diagnoses, observations=observations, stats=Stats(lines=0, bytes=0, seconds=0, rules=0))
-    assert Report.model_validate_json(report.to_json()).classes() == ["model.shard_missing", "nccl.shm_too_small"]
+    assert from_json(Report, report.to_json()).classes() == ["model.shard_missing", "nccl.shm_too_small"]
     assert isinstance(top, Diagnosis) and isinstance(observations[0], Observation)
 
 

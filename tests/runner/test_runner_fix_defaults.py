@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from qwen_triage.authoring.lint import lint_fix_defaults
-from qwen_triage.report.model import Diagnosis
+from qwen_triage.report.model import Diagnosis, validate
 from qwen_triage.rulepack.fix_defaults import FIX_DEFAULTS_FILE, bundled_fix_defaults, load_fix_defaults
 from qwen_triage.rulepack.pack import bundled_rules_dir, load_classes
 from qwen_triage.rulepack.yamlload import RuleFileError
@@ -31,7 +31,7 @@ def classes():
 
 
 def diagnosis(class_id: str, fix: list | None = None, facts: dict | None = None) -> Diagnosis:
-    return Diagnosis.model_validate({
+    return validate(Diagnosis, {
         "class": class_id, "rule": "test.rule", "title": "test", "severity": "error", "summary": "",
         "facts": facts or {}, "evidence": [], "count": 1, "fix": fix or [],
     })

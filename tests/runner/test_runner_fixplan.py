@@ -189,6 +189,13 @@ def test_placeholders_are_not_applied():
     ])
     plan = build_fix_plan([d], parse_vllm_argv(["vllm", "serve", "m"]), {}, PlanContext())
     assert not plan.changed and plan.needs_user
+    # an interface name is a fact about the site: not on the allow-list, printed as a caution step
+    assert plan.manual[0].safety == "caution"
+    d = finding("vllm.oom", "test.seqs", [
+        fix("fewer sequences", act(SetArg, arg="--max-num-seqs", value="<fewer>")),
+    ])
+    plan = build_fix_plan([d], parse_vllm_argv(["vllm", "serve", "m"]), {}, PlanContext())
+    assert not plan.changed and plan.needs_user
     assert "only you can give" in plan.manual[0].step
 
 

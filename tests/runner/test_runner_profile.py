@@ -120,4 +120,4 @@ def test_summary_and_command_text():
     assert lines[1].split() == ["1", "exited", "9.1s", "-", "1", "config.tp_indivisible", "-"]
     assert lines[2].split() == ["2", "ready", "40.0s", "39.7s", "0", "-", "--tensor-parallel-size"]
     launch = parse_vllm_argv(["vllm", "serve", "/m x", "--api-key", "k"])
-    assert command_text(launch, {"B": "2", "A": "a b"}) == "A='a b' B=2 vllm serve '/m x' --api-key '***'"
+    assert command_text(launch, {"B": "2", "A": "a b"}) == "A='a b' B=2 vllm serve '/m x' --api-key \"$VLLM_API_KEY\""

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from qwen_triage.report.model import Diagnosis
+from qwen_triage.report.model import Diagnosis, validate
 from qwen_triage.runner.fixplan import PlanContext, build_fix_plan
 from qwen_triage.runner.layout import LayoutChoice
 from qwen_triage.runner.vllm.argv import VllmArgsError, parse_vllm_argv
@@ -45,7 +45,7 @@ def table():
 
 
 def diagnosis(class_id: str, fix: list | None = None, facts: dict | None = None) -> Diagnosis:
-    return Diagnosis.model_validate({
+    return validate(Diagnosis, {
         "class": class_id, "rule": "test.rule", "title": "test", "severity": "error", "summary": "",
         "facts": facts or {}, "evidence": [], "count": 1, "fix": fix or [],
     })

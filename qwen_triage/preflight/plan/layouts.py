@@ -227,8 +227,13 @@ def plan_layouts(
     model_ref: str | None = None,
     detected_gpus: int | None = None,
     classes: dict[str, FailureClass] | None = None,
+    memory_known: bool = True,
 ) -> PlanResult:
     """Plan every layout of ``model_cfg`` on ``gpus`` cards of ``gpu_mem_bytes`` each.
+
+    ``memory_known`` False (no NVML and no ``--gpu-mem``): ``gpu_mem_bytes`` is
+    only a stand-in so that the shapes can be judged; no KV cache, sequence
+    count or memory size is reported, and every reason says memory is unknown.
 
     ``topology`` is the ``nvidia-smi topo -m`` matrix of those GPUs (labels
     such as ``NV12``, ``PHB``, ``SYS``); ``requested`` a (tp, pp, dp) the user
@@ -292,6 +297,8 @@ def plan_layouts(
         x.kv_cache_tokens = m["tokens"]
         x.max_concurrent_seqs = m["tokens"] // max_len if max_len else None
         x.total_concurrent_seqs = x.max_concurrent_seqs * dp if x.max_concurrent_seqs is not None else None
+        if not memory_known:  # figures of a stand-in size would be invented
+            x.kv_cache_gib_per_gpu = x.kv_cache_tokens = x.max_concurrent_seqs = x.total_concurrent_seqs = None
         x.stage_layers = m["stage_layers"]
         placement = place(gpus, tp, pp * dp, topology)
         x.gpu_order = placement.order
@@ -369,8 +376,9 @@ def plan_layouts(
             weights_gib=round(weights_total / GiB, 2),
         ),
         gpus=gpus,
-        gpu_mem_bytes=gpu_mem_bytes,
-        gpu_mem_gib=round(gpu_mem_bytes / GiB, 2),
+        gpu_mem_bytes=gpu_mem_bytes if memory_known else None,
+        gpu_mem_gib=round(gpu_mem_bytes / GiB, 2) if memory_known else None,
+        memory_known=memory_known,
         gpu_memory_utilization=gpu_memory_utilization,
         max_model_len=max_len,
         dtype=run_dtype,
@@ -420,7 +428,10 @@ def _why(x: Layout, gpus: int, layouts: list[Layout]) -> str:
             bits.append(f"PP {x.pp} to spread the weights")
     if x.tp_crosses_slow_link is False and x.tp > 1:
         bits.append("TP groups on fast links")
-    bits.append(f"{x.max_concurrent_seqs} max-length sequence(s) per replica")
+    if x.max_concurrent_seqs is not None:
+        bits.append(f"{x.max_concurrent_seqs} max-length sequence(s) per replica")
+    else:
+        bits.append("GPU memory unknown: fit not judged")
     return ", ".join(bits)
 
 

@@ -53,8 +53,9 @@ class PlanResult(PreflightOutput):
     kind: str = "plan"
     model: PlanModel
     gpus: int
-    gpu_mem_bytes: int
-    gpu_mem_gib: float
+    gpu_mem_bytes: int | None = Field(description="None when GPU memory is unknown (no NVML, no --gpu-mem)")
+    gpu_mem_gib: float | None
+    memory_known: bool = Field(default=True, description="False: fit, KV cache and sequence counts are not judged")
     gpu_memory_utilization: float
     max_model_len: int
     dtype: str

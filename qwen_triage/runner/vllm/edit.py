@@ -13,7 +13,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from qwen_triage.rulepack.actions import RemoveArg, SetArg, SetEnv, UnsetEnv
+from qwen_triage.rulepack.actions import (
+    SAFE_ARGS,
+    RemoveArg,
+    RerunWithDebug,
+    SetArg,
+    SetEnv,
+    UnsetEnv,
+    env_edit_reason,
+)
 from qwen_triage.runner.vllm.argv import ArgToken, EntryPoint, VllmArgsError, VllmLaunch
 from qwen_triage.runner.vllm.diff import Change, diff_launches
 from qwen_triage.runner.vllm.options import MODEL_NAMES
@@ -120,6 +128,24 @@ def remove_arg(launch: VllmLaunch, flag: str) -> VllmLaunch:
 
 
 # --- actions ---------------------------------------------------------------------------
+
+
+def rule_edit_reason(launch: VllmLaunch, action: SetArg | RemoveArg | SetEnv | UnsetEnv | RerunWithDebug) -> str | None:
+    """Why a launch edit from a rule may not be made automatically; None when it may.
+
+    The action already checked its flag against the allow-list as a rule wrote
+    it; this checks the option vLLM's own table says it sets (an alias or a
+    spelling the rule vocabulary does not know must not slip through).
+    """
+    if isinstance(action, SetArg | RemoveArg):
+        name = launch.options.name_of(action.arg)
+        if name not in SAFE_ARGS or name in MODEL_NAMES:
+            return f"not a launch option the runner may change ({action.arg}: {name})"
+        return None
+    if isinstance(action, RerunWithDebug):
+        return next((r for k, v in action.env.items() if (r := env_edit_reason(k, v))), None)
+    return env_edit_reason(action.name, action.value if isinstance(action, SetEnv) else None)
+
 
 
 class EditResult(BaseModel):

@@ -1,0 +1,55 @@
+"""`qwen-triage report`: one short, redacted Markdown (or JSON) file to attach to an issue."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from qwen_triage.cli.options import fail, pack_options
+
+
+@click.command("report", short_help="One short, redacted file for a bug tracker: versions, doctor, triage.")
+@click.argument("logs", nargs=-1, type=click.Path(exists=True, dir_okay=False))
+@click.option("--journal", "units", multiple=True, metavar="UNIT", help="Triage this systemd unit's journal for this boot (repeatable).")
+@click.option("--kernel", is_flag=True, help="Triage the kernel log since boot (journalctl -k, else dmesg).")
+@click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True)
+@click.option("--out", "out_path", type=click.Path(dir_okay=False), help="Write here (mode 0600) instead of stdout.")
+@click.option("--gpu-snapshot", type=click.Path(exists=True, dir_okay=False),
+              help="Versions and GPUs from a recorded NVML snapshot (`doctor --record`) instead of this machine.")
+@pack_options
+def report(logs: tuple[str, ...], units: tuple[str, ...], kernel: bool, fmt: str, out_path: str | None,
+           gpu_snapshot: str | None, rule_dirs: tuple[str, ...], engine: str) -> None:
+    """Versions (this tool, driver and CUDA, torch, vLLM, Ollama, OS, container), the doctor summary and the
+    triage of LOG files, units' journals and the kernel log — every section capped, secrets redacted.
+
+    \b
+      qwen-triage report server.log --out report.md
+      qwen-triage report --journal vllm.service --kernel --format json
+    """
+    from qwen_triage.bugreport.collect import collect
+    from qwen_triage.bugreport.render import to_json, to_markdown
+    from qwen_triage.engine.scanner import load_compiled
+
+    probe = None
+    if gpu_snapshot:
+        from qwen_triage.preflight.machine.nvml import ReplayProbe
+
+        probe = ReplayProbe(gpu_snapshot)
+    result = collect(list(logs), units=list(units), kernel=kernel, compiled=lambda: load_compiled(rule_dirs, engine),
+                     gpu_probe=probe)
+    text = to_json(result) if fmt == "json" else to_markdown(result)
+    if out_path is None:
+        sys.stdout.write(text)
+        return
+    try:
+        fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        fail(f"{out_path}: {exc.strerror or exc}")
+    click.echo(f"wrote {out_path} ({len(text.encode())} bytes)", err=True)
+
+
+COMMANDS = [report]
