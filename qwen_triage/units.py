@@ -80,3 +80,29 @@ def port_number(value: object) -> int | None:
     """A TCP port named in a log (``bind ... port 99999``): 1..65535, otherwise None."""
     number = value if isinstance(value, int) and not isinstance(value, bool) else bounded_int(str(value), max_digits=5)
     return number if number is not None and 1 <= number <= 65535 else None
+
+
+_COUNT = re.compile(r"^(\d+(?:\.\d+)?)([kKmMgGtT])$")
+
+
+def parse_count(value: str) -> int:
+    """A count as vLLM's ``human_readable_int_or_auto`` reads it: 1k=1000, 1K=1024, 'auto'/-1 → -1.
+
+    Lower-case suffixes are decimal and upper-case ones binary (vLLM's rule for
+    ``--max-model-len``); a binary suffix takes no decimals.
+    """
+    v = value.strip()
+    if v == "-1" or v.lower() == "auto":
+        return -1
+    m = _COUNT.match(v)
+    if m:
+        number, suffix = m.groups()
+        if suffix.islower():
+            return int(float(number) * {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}[suffix])
+        if "." in number:
+            raise ValueError(f"decimals are not allowed with binary suffix {suffix}: {value!r}")
+        return int(number) * {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}[suffix]
+    if len(v) > 40:
+        raise ValueError(f"not a count: {value[:40]!r}")
+    return int(v)
+

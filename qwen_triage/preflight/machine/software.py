@@ -19,6 +19,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from qwen_triage.redact import is_secret_env
+
 PACKAGES = (
     "torch",
     "vllm",
@@ -45,7 +47,6 @@ ENV_NAMES = (
     "CUDA_DISABLE_CONTROL",
 )
 ENV_PREFIXES = ("NCCL_", "VLLM_", "TORCH_NCCL_", "OLLAMA_")
-_SECRET = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
 _TORCH_CUDA = re.compile(r"^cuda\s*(?::[^=]*)?=\s*['\"]([\d.]+)['\"]", re.MULTILINE)
 
 # Minimum Linux driver for each CUDA toolkit (CUDA release notes, table 3).
@@ -79,7 +80,7 @@ def relevant_env(environ: Mapping[str, str]) -> dict[str, str]:
     out = {}
     for name, value in sorted(environ.items()):
         if name in ENV_NAMES or name.startswith(ENV_PREFIXES):
-            out[name] = "<redacted>" if _SECRET.search(name) else value
+            out[name] = "<redacted>" if is_secret_env(name) else value
     return out
 
 

@@ -14,12 +14,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
+from qwen_triage.redact import MASK, is_secret_env, is_secret_flag
 from qwen_triage.runner.vllm.argv import VllmLaunch
 from qwen_triage.runner.vllm.options import BUILTIN
 
-# Names whose values are secrets: masked by render_diff.
-_SECRET_ARGS = frozenset({"--api-key", "--hf-token"})
-_SECRET_ENV = re.compile(r"(?i)(TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|_KEY$)")
 
 
 class Change(BaseModel):
@@ -100,10 +98,8 @@ def diff_launches(
 def _mask(change: Change, value: str | None) -> str | None:
     if value is None:
         return None
-    secret = (change.kind == "arg" and change.name in _SECRET_ARGS) or (
-        change.kind == "env" and _SECRET_ENV.search(change.name)
-    )
-    return "***" if secret and value else value
+    secret = is_secret_flag(change.name) if change.kind == "arg" else is_secret_env(change.name)
+    return MASK if secret and value else value
 
 
 def render_diff(changes: Sequence[Change]) -> str:

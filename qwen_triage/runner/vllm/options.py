@@ -20,6 +20,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from qwen_triage.units import parse_count as human_int  # vLLM's human-readable ints (--max-model-len 32k)
+
 VLLM_ARGS_VERSION = "0.32.0"
 
 Takes = Literal["none", "one", "multi", "optional", "unknown"]
@@ -164,28 +166,11 @@ PARSER_ALIASES: Mapping[str, str] = {"-O": "--optimization-level"}
 TYPED_NAMES = frozenset(TYPED_OPTIONS.values()) | MODEL_NAMES
 
 _NEG_NUMBER = re.compile(r"^-\d|^-\.\d")
-_HUMAN_INT = re.compile(r"^(\d+(?:\.\d+)?)([kKmMgGtT])$")
 
 
 def is_option(tok: str) -> bool:
     """A token that starts an option (``-5`` and ``-.5`` are values, ``-`` is a positional)."""
     return tok.startswith("-") and tok != "-" and not _NEG_NUMBER.match(tok)
-
-
-def human_int(value: str) -> int:
-    """vLLM's ``human_readable_int_or_auto``: 1k=1000, 1K=1024, 'auto'/-1 → -1."""
-    v = value.strip()
-    if v == "-1" or v.lower() == "auto":
-        return -1
-    m = _HUMAN_INT.match(v)
-    if m:
-        number, suffix = m.groups()
-        if suffix.islower():
-            return int(float(number) * {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}[suffix])
-        if "." in number:
-            raise ValueError(f"decimals are not allowed with binary suffix {suffix}: {value!r}")
-        return int(number) * {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}[suffix]
-    return int(v)
 
 
 # --- the table ----------------------------------------------------------------------
