@@ -45,11 +45,12 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from qwen_triage.rulepack.pack import RulePack
-from qwen_triage.rulepack.schema import Rule, Severity
+from qwen_triage.rulepack.severity import Severity
+from qwen_triage.rulepack.spec import RuleSpec
 
 # Classes that are about the node, not one workload: a node condition (and a
 # Slurm drain). Mirrors qwen_triage.fleet.slurm.NODE_CLASSES (tests keep them equal).
@@ -500,7 +501,7 @@ def plugin_monitor_config(
     }
 
 
-def plugins_for(rule: Rule) -> list[str]:
+def plugins_for(rule: RuleSpec) -> list[str]:
     """Which monitors read a rule's messages: `kernel` rules the kmsg one, `systemd` rules the journald one."""
     out = []
     if "kernel" in rule.sources:
@@ -510,7 +511,7 @@ def plugins_for(rule: Rule) -> list[str]:
     return out
 
 
-def rule_patterns(rule: Rule, buffer_size: int) -> list[str]:
+def rule_patterns(rule: RuleSpec, buffer_size: int) -> list[str]:
     """The NPD patterns of one rule, checked under RE2 and against its examples; Unexpressible if not."""
     m = rule.match
     if m.unless:
@@ -547,11 +548,82 @@ def rule_patterns(rule: Rule, buffer_size: int) -> list[str]:
     return patterns
 
 
+def _set_group(pattern: str, name: str, body: str) -> str:
+    """``pattern`` with the body of its named group ``name`` replaced (escapes and classes respected)."""
+    start = pattern.find(f"(?P<{name}>")
+    if start < 0:
+        raise Unexpressible(f"table key {name!r} is not a named group of the pattern")
+    i, depth, in_class = start, 0, False
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                head = start + len(f"(?P<{name}>")
+                return pattern[:head] + body + pattern[i:]
+        i += 1
+    raise Unexpressible(f"unbalanced group {name!r}")
+
+
+def table_variants(rule: RuleSpec) -> tuple[list[RuleSpec], str | None]:
+    """A table rule as one rule per row (its codes spelled out in the key group), for engines without tables.
+
+    NPD has one reason per rule, so each row becomes its own rule with the row's class;
+    a row's examples are the rule's examples whose code it lists, and the other rows'
+    examples are its near misses. The codes no row lists cannot be said in RE2 (no
+    negative look-ahead): returned as the reason they are left out, for stderr.
+    """
+    import regex
+
+    from qwen_triage.rulepack.spec import ExamplesSpec
+
+    table = rule.table
+    if table is None:
+        return [rule], None
+    original = [regex.compile(p, regex.VERSION0) for p in rule.match.any]
+
+    def row_of(line: str) -> int | None:
+        for pat in original:
+            m = pat.search(line)
+            if m and m.groupdict().get(table.key) is not None:
+                row = table.row_for(m.group(table.key))
+                return table.rows.index(row) if row is not None else None
+        return None
+
+    owners = {ex: row_of(ex) for ex in rule.examples.match}
+    variants = []
+    for n, row in enumerate(table.rows):
+        alternation = "|".join(regex.escape(v) for v in row.values)
+        patterns = tuple(_set_group(p, table.key, alternation) for p in rule.match.any)
+        mine = tuple(ex for ex, owner in owners.items() if owner == n)
+        others = tuple(ex for ex, owner in owners.items() if owner != n)
+        variant = replace(
+            rule.for_row(row),
+            id=f"{rule.id}.{n + 1}",
+            table=None,
+            match=replace(rule.match, any=patterns),
+            examples=ExamplesSpec(match=mine, no_match=(*rule.examples.no_match, *others)),
+        )
+        variants.append(variant)
+    left_out = None
+    if table.otherwise == "rule":
+        left_out = "codes no row of its table lists keep the rule's own class; RE2 cannot say 'none of these codes'"
+    return variants, left_out
+
+
 def condition_owner(pack: RulePack) -> dict[str, str]:
     """class -> the one plugin whose config sets its condition (journald where it has journal rules)."""
     owner: dict[str, str] = {}
-    for lr in pack.rules:
-        rule = lr.rule
+    for rule in (v for lr in pack.rules for v in table_variants(lr.rule)[0]):
         if not is_node_level(rule.class_) or rule.severity not in PERMANENT_SEVERITIES:
             continue
         plugins = plugins_for(rule)
@@ -560,6 +632,13 @@ def condition_owner(pack: RulePack) -> dict[str, str]:
         elif plugins:
             owner.setdefault(rule.class_, KMSG)
     return owner
+
+
+def _with_table_note(rule: RuleSpec, plugin: str, result: NpdExport) -> list[RuleSpec]:
+    variants, left_out = table_variants(rule)
+    if left_out is not None and plugin in plugins_for(rule):
+        result.skipped.append(Skipped(rule.id, plugin, left_out))
+    return variants
 
 
 def export_npd(
@@ -581,8 +660,7 @@ def export_npd(
         rules_out: list[dict[str, Any]] = []
         conditions: dict[str, dict[str, str]] = {}
         exported: list[str] = []
-        for lr in pack.rules:
-            rule = lr.rule
+        for rule in (v for lr in pack.rules for v in _with_table_note(lr.rule, plugin, result)):
             if plugin not in plugins_for(rule):
                 continue
             try:

@@ -138,7 +138,7 @@ def test_node_exporter_serves_the_textfile(node_exporter, tmp_path: Path, boot: 
                        str(textdir / "qwen_triage.prom"), "--format", "npd")
     assert cp.returncode == 1, cp.stderr
     metrics = http_get(url) or ""
-    assert (f'qwen_triage_diagnosis{{class="hardware.xid_fatal",rule="kernel.xid-fatal",severity="critical",'
+    assert (f'qwen_triage_diagnosis{{class="hardware.xid_fatal",rule="kernel.xid",severity="critical",'
             f'source="{log}"}} 1') in metrics  # node_exporter sorts the labels
     assert "qwen_triage_up 1" in metrics
     assert f'qwen_triage_lines_read_total{{source="{log}"}} 2' in metrics

@@ -253,8 +253,12 @@ def test_exported_patterns_still_keep_their_rules_examples(pack, exported) -> No
             rule_id = rule["patternGeneratedMessageSuffix"].split()[1].rstrip(":")
             by_suffix.setdefault((config["plugin"], rule_id), []).append(rule["pattern"])
     assert by_suffix
+    from qwen_triage.fleet.npd_export import table_variants
+
+    # a table rule is exported row by row: each row with its own examples
+    rules = {v.id: v for lr in pack.rules for v in table_variants(lr.rule)[0]}
     for (plugin, rule_id), patterns in by_suffix.items():
-        rule = pack.rule(rule_id).rule
+        rule = rules[rule_id]
         size = exported.configs[f"system-log-monitor-{plugin}.json"]["bufferSize"]
         for ex in rule.examples.match:
             assert npd_fires(patterns, ex, size), f"{rule_id}: {ex!r}"
@@ -347,3 +351,19 @@ def test_cli_reports_what_it_cannot_express_and_exports_the_rest(tmp_path: Path)
     assert strict.returncode == 1
     assert "site.sxid-lookahead" in strict.stderr
     assert json.loads(strict.stdout)["plugin"] == "kmsg"  # one config: printed as itself
+
+
+def test_a_table_rule_exports_one_npd_rule_per_row(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from qwen_triage.fleet.npd_export import export_npd
+    from tests.test_rule_tables import TABLE_RULES
+
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "t.yaml").write_text(TABLE_RULES.replace("OTHERWISE", "rule"))
+    result = export_npd(load_pack([rules], bundled=False), plugins=["kmsg"])
+    exported = [r for r in result.configs["system-log-monitor-kmsg.json"]["rules"] if "t.xid" in r["patternGeneratedMessageSuffix"]]
+    assert [(r["reason"], r["type"]) for r in exported] == [("HardwareXidFatal", "permanent"), ("HardwareNvlinkError", "permanent")]
+    fatal = re2.compile(exported[0]["pattern"])
+    assert fatal.search("TESTXID Xid (0000:3b:00): 79, GPU has fallen off the bus")
+    assert not fatal.search("TESTXID Xid (0000:3b:00): 74, link")  # another row's code
+    assert [s.rule for s in result.skipped if s.rule == "t.xid"] == ["t.xid"]  # the codes no row lists, said on stderr
