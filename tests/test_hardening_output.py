@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from qwen_triage.report.model import Diagnosis, Evidence, FixOut, Report, to_json
+from qwen_triage.rulepack.severity import Severity
 from qwen_triage.textsafe import clean
 from tests.conftest import ROOT
 
@@ -137,10 +138,11 @@ def _hostile_report() -> Report:
 
     v = f"a`b``c {HOSTILE}\n1. rm -rf /\n- extra item\n> quote\n| cell |"
     d = Diagnosis(
-        class_=f"cls{v}", rule=f"rule{v}", rules=["r"], title=f"title {v}", severity="error", summary=f"sum {v}",
+        class_=f"cls{v}", rule=f"rule{v}", rules=["r"], title=f"title {v}", severity=Severity.error,
+        summary=f"sum {v}",
         facts={"k": v}, evidence=[Evidence(path=f"p{v}", line=1, text=f"```\n# not a heading {v}")],
         more_evidence=0, count=1,
-        symptoms=[Symptom(class_=f"s{v}", rule="r", title=f"t{v}", severity="warning", count=1,
+        symptoms=[Symptom(class_=f"s{v}", rule="r", title=f"t{v}", severity=Severity.warning, count=1,
                           evidence=[Evidence(path=f"p{v}", line=2, text=v)])],
         fix=[FixOut(step=f"step {v}", action={"type": "set_arg", "safety": "safe", "flag": v})],
         references=[f"ref {v}"],

@@ -211,7 +211,8 @@ class Correlator:
             seq, class_id, rule_id = self._seq, f.class_id, f.rule
         info = f.severity is Severity.info
         table = self.observed if info else self.groups
-        key = rule_id if info else class_id
+        # observations: one per rule, and per row of a rule's table (its title says which)
+        key = (f"{rule_id}\0{f.rule.rule.title}" if isinstance(f, Finding) else rule_id) if info else class_id
         group = table.get(key)
         new = group is None
         if group is None:

@@ -53,8 +53,8 @@ def _sigkill_wrapper_and_check(tmp_path, live: Live, port: int, dport: int) -> N
         assert not port_free(port) and not port_free(dport)
         os.kill(live.proc.pid, signal.SIGKILL)  # the wrapper alone, as the OOM killer or `kill -9 PID` would
         live.wait(10)
+        assert_all_gone(pids, timeout=5)  # (kills what is left, so a failure leaves nothing behind)
         assert eventually(lambda: port_free(port) and port_free(dport), timeout=5), "a port is still bound"
-        assert_all_gone(pids, timeout=5)
     finally:
         live.kill()
 
