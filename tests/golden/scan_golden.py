@@ -44,6 +44,8 @@ def scan_json(path: Path) -> dict:
         for s in d.get("symptoms", []):
             for e in s.get("evidence", []):
                 e["path"] = Path(e["path"]).relative_to(ROOT).as_posix()
+    for u in report.get("unrecognised", []):
+        u["evidence"]["path"] = Path(u["evidence"]["path"]).relative_to(ROOT).as_posix()
     return report
 
 
