@@ -101,9 +101,12 @@ _HINTS = (
 )
 
 
+_HINT_RE = re.compile("|".join(re.escape(h) for h in _HINTS))
+
+
 def may_span(message: str) -> bool:
     """Whether the line could start or continue a multi-line record (a cheap test before the families)."""
-    return message.startswith("\t") or any(hint in message for hint in _HINTS)
+    return message.startswith("\t") or _HINT_RE.search(message) is not None
 
 
 def family_of(message: str) -> Family | None:
