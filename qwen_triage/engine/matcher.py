@@ -112,7 +112,7 @@ class CompiledPack:
     users: list[list[tuple[int, str]]]  # pattern id -> [(rule index, role)]
     prefilter: Prefilter
     # pattern id -> what else it signals (engine.unrecognised): "frame", "exception", "error",
-    # "heartbeat" or "stage:<id>"; a pattern can also be a rule's
+    # or "heartbeat"; a pattern can also be a rule's
     signals: dict[int, tuple[str, ...]]
 
     @functools.cached_property

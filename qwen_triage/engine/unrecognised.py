@@ -157,9 +157,8 @@ class Collector:
                 continue  # the launch went on after the heartbeats
             where = f" in stage “{stage['label']}”" if stage else ""
             template = f"no progress{where}: the input ends repeating “{p.beat_template}” ({p.beats}x)"
-            item = Item(template, "stall", p.beats, last, last.program)
-            item.hint = stage.get("hint") or None if stage else None
-            out.append(item)
+            hint = (stage.get("hint") or None) if stage else None
+            out.append(Item(template, "stall", p.beats, last, last.program, hint=hint))
         return out
 
     def signal(self, rec: LineRecord) -> None:

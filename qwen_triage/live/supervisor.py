@@ -35,7 +35,6 @@ import os
 import queue
 import re
 import signal
-import stat
 import subprocess
 import threading
 import time
@@ -44,6 +43,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
+from qwen_triage.filemode import make_private
 from qwen_triage.live import procs
 from qwen_triage.live.lines import LineSplitter
 from qwen_triage.live.stall import (
@@ -109,7 +109,7 @@ def open_log(path: Path, exclusive: bool = False) -> tuple[int, Path]:
         path.parent.mkdir(parents=True, exist_ok=True)
         if not exclusive:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-            _private(fd)  # an existing log keeps its mode on O_TRUNC: it holds the server's output, secrets too
+            make_private(fd)  # an existing log keeps its mode on O_TRUNC: it holds the server's output, secrets too
             return fd, path
         for n in range(1, 1000):
             candidate = path if n == 1 else path.with_name(f"{path.stem}-{n}{path.suffix}")
@@ -122,14 +122,6 @@ def open_log(path: Path, exclusive: bool = False) -> tuple[int, Path]:
         raise LogFileError(f"cannot write the log {path}: {exc.strerror or exc}") from exc
 
 
-def _private(fd: int) -> None:
-    """A regular file of ours made 0600 (never a device or a pipe named as the log, never another user's)."""
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISREG(st.st_mode) and st.st_mode & 0o077 and st.st_uid == os.geteuid():
-            os.fchmod(fd, 0o600)
-    except OSError:
-        pass
 
 
 @dataclass

@@ -6,6 +6,7 @@ import sys
 from typing import IO
 
 from qwen_triage.report.model import Report
+from qwen_triage.report.summary import NO_DIAGNOSIS, stats_line
 
 FORMATS = ("text", "json", "markdown")
 
@@ -22,11 +23,7 @@ def plain_summary(report: Report) -> str | None:
     """
     if report.diagnoses or report.observations or report.unrecognised or report.notes:
         return None
-    s = report.stats
-    lines = [
-        "No diagnosis: nothing in these logs matches a known failure.",
-        f"{s.lines} lines, {s.bytes} bytes in {s.seconds:.2f}s; {s.rules} rules ({s.prefilter} prefilter)",
-    ]
+    lines = [f"No diagnosis: {NO_DIAGNOSIS}", stats_line(report.stats)]
     if any(len(line) > PLAIN_WIDTH for line in lines):
         return None
     return "\n".join(lines) + "\n"

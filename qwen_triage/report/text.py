@@ -17,6 +17,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from qwen_triage.report.model import Diagnosis, Evidence, Observation, Report, Unrecognised
+from qwen_triage.report.summary import NO_DIAGNOSIS, stats_line
 from qwen_triage.rulepack.severity import Severity
 from qwen_triage.textsafe import clean
 
@@ -114,7 +115,7 @@ def print_text(report: Report, console: Console, shown: Container[str] = ()) -> 
     elif report.unrecognised:
         console.print("[bold yellow]No known failure matched[/bold yellow], but these logs report errors no rule explains:")
     else:
-        console.print("[green]No diagnosis:[/green] nothing in these logs matches a known failure.")
+        console.print(f"[green]No diagnosis:[/green] {NO_DIAGNOSIS}")
     if report.unrecognised:
         if report.diagnoses:
             console.print(f"[bold]other errors no rule explains[/bold] ({len(report.unrecognised)}):")
@@ -131,11 +132,7 @@ def print_text(report: Report, console: Console, shown: Container[str] = ()) -> 
             console.print(Text(clean(f"  • {o.title}: {o.summary} ({o.count}x){first}"), overflow="fold"))
     for note in report.notes:
         console.print(f"[yellow]note:[/yellow] {escape(note)}")
-    s = report.stats
-    console.print(
-        f"[dim]{s.lines} lines, {s.bytes} bytes in {s.seconds:.2f}s; {s.rules} rules "
-        f"({s.prefilter} prefilter)[/dim]"
-    )
+    console.print(f"[dim]{escape(stats_line(report.stats))}[/dim]")
 
 
 # --- compact list: preflight ---------------------------------------------------------------

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from qwen_triage.filemode import make_private
 from qwen_triage.redact import MASK, is_secret_env, is_secret_flag, mask_argv, mask_env, redact_tree
 from qwen_triage.report.model import Diagnosis
 from qwen_triage.runner.vllm.diff import Change
@@ -94,14 +94,6 @@ class RunRecord(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
 
-def _private(fd: int) -> None:
-    """A journal left 0644 by an older version becomes 0600 (regular files only; never a device)."""
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISREG(st.st_mode) and st.st_mode & 0o077 and st.st_uid == os.geteuid():
-            os.fchmod(fd, 0o600)
-    except OSError:
-        pass
 
 
 def _warn_stderr(message: str) -> None:
@@ -140,7 +132,7 @@ class Journal:
         except OSError as exc:
             return self._lost(record, exc.strerror or str(exc))
         try:
-            _private(fd)
+            make_private(fd)
             try:
                 written = self._write(fd, line)
             except OSError as exc:
