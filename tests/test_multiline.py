@@ -163,20 +163,20 @@ def test_live_record_completes_on_the_next_block_or_when_quiet(pack: CompiledPac
     scanner.add_source(src)
     found = []
     for i in range(0, 5):  # lines 1-5 arrive one by one: the message may still go on
-        found += list(scanner.feed_block(src, Block(data=lines[i].encode(), first_line=i + 1, nlines=1)))
+        found += list(scanner.feed_block(src, Block(data=lines[i].encode(), first_line=i + 1, counted=1)))
     assert found == []
     # line 6 starts a new sentence: the record is complete
-    found += list(scanner.feed_block(src, Block(data=lines[5].encode(), first_line=6, nlines=1)))
+    found += list(scanner.feed_block(src, Block(data=lines[5].encode(), first_line=6, counted=1)))
     assert [f.rule.rule.id for f in found] == ["t.gsp"]
     # the same five lines, then silence: released when the input goes quiet
     quiet = Scanner(pack)
     quiet.add_source(src)
     for i in range(0, 5):
-        assert list(quiet.feed_block(src, Block(data=lines[i].encode(), first_line=i + 1, nlines=1))) == []
+        assert list(quiet.feed_block(src, Block(data=lines[i].encode(), first_line=i + 1, counted=1))) == []
     assert [f.rule.rule.id for f in quiet.release_held()] == ["t.gsp"]
     # a record whose continuation never comes is released when the input goes quiet
     scanner2 = Scanner(pack)
     scanner2.add_source(src)
-    assert list(scanner2.feed_block(src, Block(data=b"".join(x.encode() for x in lines[2:4]), first_line=3, nlines=2))) == []
+    assert list(scanner2.feed_block(src, Block(data=b"".join(x.encode() for x in lines[2:4]), first_line=3, counted=2))) == []
     assert list(scanner2.release_held()) == []  # incomplete sentence: no match, but nothing held back
     assert scanner2.matcher._held == {}

@@ -6,7 +6,11 @@ import gzip
 import io
 import json
 
-from qwen_triage.engine.sources import Source, iter_blocks, raw_blocks
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from qwen_triage.engine.normalize import ANSI_BYTES_RE
+from qwen_triage.engine.sources import Source, iter_blocks, raw_blocks, strip_ansi_lines
 
 
 def lines_of(blocks) -> list[tuple[int, bytes, bool]]:
@@ -71,3 +75,17 @@ def test_binary_garbage_and_nul_bytes_do_not_break_reading() -> None:
     data = bytes(range(256)) * 100 + b"\nok\n"
     got = lines_of(raw_blocks(io.BytesIO(data), Source(name="x")))
     assert got[-1][1] == b"ok"
+
+
+_PIECES = [b"\x1b[31m", b"\x1b[0m", b"\x1b[1;2", b"\x1b]0;title\x07", b"\x1b]0;", b"\x1b\\", b"\x1b", b"\n",
+           b"plain text ", b"ERROR", b"\r"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=40))
+def test_ansi_codes_are_removed_line_by_line(pieces: list[bytes]) -> None:
+    """Only lines with an ESC are rewritten, each as the ANSI pattern strips it; no code spans (or eats) an LF."""
+    data = b"".join(pieces)
+    expected = b"\n".join(ANSI_BYTES_RE.sub(b"", line) for line in data.split(b"\n"))
+    assert strip_ansi_lines(data) == expected
+    assert strip_ansi_lines(data).count(b"\n") == data.count(b"\n")

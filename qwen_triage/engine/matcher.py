@@ -25,13 +25,15 @@ from qwen_triage.engine.normalize import decode_line, normalize
 from qwen_triage.rulepack.pack import LoadedRule, RulePack, compile_pattern
 from qwen_triage.engine.prefilter import Prefilter, build_prefilter
 from qwen_triage.engine.records import LineRecord
-from qwen_triage.engine.multiline import Assembly, continuing_family, family_of, may_span
+from qwen_triage.engine.multiline import HINTS_PATTERN, Assembly, continuing_family, family_of, may_span, may_span_raw
 from qwen_triage.engine.unrecognised import SIGNALS, Collector, frame_file, is_exception_line, library_of
 from qwen_triage.engine.sources import Block
 from qwen_triage.rulepack.severity import Severity
 from qwen_triage.rulepack.spec import RuleSpec
 
 CONFIRM_TIMEOUT = 0.25  # seconds for one confirm call on one line
+DEFER_MAX = 32  # deferred context lines kept per rule and input before they are settled
+DEFER_MAX_LINE = 4096  # bytes: a longer context line is matched at once, not kept
 STAGE_LOOKBACK = 256 * 1024  # bytes before a heartbeat searched for the stage it repeats in
 
 def _to_bytes(text: str) -> int | str:
@@ -116,6 +118,42 @@ class CompiledPack:
     signals: dict[int, tuple[str, ...]]
 
     @functools.cached_property
+    def context_uses(self) -> dict[int, tuple[tuple[int, tuple[int, ...] | None, int, int], ...]]:
+        """Per context-only pattern, its uses: (rule index, the rule's other `all` parts or None for
+        an `unless`, how many lines back a deferred line stays of use, the rule's window)."""
+        out = {}
+        for pid in self.context_only:
+            uses = []
+            for ri, role in self.users[pid]:
+                rule = self.rules[ri]
+                window = rule.rule.match.window
+                # an `all` part must lie within the window of a later hit; a veto within the window
+                # of a finding's first line, itself within the window of the line that completes it
+                others = tuple(q for q in dict.fromkeys(rule.all_ids) if q != pid) if role == "all" else None
+                uses.append((ri, others, 2 * window, window))
+            out[pid] = tuple(uses)
+        return out
+
+    @functools.cached_property
+    def span_only(self) -> frozenset[int]:
+        """The pattern ids of a line that only carries a multi-line hint word (see :data:`HINTS_PATTERN`)."""
+        return frozenset(pid for pid, kinds in self.signals.items() if kinds == ("span",))
+
+    @functools.cached_property
+    def context_only(self) -> frozenset[int]:
+        """Patterns that only give context: each use is an `all` part or an `unless` veto, and they signal nothing.
+
+        A line that is a candidate for these alone cannot fire a rule by itself, so the
+        matcher may defer it (:class:`_Deferred`) until some rule asks about it.
+        """
+        multiline = {p for r in self.rules if r.rule.match.multiline for p in (*r.any_ids, *r.all_ids)}
+        return frozenset(
+            pid for pid, users in enumerate(self.users)
+            if users and pid not in self.signals and pid not in multiline
+            and all(role != "any" for _ri, role in users)
+        )
+
+    @functools.cached_property
     def stage_re(self) -> re.Pattern[bytes] | None:
         """Every launch stage's patterns in one alternation, a named group per stage (raw bytes)."""
         stages = [st for st in self.pack.stages if st["patterns"]]
@@ -154,6 +192,7 @@ class CompiledPack:
         signals: dict[int, tuple[str, ...]] = {}
         kinds = [(kind, p) for kind, p in SIGNALS.items()]
         kinds += [("heartbeat", p) for p in pack.heartbeats]
+        kinds.append(("span", HINTS_PATTERN))  # lines that may belong to a multi-line record
         for kind, p in kinds:
             key = pid(p)
             signals[key] = (*signals.get(key, ()), kind)
@@ -223,6 +262,35 @@ class _PendingSet:
             self.limits[rule] = max(64, 2 * len(open_))
 
 
+@dataclass(slots=True)
+class _Deferred:
+    """A candidate line of context-only patterns, kept raw until a rule asks about it.
+
+    In a healthy log most candidate lines are context: NCCL's channel lines that an
+    `all` rule needs only next to a rarer line, Ollama's GPU inventory that vetoes
+    a rule which never fires. Decoding, normalising and confirming each of them cost
+    most of a scan; kept raw, only the few a rule asks about are ever settled.
+    """
+
+    raw: bytes
+    line: int
+    index: int  # line index in its block (for the block's journal metadata)
+    meta: object | None
+    truncated: bool
+    source_name: str
+    source_index: int
+    rec: LineRecord | None = None
+    hits: dict[int, regex.Match[str] | None] | None = None  # pattern id -> confirmed match, once asked
+
+
+@dataclass(slots=True)
+class _Kept:
+    """One rule's deferred lines in one input: (pattern id, line) oldest first, and each pattern's newest line."""
+
+    lines: deque[tuple[int, _Deferred]] = field(default_factory=deque)
+    newest: dict[int, int] = field(default_factory=dict)
+
+
 @dataclass
 class MatchStats:
     lines: int = 0
@@ -240,8 +308,11 @@ def _next_line(data: bytes, start: int) -> int:
 class Matcher:
     """Feeds blocks (or single lines) through the compiled pack; yields findings."""
 
-    def __init__(self, compiled: CompiledPack, timeout: float = CONFIRM_TIMEOUT, collector: Collector | None = None):
+    def __init__(self, compiled: CompiledPack, timeout: float = CONFIRM_TIMEOUT, collector: Collector | None = None,
+                 defer: bool = True):
         self.c = compiled
+        # context-only lines kept raw until a rule asks (False: every candidate is matched at once; same findings)
+        self._context_only = compiled.context_only if defer else frozenset()
         self.collector = collector  # error lines no rule matched go here
         self.timeout = timeout
         self.seq = 0
@@ -258,14 +329,14 @@ class Matcher:
         self._held: dict[int, tuple[LineRecord, set[int], Assembly]] = {}  # source -> a record awaiting more lines
         self._last_frame: dict[int, str] = {}  # source -> file of the latest traceback frame seen
         self._context: tuple[bytes, int] = (b"", 0)  # the block being matched and the current line's offset
+        # per (rule, source): context lines not yet settled, oldest first, as (pattern id, line)
+        self._deferred: dict[tuple[int, int], _Kept] = {}
 
     # -- input ---------------------------------------------------------------
 
     def feed_block(self, block: Block, source_name: str, source_index: int = 0) -> Iterator[Finding]:
         data = block.data
         self.stats.bytes += len(data)
-        nlines = block.nlines
-        self.stats.lines += nlines if block.meta is None else len({m.line for m in block.meta})
         self.stats.truncated += len(block.truncated)
         cands = self.c.prefilter.candidates(data)
         # Candidate lines by the line their record starts on: a continuation line of a
@@ -275,6 +346,9 @@ class Matcher:
         recs: dict[int, LineRecord] = {}  # start offset -> the candidate's record, normalised once
         spanning: set[int] = set()  # candidates that may belong to a multi-line record
         cited: dict[int, LineRecord] = {}  # record start offset -> the candidate line its evidence cites
+        deferrable: dict[int, bytes] = {}  # start offset -> raw line of a context-only candidate
+        context_only = self._context_only
+        span_only = self.c.span_only
         held = self._held.pop(source_index, None)
         consumed = 0
         if held is not None:
@@ -287,17 +361,29 @@ class Matcher:
             if index < consumed and held is not None:
                 held[1].update(cands[start])  # a continuation of the record held from the last block
                 continue
+            line_pids = cands[start]
+            if line_pids == span_only:
+                continue  # a hint word and nothing else: no pattern points at this line
             end = data.find(b"\n", start)
-            rec = recs[start] = self._record(block, index, data[start : end if end >= 0 else len(data)],
-                                             source_name, source_index)
+            raw = data[start : end if end >= 0 else len(data)]
+            if line_pids <= context_only and len(raw) <= DEFER_MAX_LINE and not may_span_raw(raw):
+                deferrable[start] = raw  # normalised later, if ever
+                records[start] = (index, line_pids)  # no earlier line merges into a line after it
+                continue
+            rec = recs[start] = self._record(block, index, raw, source_name, source_index)
             at = None
             if may_span(rec.message):
                 spanning.add(start)
                 at = self._record_start(block, start, index, rec.message, source_name, source_index)
             key, key_index = at if at is not None else (start, index)
+            deferrable.pop(key, None)  # a record start is matched whole, now
             _, pids = records.setdefault(key, (key_index, set()))
             pids.update(cands[start])
             cited.setdefault(key, rec)  # evidence cites the record's first line a pattern pointed at
+        if block.counted < 0:
+            block.counted = index + data.count(b"\n", prev)  # the count went this far already
+        nlines = block.nlines
+        self.stats.lines += nlines if block.meta is None else len({m.line for m in block.meta})
         if held is not None:
             rec, pids, assembly = held
             rec.message = assembly.message
@@ -308,6 +394,12 @@ class Matcher:
                 self._held[source_index] = held  # every line of this block continued it: wait on
         for start in sorted(records):
             index, pids = records[start]
+            raw = deferrable.get(start)
+            if raw is not None:
+                line_no = block.origin_line(index)
+                yield from self._expire(source_index, line_no)
+                if self._defer(pids, raw, block, index, line_no, source_name, source_index):
+                    continue
             end = data.find(b"\n", start)
             rec = recs.get(start) or self._record(block, index, data[start : end if end >= 0 else len(data)],
                                                   source_name, source_index)
@@ -361,6 +453,104 @@ class Matcher:
                 break
         return found
 
+    # -- deferred context lines ---------------------------------------------
+
+    def _defer(self, pids: set[int], raw: bytes, block: Block, index: int, line_no: int, source_name: str,
+               source_index: int) -> bool:
+        """Keep a context-only candidate line raw when no rule needs it now; False: match it now.
+
+        A rule needs it now when it has findings waiting out their veto window (an
+        `unless` line may close them) or when every other `all` part of the rule has
+        a hit or a kept line within the window (this line may complete it).
+        """
+        uses = self.c.context_uses
+        pending = self._pending.get(source_index)
+        for pid in pids:
+            for ri, others, _reach, window in uses[pid]:
+                if others is None:  # an `unless` use
+                    if pending is not None and any(not q.closed for q in pending.by_rule.get(ri, ())):
+                        return False
+                elif self._all_may_complete(ri, others, window, source_index, line_no, pids):
+                    return False
+        self.stats.candidates += 1
+        entry = _Deferred(raw, line_no, index, block.meta[index] if block.meta is not None else None,
+                          line_no in block.truncated, source_name, source_index)
+        deferred = self._deferred
+        for pid in pids:
+            for ri, _others, reach, _window in uses[pid]:
+                kept = deferred.get((ri, source_index))
+                if kept is None:
+                    kept = deferred[(ri, source_index)] = _Kept()
+                lines = kept.lines
+                lines.append((pid, entry))
+                kept.newest[pid] = line_no
+                while line_no - lines[0][1].line > reach:  # out of reach of any later line
+                    lines.popleft()
+                if len(lines) > DEFER_MAX:
+                    self._settle(self.c.rules[ri], source_index)
+        return True
+
+    def _all_may_complete(self, ri: int, others: tuple[int, ...], window: int, source_index: int, line_no: int,
+                          here: set[int]) -> bool:
+        """Whether a hit on ``line_no`` could complete rule ``ri``'s `all`: its ``others`` parts are all near
+        (on this line, among its pattern ids ``here``, or on a line within the window)."""
+        state = self._all_state.get((ri, source_index))
+        kept = self._deferred.get((ri, source_index))
+        for other in others:
+            if other in here:
+                continue
+            hit = state.get(other) if state is not None else None
+            if hit is not None and line_no - hit[0].line <= window:
+                continue
+            newest = kept.newest.get(other) if kept is not None else None
+            if newest is not None and line_no - newest <= window:
+                continue
+            return False
+        return True
+
+    def _deferred_hit(self, entry: _Deferred, pid: int) -> regex.Match[str] | None:
+        """Settle one kept line for one pattern: normalised once, confirmed once per pattern."""
+        if entry.hits is None:
+            entry.hits = {}
+        elif pid in entry.hits:
+            return entry.hits[pid]
+        if entry.rec is None:
+            entry.rec = normalize(decode_line(entry.raw), entry.source_name, entry.line,
+                                  source_index=entry.source_index, truncated=entry.truncated,
+                                  preset=entry.meta.apply if entry.meta is not None else None)  # type: ignore[attr-defined]
+        m = None if pid in self.disabled_patterns else self._confirm(pid, entry.rec)
+        entry.hits[pid] = m
+        return m
+
+    def _settle(self, rule: CompiledRule, source_index: int) -> None:
+        """Turn a rule's kept lines into what matching them at once would have left: its last veto, its `all` hits.
+
+        Only the newest confirmed line of each pattern counts (a later hit replaces an
+        earlier one), so they are settled newest first and the rest dropped unread.
+        """
+        kept = self._deferred.pop((rule.index, source_index), None)
+        if kept is None:
+            return
+        key = (rule.index, source_index)
+        unless = set(rule.unless_ids)
+        todo = set(rule.all_ids) | unless
+        state = self._all_state[key] if rule.all_ids else None
+        for pid, entry in reversed(kept.lines):
+            if pid not in todo:
+                continue
+            m = self._deferred_hit(entry, pid)
+            if m is None:
+                continue
+            if pid in unless:
+                self._last_veto[key] = max(self._last_veto.get(key, 0), entry.line)
+                todo -= unless
+            elif state is not None and self._where_ok(rule, entry.rec):  # type: ignore[arg-type]
+                if pid not in state or state[pid][0].line < entry.line:
+                    state[pid] = (entry.rec, self._facts(rule, m))  # type: ignore[assignment]
+                todo.discard(pid)
+            if not todo:
+                break
+
     def _record(self, block: Block, index: int, raw: bytes, source_name: str, source_index: int) -> LineRecord:
         line_no = block.origin_line(index)
         meta = block.meta[index] if block.meta is not None else None
@@ -409,6 +599,8 @@ class Matcher:
             for _until, _seq, p in sorted(pending.heap, key=lambda e: e[1]):
                 if not p.closed and not self._vetoed(p.finding):
                     yield p.finding
+        for key in [k for k in self._deferred if source_index is None or k[1] == source_index]:
+            del self._deferred[key]  # the input is over: no rule will ask about them
 
     # -- rules ---------------------------------------------------------------
 
@@ -462,6 +654,8 @@ class Matcher:
             kinds = self.c.signals.get(pid)
             if kinds is not None:
                 for kind in kinds:
+                    if kind == "span":
+                        continue
                     if kind == "heartbeat":
                         if self.collector is not None and self.c.regexes[pid].search(rec.message, timeout=self.timeout):
                             self.collector.heartbeat(rec, self._stage_before)
@@ -492,6 +686,7 @@ class Matcher:
         for pid in hits:
             for ri, role in self.c.users[pid]:
                 if role == "unless":
+                    self._settle(self.c.rules[ri], src)
                     self._last_veto[(ri, src)] = rec.line
                     self._close_vetoed(ri, src)
         for pid, m in hits.items():
@@ -508,6 +703,7 @@ class Matcher:
                     fired.add(ri)
                     yield from self._fire(rule, [rec], self._facts(rule, m))
                 else:  # all
+                    self._settle(rule, src)
                     state = self._all_state[(ri, src)]
                     state[pid] = (rec, self._facts(rule, m))
                     window = rule.rule.match.window
@@ -602,6 +798,7 @@ class Matcher:
         self._pending[records[-1].source_index].add(rule.index, _Pending(finding, last + rule.rule.match.window))
 
     def _vetoed(self, f: Finding) -> bool:
+        self._settle(f.rule, f.first.source_index)
         veto = self._last_veto.get((f.rule.index, f.first.source_index))
         if veto is None:
             return False

@@ -109,6 +109,19 @@ def may_span(message: str) -> bool:
     return message.startswith("\t") or _HINT_RE.search(message) is not None
 
 
+# For the prefilter: a line carrying a hint word is marked in the same pass that finds candidates.
+HINTS_PATTERN = _HINT_RE.pattern
+
+
+def may_span_raw(raw: bytes) -> bool:
+    """For a raw line the prefilter marked with no hint word: could its decoded message still :func:`may_span`?
+
+    Only through what decoding removes (a NUL or an ESC could join a hint) or a
+    tab: the message is a suffix of the decoded line. Three ``memchr`` calls.
+    """
+    return b"\t" in raw or b"\x00" in raw or b"\x1b" in raw
+
+
 def family_of(message: str) -> Family | None:
     for family in FAMILIES:
         if family.starts.search(message):

@@ -84,7 +84,7 @@ class Scanner:
     def feed_line(self, source: Source, text: str, line_no: int) -> Iterator[Finding]:
         """Live mode, one decoded line: a block of one line."""
         data = text.encode("utf-8", "replace").replace(b"\n", b" ") + b"\n"
-        yield from self.feed_block(source, Block(data=data, first_line=line_no, nlines=1))
+        yield from self.feed_block(source, Block(data=data, first_line=line_no, counted=1))
 
     def release_held(self) -> Iterator[Finding]:
         """Live mode, the input went quiet: multi-line records still open are complete."""

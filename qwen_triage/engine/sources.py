@@ -70,11 +70,14 @@ class Block:
     first_line: int  # line number of the first line of data
     truncated: frozenset[int] = frozenset()  # line numbers whose text was cut
     meta: list[LineMeta] | None = None  # journal input: one per line of data
-    nlines: int = -1  # lines in data, when the reader already counted them
+    counted: int = -1  # lines in data; -1 until someone counts them (the matcher does, walking its candidates)
 
-    def __post_init__(self) -> None:
-        if self.nlines < 0:
-            self.nlines = self.data.count(b"\n")
+    @property
+    def nlines(self) -> int:
+        """Lines in data, counted on first use: counting is a pass over the block, done once."""
+        if self.counted < 0:
+            self.counted = self.data.count(b"\n")
+        return self.counted
 
     def origin_line(self, index: int) -> int:
         return self.meta[index].line if self.meta is not None else self.first_line + index
@@ -251,9 +254,9 @@ def raw_blocks(stream: BinaryIO, source: Source, max_line: int = MAX_LINE, chunk
         pending = buf[pos:] if not skipping else b""
         if complete:
             block = _block(complete, line_no, truncated)
-            line_no += block.nlines
-            source.lines_read = line_no - 1
             yield block
+            line_no += block.nlines  # after the matcher, which counts them as it goes
+            source.lines_read = line_no - 1
     if pending:
         source.lines_read = line_no
         yield _block(pending + b"\n", line_no, set())
@@ -278,10 +281,32 @@ def text_note(name: str, sample: bytes) -> str | None:
     return None
 
 
+def strip_ansi_lines(data: bytes) -> bytes:
+    """``data`` with ANSI codes removed, touching only the lines that hold an ESC.
+
+    Codes go before the prefilter sees the block (a colour code inside a phrase
+    would hide it), but most lines of a coloured log have none: running the
+    substitution over the whole block cost more than finding the few that do.
+    """
+    esc = data.find(b"\x1b")
+    if esc < 0:
+        return data
+    parts: list[bytes] = []
+    done = 0
+    while esc >= 0:
+        start = data.rfind(b"\n", done, esc) + 1 or done
+        end = data.find(b"\n", esc)
+        end = len(data) if end < 0 else end
+        parts.append(data[done:start])
+        parts.append(ANSI_BYTES_RE.sub(b"", data[start:end]))
+        done = end
+        esc = data.find(b"\x1b", end)
+    parts.append(data[done:])
+    return b"".join(parts)
+
+
 def _block(data: bytes, first_line: int, truncated: set[int]) -> Block:
-    if b"\x1b" in data:
-        data = ANSI_BYTES_RE.sub(b"", data)
-    return Block(data=data, first_line=first_line, truncated=frozenset(truncated))
+    return Block(data=strip_ansi_lines(data), first_line=first_line, truncated=frozenset(truncated))
 
 
 def journal_blocks(blocks: Iterator[Block]) -> Iterator[Block]:

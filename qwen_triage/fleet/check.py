@@ -114,7 +114,7 @@ def _blocks(chunk: Chunk, source: Source) -> Iterator[Block]:
     def shifted() -> Iterator[Block]:
         for b in raw_blocks(io.BytesIO(chunk.data), source):
             yield Block(data=b.data, first_line=b.first_line + shift,
-                        truncated=frozenset(n + shift for n in b.truncated), nlines=b.nlines)
+                        truncated=frozenset(n + shift for n in b.truncated), counted=b.counted)
 
     yield from (journal_blocks(shifted()) if chunk.journal else shifted())
     source.bytes_read = before + len(chunk.data)

@@ -6,8 +6,9 @@ field is compatible.
 
 Plain dataclasses, not pydantic models: a scan builds its report from values it
 made itself, and importing pydantic costs more than triaging a small log. The
-contract is still pydantic's: :func:`to_json`, :func:`json_schema` and
-:func:`validate` build a ``TypeAdapter`` over these types on first use, reading
+contract is still pydantic's: :func:`json_schema` and :func:`validate` build a
+``TypeAdapter`` over these types on first use (:func:`to_json` writes the same
+JSON without one, for speed), reading
 ``__pydantic_config__`` (aliases, no unknown keys) and the attribute docstrings
 (field descriptions); pydantic models elsewhere (preflight results, the run log)
 hold these types as fields like any other.
@@ -16,7 +17,10 @@ hold these types as fields like any other.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+import json
+import math
+from dataclasses import dataclass, field, fields, is_dataclass
+from enum import Enum
 from typing import Any, TypeVar
 
 from qwen_triage import __version__
@@ -184,16 +188,51 @@ def _adapter(kind: type) -> Any:
     return TypeAdapter(kind)
 
 
+class _NotPlain(Exception):
+    """A value :func:`_plain` does not convert the way pydantic would: pydantic serialises it."""
+
+
+def _plain(obj: Any) -> Any:
+    """JSON-ready data of report objects, as pydantic's ``mode="json"`` dump gives it for these types.
+
+    Building pydantic's serialiser for the report takes longer than scanning a small
+    log, and a report holds only dataclasses, enums, lists, str-keyed dicts and
+    scalars; anything else falls back to pydantic (``tests/test_report_json.py``
+    checks both agree).
+    """
+    if obj is None or isinstance(obj, (str, bool, int)):
+        return obj.value if isinstance(obj, Enum) else obj
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None  # pydantic's default for inf and nan: null
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    if isinstance(obj, dict):
+        if not all(isinstance(k, str) for k in obj):
+            raise _NotPlain
+        return {k: _plain(v) for k, v in obj.items()}
+    if is_dataclass(obj) and not isinstance(obj, type) and getattr(obj, "__pydantic_config__", None) is _CONFIG:
+        return {_alias(f.name): _plain(getattr(obj, f.name)) for f in fields(obj)}
+    raise _NotPlain
+
+
 def to_json(obj: Any, indent: int | None = 2) -> str:
     """One report object (or a list of them) as JSON with the contract's key names."""
-    kind = type(obj[0]) if isinstance(obj, list) and obj else type(obj)
-    adapter = _adapter(list[kind]) if isinstance(obj, list) else _adapter(kind)  # type: ignore[valid-type]
-    return adapter.dump_json(obj, by_alias=True, indent=indent).decode()
+    try:
+        data = _plain(obj)
+    except _NotPlain:
+        kind = type(obj[0]) if isinstance(obj, list) and obj else type(obj)
+        adapter = _adapter(list[kind]) if isinstance(obj, list) else _adapter(kind)  # type: ignore[valid-type]
+        return adapter.dump_json(obj, by_alias=True, indent=indent).decode()  # type: ignore[no-any-return]
+    separators = (",", ": ") if indent is not None else (",", ":")
+    return json.dumps(data, indent=indent, ensure_ascii=False, separators=separators)
 
 
 def to_dict(obj: Any) -> Any:
     """JSON-ready data of a report object, with the contract's key names (``class``)."""
-    return _adapter(type(obj)).dump_python(obj, mode="json", by_alias=True)
+    try:
+        return _plain(obj)
+    except _NotPlain:
+        return _adapter(type(obj)).dump_python(obj, mode="json", by_alias=True)
 
 
 def validate(kind: type[T], data: Any) -> T:

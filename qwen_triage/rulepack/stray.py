@@ -30,7 +30,7 @@ def stray_rule_files(pack: RulePack, cwd: Path) -> list[Path]:
     here = cwd / "rules"
     if not here.is_dir():
         return []
-    loaded = {Path(lr.path).resolve() for lr in pack.rules}
+    loaded = {Path(path).resolve() for path in {lr.path for lr in pack.rules}}  # a file holds many rules
     try:
         bundled: Path | None = bundled_rules_dir()
     except FileNotFoundError:

@@ -1,0 +1,79 @@
+"""Context lines kept raw and settled later give exactly the findings of matching every line at once.
+
+Most candidate lines of a healthy log only give context (an `all` part, an
+`unless` veto); the matcher keeps them raw (engine.matcher._Deferred) and
+settles them when a rule asks. Random logs over a small vocabulary, cut into
+random blocks, go through a matcher that defers and one that does not.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from qwen_triage.engine.matcher import DEFER_MAX, CompiledPack, Matcher
+from qwen_triage.engine.sources import Block
+from qwen_triage.rulepack.pack import load_pack
+from tests.conftest import ROOT
+
+RULES = ROOT / "tests" / "data" / "rules_context.yaml"
+
+VOCABULARY = [
+    "Dec 01 10:00:00 h prog[1]: CTXA 1", "Dec 01 10:00:00 h prog[1]: CTXA 7", "Dec 01 10:00:00 h other[2]: CTXA 2",
+    "Dec 01 10:00:00 h prog[1]: CTXB 3", "Dec 01 10:00:00 h other[2]: CTXB 4",
+    "CTXA x", "CTXB y", "CTXC 5", "CTXC z", "CTXV 6", "CTXV w", "CTXW 8", "CTXFIRE 9", "CTXFIRE 10 CTXV 11",
+    "CTXA 12 CTXC 13", "noise", "noise", "noise", "noise", "noise", "noise",
+]
+
+
+@pytest.fixture(scope="module", params=["literal", "hyperscan"])
+def compiled(request) -> CompiledPack:  # type: ignore[no-untyped-def]
+    if request.param == "hyperscan":
+        pytest.importorskip("hyperscan")
+    return CompiledPack.build(load_pack([RULES], bundled=False), engine=request.param)
+
+
+def _findings(compiled: CompiledPack, lines: list[str], cuts: list[int], defer: bool) -> list[tuple]:
+    matcher = Matcher(compiled, defer=defer)
+    out = []
+    first = 0
+    for end in [*cuts, len(lines)]:
+        chunk = lines[first:end]
+        if chunk:
+            block = Block(data="".join(f"{line}\n" for line in chunk).encode(), first_line=first + 1)
+            out += list(matcher.feed_block(block, "t.log"))
+        first = end
+    out += list(matcher.finish())
+    return [(f.rule.rule.id, tuple(r.line for r in f.records), tuple(sorted(f.facts.items()))) for f in out]
+
+
+def test_the_pack_has_context_patterns_to_defer(compiled: CompiledPack) -> None:
+    assert {compiled.patterns[p] for p in compiled.context_only} >= {r"CTXB (?P<b>\d+)\b", r"CTXW \d+"}
+    assert r"CTXFIRE \d+" not in {compiled.patterns[p] for p in compiled.context_only}
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_deferring_finds_what_matching_at_once_finds(compiled: CompiledPack, seed: int) -> None:
+    rng = random.Random(seed)
+    n = rng.choice([10, 40, 200])
+    lines = [rng.choice(VOCABULARY) for _ in range(n)]
+    if seed % 5 == 0:  # long runs of one context line: the kept lines overflow and are settled early
+        at = rng.randrange(n)
+        lines[at:at] = [rng.choice(VOCABULARY[:5])] * (2 * DEFER_MAX + 3)
+    cuts = sorted(rng.sample(range(1, len(lines)), k=min(len(lines) - 1, rng.randrange(4))))
+    assert _findings(compiled, lines, cuts, defer=True) == _findings(compiled, lines, cuts, defer=False)
+
+
+def test_a_pair_far_apart_does_not_fire_and_a_near_one_does(compiled: CompiledPack) -> None:
+    near = ["Dec 01 10:00:00 h prog[1]: CTXA 1", "noise", "Dec 01 10:00:00 h prog[1]: CTXB 3"]
+    far = [near[0], *["noise"] * 7, near[2]]
+    assert _findings(compiled, near, [], defer=True) == [("c.pair", (1, 3), (("a", 1), ("b", 3)))]
+    assert _findings(compiled, far, [], defer=True) == []
+
+
+def test_a_veto_kept_raw_still_vetoes(compiled: CompiledPack) -> None:
+    """The veto comes long before the finding, in its own block: it is settled only when the finding asks."""
+    lines = ["CTXW 8", *["CTXV 6"] * 3, "noise", "CTXFIRE 9", *["noise"] * 10, "CTXFIRE 9"]
+    found = _findings(compiled, lines, [2, 5], defer=True)
+    assert found == [("c.fires", (17,), ())]  # the first is vetoed by the lines before it, the second is not
