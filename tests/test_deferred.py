@@ -23,7 +23,7 @@ VOCABULARY = [
     "Dec 01 10:00:00 h prog[1]: CTXA 1", "Dec 01 10:00:00 h prog[1]: CTXA 7", "Dec 01 10:00:00 h other[2]: CTXA 2",
     "Dec 01 10:00:00 h prog[1]: CTXB 3", "Dec 01 10:00:00 h other[2]: CTXB 4",
     "CTXA x", "CTXB y", "CTXC 5", "CTXC z", "CTXV 6", "CTXV w", "CTXW 8", "CTXFIRE 9", "CTXFIRE 10 CTXV 11",
-    "CTXA 12 CTXC 13", "noise", "noise", "noise", "noise", "noise", "noise",
+    "CTXA 12 CTXC 13", "CTXLATE 14", "noise", "noise", "noise", "noise", "noise", "noise",
 ]
 
 
@@ -77,3 +77,12 @@ def test_a_veto_kept_raw_still_vetoes(compiled: CompiledPack) -> None:
     lines = ["CTXW 8", *["CTXV 6"] * 3, "noise", "CTXFIRE 9", *["noise"] * 10, "CTXFIRE 9"]
     found = _findings(compiled, lines, [2, 5], defer=True)
     assert found == [("c.fires", (17,), ())]  # the first is vetoed by the lines before it, the second is not
+
+
+def test_a_veto_before_does_not_count_for_unless_after(compiled: CompiledPack) -> None:
+    before = ["CTXW 8", "noise", "CTXLATE 14"]
+    after = ["CTXLATE 14", "noise", "CTXW 8"]
+    same_line = ["CTXLATE 14 CTXW 8"]
+    assert _findings(compiled, before, [], defer=True) == [("c.vetoed-after", (3,), ())]
+    assert _findings(compiled, after, [], defer=True) == []
+    assert _findings(compiled, same_line, [], defer=True) == []

@@ -49,8 +49,10 @@ def load_text(tmp_path: Path, text: str) -> None:
         (GOOD_RULE.replace("title: one", "title: !!python/object/apply:os.system ['id']"), 4, 12, "not allowed"),
         ("rules:\n  - id: [unclosed\n", 3, 1, "YAML syntax"),
         (GOOD_RULE.replace("    title: one\n", "    title: one\n    title: two\n"), 5, 5, "duplicate key"),
+        (GOOD_RULE.replace(PATTERN_LINE, PATTERN_LINE + "\n      unless_after: true"), 8, 7, "`unless_after` needs"),
     ],
-    ids=["enum", "class", "unknown-key", "regex", "examples", "action", "anchor", "python-tag", "syntax", "dupkey"],
+    ids=["enum", "class", "unknown-key", "regex", "examples", "action", "anchor", "python-tag", "syntax", "dupkey",
+         "lone-unless-after"],
 )
 def test_errors_have_positions(tmp_path, text, line, col, reason) -> None:
     with pytest.raises(RuleFileError) as info:

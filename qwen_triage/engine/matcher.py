@@ -802,8 +802,9 @@ class Matcher:
         veto = self._last_veto.get((f.rule.index, f.first.source_index))
         if veto is None:
             return False
-        window = f.rule.rule.match.window
-        return f.first.line - window <= veto <= f.records[-1].line + window
+        match = f.rule.rule.match
+        earliest = f.first.line if match.unless_after else f.first.line - match.window
+        return earliest <= veto <= f.records[-1].line + match.window
 
     def _close_vetoed(self, rule_index: int, source_index: int) -> None:
         """A veto line arrived: the rule's pending findings it falls near are dropped now."""

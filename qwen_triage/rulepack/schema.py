@@ -53,6 +53,8 @@ class Match(_Strict):
     — a storm of lines that are harmless one by one (PCIe correctable errors).
     ``multiline``: the patterns may reach across the lines of a multi-line record
     (joined with a space), so the prefilter keys on words, not phrases.
+    ``unless``: a match within ``window`` lines either side vetoes the finding;
+    with ``unless_after``, only on the finding's lines or after them.
     """
 
     any: list[str] = Field(default_factory=list)
@@ -61,6 +63,9 @@ class Match(_Strict):
     count: int = Field(default=1, ge=1, le=10_000)
     multiline: bool = False  # patterns match a multi-line record (NVRM message, AER/OOM report) joined
     unless: list[str] = Field(default_factory=list)
+    # a veto counts only from the finding's line on (within ``window``): for output that lists what a
+    # probe found right after the probe's complaint, where an earlier line belongs to an earlier start
+    unless_after: bool = False
     where: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -74,6 +79,8 @@ class Match(_Strict):
             raise ValueError("`count` counts lines of `any` patterns")
         if self.count > self.window:
             raise ValueError("`count` cannot exceed `window` (lines)")
+        if self.unless_after and not self.unless:
+            raise ValueError("`unless_after` needs `unless` patterns")
         return self
 
 

@@ -31,6 +31,7 @@ class MatchSpec:
     where: dict[str, str] = field(default_factory=dict)
     count: int = 1
     multiline: bool = False
+    unless_after: bool = False  # a veto counts only from the finding's first line on
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,8 @@ class RuleSpec:
             status=rule.status,
             sources=tuple(rule.sources),
             references=tuple(rule.references),
-            match=MatchSpec(tuple(m.any), tuple(m.all), m.window, tuple(m.unless), dict(m.where), m.count, m.multiline),
+            match=MatchSpec(tuple(m.any), tuple(m.all), m.window, tuple(m.unless), dict(m.where), m.count, m.multiline,
+                            m.unless_after),
             extract=dict(rule.extract),
             explain=rule.explain,
             fix=_fix_specs(rule.fix),
@@ -170,6 +172,7 @@ class RuleSpec:
                 dict(m["where"]),
                 int(m["count"]),
                 bool(m["multiline"]),
+                bool(m.get("unless_after", False)),
             ),
             extract=dict(d["extract"]),
             explain=d["explain"],
@@ -186,7 +189,7 @@ class RuleSpec:
             if out.get(key) == value or (isinstance(value, list) and out.get(key) == ()):
                 out.pop(key, None)
         match = out["match"]
-        for key, value in (("any", ()), ("all", ()), ("unless", ()), ("where", {}), ("window", 200), ("count", 1), ("multiline", False)):
+        for key, value in (("any", ()), ("all", ()), ("unless", ()), ("where", {}), ("window", 200), ("count", 1), ("multiline", False), ("unless_after", False)):
             if match.get(key) == value:
                 match.pop(key)
         return out
