@@ -599,8 +599,10 @@ class Matcher:
             for _until, _seq, p in sorted(pending.heap, key=lambda e: e[1]):
                 if not p.closed and not self._vetoed(p.finding):
                     yield p.finding
-        for key in [k for k in self._deferred if source_index is None or k[1] == source_index]:
-            del self._deferred[key]  # the input is over: no rule will ask about them
+        # A live input goes on after a settle: what kept lines leave (a veto, an `all` part) is kept as
+        # matching them at once would have left it (each rule's newest ones only, so this is cheap).
+        for ri, src in [k for k in self._deferred if source_index is None or k[1] == source_index]:
+            self._settle(self.c.rules[ri], src)
 
     # -- rules ---------------------------------------------------------------
 

@@ -2,10 +2,12 @@
 
 Two interchangeable engines. Hyperscan compiles every pattern into one
 automaton (in prefilter mode, so constructs it cannot do exactly are widened,
-never narrowed) and scans a whole block at once. The pure-Python engine looks
-for each pattern's required literals with ``bytes.find``. Either may report
-lines the pattern does not really match; the confirm step with ``regex``
-settles that. Neither may miss a line that matches.
+never narrowed) and scans a whole block at once. The literal engine, for where
+Hyperscan does not install, looks for each pattern's required literals with RE2
+(google-re2) and narrows the lines found to the patterns they may match, or,
+without RE2, with ``bytes.find``. Either engine may report lines the pattern
+does not really match; the confirm step with ``regex`` settles that. Neither
+may miss a line that matches.
 
 Hyperscan's compile time grows with bounded repeats: a 20-character pattern
 such as ``x[a-z]{0,50000}y`` takes it minutes. Patterns whose expanded size
@@ -19,10 +21,12 @@ import hashlib
 import json
 import re
 from collections import defaultdict
+from collections.abc import Container
 from pathlib import Path
 from typing import Protocol
 
 from qwen_triage.engine.literals import required_literals
+from qwen_triage.engine.normalize import ANSI_BYTES_RE
 
 Candidates = dict[int, set[int]]  # line start offset in block -> pattern ids
 
@@ -90,42 +94,295 @@ class Prefilter(Protocol):
     def candidates(self, data: bytes) -> Candidates: ...
 
 
-def _line_start(data: bytes, end: int) -> int:
-    return data.rfind(b"\n", 0, max(end - 1, 0)) + 1 if end > 0 else 0
+# -- the literal prefilter ----------------------------------------------------------------------
+#
+# Where Hyperscan is missing (or refuses a pattern) the prefilter works from each pattern's
+# required literals (engine.literals). Looking for ~600 literals one ``bytes.find`` at a time takes
+# ~600 passes over every block: an order of magnitude slower than Hyperscan. With google-re2
+# (a dependency wherever it has wheels) two RE2 passes do the work instead:
+#
+# 1. One regex, the alternation of every literal, finds the lines holding any of them: one DFA pass
+#    over the block, in C.
+# 2. On each such line an RE2 set answers which patterns may match it. A set entry is the pattern
+#    itself, *widened* (:func:`_widen`): every construct whose bytes are not known exactly becomes
+#    "one to four bytes" or "any bytes", anchors and look-arounds are dropped. The widened form
+#    matches every raw line whose message the pattern matches, yet is far narrower than the
+#    pattern's best literal (``level=`` alone is on one line in six of the benchmark log; ``level=``
+#    followed by ``error`` or ``fatal`` is not). Fewer candidates is what makes the scan fast: each
+#    one is decoded, normalised and confirmed in Python.
+#
+# Without google-re2, ``bytes.find`` per literal (:class:`_LiteralFinder`) still gives a correct
+# answer, slowly.
+
+_WORD_BYTES = frozenset(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+_ONE_CHAR = b"(?s:.){1,4}"  # one character of the decoded message: one to four bytes of the raw line
+_ANY_RUN = b"(?s:.)*"
+_FOLDED = b"[\\x80-\\xff]{2,4}"  # a non-ASCII character that case-folds to an ASCII letter (K, ſ)
+_EXACT_REPEAT = 8  # a repeated literal keeps its count up to this bound (``s?``, ``-{2,3}``)
+_MAX_WIDENED = 50_000  # bytes: a larger widened form is not worth its DFA; the literals do
+_SCOPED_IGNORECASE = re.compile(r"\(\?[a-zA-Z]*i")  # (?i:...), (?si), also a leading (?i): wider is fine
+_POSIX_CLASS = re.compile(r"\[:\^?[A-Za-z]+:\]")  # `regex` reads [[:alpha:]] as a class, `re` does not
+# Decoding drops these from a line (engine.normalize.decode_line): a literal they split is still
+# in the message. Lines holding them are candidates and are matched cleaned.
+_REMOVED_BY_DECODING = (b"\x00", b"\x1b")
+_RE2_MIN_MEM = 64 << 20  # RE2's memory budget: a limit, not an allocation (states are built as met)
 
 
-class LiteralPrefilter:
-    """Pure Python: ``bytes.find`` for each required literal."""
+class _Unwidenable(Exception):
+    pass
 
-    name = "literal"
 
-    def __init__(self, patterns: list[str], multiline: frozenset[int] = frozenset()):
-        self.always: list[int] = []  # patterns without a literal: tried on every line
-        by_literal: dict[tuple[bytes, bool], list[int]] = defaultdict(list)
-        for pid, pattern in enumerate(patterns):
-            req = required_literals(pattern, one_line=pid in multiline)
-            if req is None:
-                self.always.append(pid)
+def _escaped_byte(c: int) -> bytes:
+    return bytes((c,)) if c in _WORD_BYTES else b"\\x%02x" % c
+
+
+def _char_expr(c: int, ignore_case: bool) -> bytes:
+    """RE2 (Latin-1, i.e. raw bytes) for one literal character of a pattern.
+
+    Case-insensitive: an ASCII letter in either case, or a non-ASCII character that
+    folds to it (the Kelvin sign, the long s); any other character may fold to many.
+    """
+    if c < 0x80:
+        ch = chr(c)
+        if ignore_case and ch.isalpha():
+            return b"(?:[%s%s]|%s)" % (ch.lower().encode(), ch.upper().encode(), _FOLDED)
+        return _escaped_byte(c)
+    if ignore_case or c == 0xFFFD or 0xD800 <= c <= 0xDFFF:  # U+FFFD stands for undecodable bytes
+        return _ONE_CHAR
+    return b"".join(_escaped_byte(b) for b in chr(c).encode("utf-8"))
+
+
+def _literal_expr(literal: str, ignore_case: bool) -> bytes:
+    return b"".join(_char_expr(ord(c), ignore_case) for c in literal)
+
+
+def _widen(pattern: str) -> bytes:
+    """RE2 bytes matching every raw line on whose message ``pattern`` (``regex``, VERSION0) matches.
+
+    The message is the line's text less a prefix (engine.normalize), one character of it one
+    to four bytes of the line. So, read with the standard parser (as engine.literals does):
+    literal characters stay (as UTF-8), a class of ASCII characters stays a byte class, any
+    other character-matching construct becomes one to four bytes, a repeat of anything but a
+    short literal becomes one copy and then any bytes, anchors, ``\\b`` and look-arounds go,
+    and back-references become any bytes. Raises :class:`_Unwidenable` when unsure.
+    """
+    import re._constants as sc  # noqa: PLC0415
+    import re._parser as sp  # noqa: PLC0415
+
+    if _POSIX_CLASS.search(pattern):
+        raise _Unwidenable
+    repeats = {sc.MAX_REPEAT, sc.MIN_REPEAT, getattr(sc, "POSSESSIVE_REPEAT", sc.MAX_REPEAT)}
+    char_like = {sc.NOT_LITERAL, sc.ANY, sc.CATEGORY}
+    dropped = {sc.AT, sc.ASSERT, sc.ASSERT_NOT}
+    ignorecase = sc.SRE_FLAG_IGNORECASE
+
+    def klass(items, ci: bool) -> bytes:  # type: ignore[no-untyped-def]
+        if ci:
+            return _ONE_CHAR
+        parts = []
+        for op, av in items:
+            if op is sc.LITERAL and av < 0x80 and av != 0x0A:
+                parts.append(_escaped_byte(av))
+            elif op is sc.RANGE and av[1] < 0x80 and not av[0] <= 0x0A <= av[1]:
+                parts.append(_escaped_byte(av[0]) + b"-" + _escaped_byte(av[1]))
+            else:
+                return _ONE_CHAR  # negated, a category (\d, \w: Unicode-wide), non-ASCII, a newline
+        return b"[" + b"".join(parts) + b"]"
+
+    def seq(items, ci: bool, depth: int) -> bytes:  # type: ignore[no-untyped-def]
+        if depth > 100:
+            raise _Unwidenable
+        out = []
+        for op, av in items:
+            if op is sc.LITERAL:
+                if av == 0x0A:
+                    raise _Unwidenable  # never in a line: leave such a pattern to its literals
+                out.append(_char_expr(av, ci))
+            elif op is sc.IN:
+                out.append(klass(av, ci))
+            elif op in char_like:
+                out.append(_ONE_CHAR)
+            elif op in dropped:
                 continue
-            for alt in req.alternatives:
-                by_literal[(alt.encode("utf-8"), req.ignore_case)].append(pid)
+            elif op is sc.SUBPATTERN:
+                _group, add, remove, sub = av
+                inner_ci = (ci or bool(add & ignorecase)) and not remove & ignorecase
+                out.append(b"(?:" + seq(sub, inner_ci, depth + 1) + b")")
+            elif op is sc.BRANCH:
+                out.append(b"(?:" + b"|".join(seq(b, ci, depth + 1) for b in av[1]) + b")")
+            elif op in repeats:
+                lo, hi, sub = av
+                if hi != sc.MAXREPEAT and hi <= _EXACT_REPEAT and all(o is sc.LITERAL for o, _ in sub):
+                    out.append(b"(?:%s){%d,%d}" % (seq(sub, ci, depth + 1), lo, hi))
+                elif lo == 0:
+                    out.append(_ANY_RUN)
+                else:
+                    out.append(b"(?:" + seq(sub, ci, depth + 1) + b")" + _ANY_RUN)
+            elif op is getattr(sc, "ATOMIC_GROUP", None):
+                out.append(b"(?:" + seq(av, ci, depth + 1) + b")")
+            elif op in (sc.GROUPREF, sc.GROUPREF_EXISTS):
+                out.append(_ANY_RUN)
+            else:
+                raise _Unwidenable
+        return b"".join(out)
+
+    try:
+        parsed = sp.parse(pattern)
+    except Exception as exc:  # noqa: BLE001 - syntax the standard parser does not take
+        raise _Unwidenable from exc
+    widened = seq(list(parsed), bool(parsed.state.flags & ignorecase), 0)
+    if len(widened) > _MAX_WIDENED:
+        raise _Unwidenable
+    return widened
+
+
+def _clean(line: bytes) -> bytes:
+    """The line's bytes as decoding sees them: ANSI codes and NULs removed (engine.normalize.decode_line)."""
+    if b"\x1b" in line:
+        line = ANSI_BYTES_RE.sub(b"", line)
+    return line.replace(b"\x00", b"")
+
+
+def _google_re2():  # type: ignore[no-untyped-def]
+    try:
+        import re2  # noqa: PLC0415 - google-re2, a dependency where it has wheels
+    except Exception:  # noqa: BLE001 - missing, or a build that does not load
+        return None
+    return re2
+
+
+class _LiteralFinder:
+    """``bytes.find`` for each literal over the whole block: pure Python, and ~600 passes per block."""
+
+    def __init__(self, by_literal: dict[tuple[bytes, bool], list[int]]):
         # Longest first: a rare long literal is the cheapest to look for.
         self.literals = sorted(by_literal.items(), key=lambda kv: -len(kv[0][0]))
         self.any_ignore_case = any(ci for (_, ci), _ in self.literals)
 
-    def candidates(self, data: bytes) -> Candidates:
-        out: Candidates = {}
+    def add_candidates(self, data: bytes, out: Candidates, at: int = 0) -> None:
+        """Add the candidates of ``data``, whose offsets in the block start at ``at``."""
         lowered = data.lower() if self.any_ignore_case else data
         for (lit, ci), pids in self.literals:
             hay = lowered if ci else data
             pos = hay.find(lit)
             while pos >= 0:
                 start = data.rfind(b"\n", 0, pos) + 1
-                out.setdefault(start, set()).update(pids)
+                out.setdefault(at + start, set()).update(pids)
                 nl = data.find(b"\n", pos)
                 if nl < 0:
                     break
                 pos = hay.find(lit, nl + 1)
+
+
+class _RE2Lines:
+    """The two RE2 passes (see above): lines holding a literal, then the patterns each may match."""
+
+    def __init__(self, re2, entries: dict[int, tuple[bytes | None, list[bytes]]],  # type: ignore[no-untyped-def]
+                 fallback: _LiteralFinder):
+        """``entries``: pattern id -> (widened pattern or None, its literals as RE2 expressions).
+
+        ``fallback``: the same patterns' literals, for a line the set cannot answer.
+        """
+        literal_exprs = list(dict.fromkeys(e for _, exprs in entries.values() for e in exprs))
+        literal_exprs += [_escaped_byte(b[0]) for b in _REMOVED_BY_DECODING]
+        lines = b"(?m)^.*?(?:" + b"|".join(literal_exprs) + b")"
+        self.lines = re2.compile(lines, self._options(re2, len(lines)))
+        size = sum(len(w or b"|".join(exprs)) for w, exprs in entries.values())
+        self.set = re2.Set.SearchSet(self._options(re2, size))
+        # Entry 0 matches everywhere: a result without it means the set's DFA ran out of memory
+        # (it then reports nothing, not part), and the literals decide that line instead.
+        self.set.Add(b"")
+        self.ids: list[int] = [-1]
+        for pid, (widened, exprs) in entries.items():
+            try:
+                if widened is None:
+                    raise re2.error("no widened form")
+                self.set.Add(widened)
+            except re2.error:  # RE2 refuses it: the pattern's literals stand in
+                self.set.Add(b"|".join(exprs))
+            self.ids.append(pid)
+        self.set.Compile()
+        self.fallback = fallback
+
+    @staticmethod
+    def _options(re2, size: int):  # type: ignore[no-untyped-def]
+        options = re2.Options()
+        options.encoding = re2.Options.Encoding.LATIN1  # bytes are bytes: logs need not be UTF-8
+        # Too small a budget sends the regex to RE2's NFA (100 times slower) and starves the set;
+        # the bundled pack needs about 12 MiB for each.
+        options.max_mem = max(_RE2_MIN_MEM, size << 11)
+        options.log_errors = False
+        return options
+
+    def add_candidates(self, data: bytes, out: Candidates) -> None:
+        ids = self.ids
+        match = self.set.Match
+        find = data.find
+        for m in self.lines.finditer(data):
+            start = m.start()
+            end = find(b"\n", m.end())
+            line = data[start:end] if end >= 0 else data[start:]
+            if b"\x00" in line or b"\x1b" in line:
+                line = _clean(line)
+            hits = match(line)
+            if hits is None:
+                self.fallback.add_candidates(line, out, at=start)
+            elif len(hits) > 1:
+                pids = {ids[i] for i in hits if i}
+                out.setdefault(start, set()).update(pids)
+
+
+class LiteralPrefilter:
+    """Each pattern's required literals (engine.literals), for where Hyperscan is not.
+
+    With google-re2: two RE2 passes per block, the second narrowing each line to the
+    patterns whose widened form (:func:`_widen`) it matches. Without: ``bytes.find`` per
+    literal, the same lines at least, far slower. Patterns without a literal are tried on
+    every line.
+    """
+
+    name = "literal"
+
+    def __init__(self, patterns: list[str], multiline: frozenset[int] = frozenset()):
+        self.always: list[int] = []  # patterns without a literal: tried on every line
+        by_literal: dict[tuple[bytes, bool], list[int]] = defaultdict(list)
+        entries: dict[int, tuple[bytes | None, list[bytes]]] = {}  # what RE2 can take
+        for pid, pattern in enumerate(patterns):
+            req = required_literals(pattern, one_line=pid in multiline)
+            if req is None:
+                self.always.append(pid)
+                continue
+            # engine.literals reads only a leading (?i): a literal from a scoped (?i:...) would be
+            # looked for in one case. Looked for in any case, every literal stays a superset.
+            ignore_case = req.ignore_case or bool(_SCOPED_IGNORECASE.search(pattern))
+            alternatives = [a.lower() for a in req.alternatives] if ignore_case else list(req.alternatives)
+            for alt in alternatives:
+                by_literal[(alt.encode("utf-8"), ignore_case)].append(pid)
+            if any("\n" in alt for alt in alternatives):
+                continue  # RE2 looks within lines; such a pattern (it cannot match a line anyway) keeps bytes.find
+            widened = None
+            if pid not in multiline:  # a multi-line record's pattern: only its one-line literal is sure
+                try:
+                    widened = _widen(pattern)
+                except (_Unwidenable, RecursionError):
+                    widened = None
+            entries[pid] = (widened, [_literal_expr(a, ignore_case) for a in alternatives])
+        self._re2: _RE2Lines | None = None
+        re2 = _google_re2() if entries else None
+        if re2 is not None:
+            try:
+                self._re2 = _RE2Lines(re2, entries, _LiteralFinder(_only(by_literal, entries.keys())))
+            except Exception:  # noqa: BLE001 - a pack beyond RE2's limits, an odd google-re2: bytes.find
+                self._re2 = None
+        rest = by_literal if self._re2 is None else _only(by_literal, set(range(len(patterns))) - entries.keys())
+        self._finder = _LiteralFinder(rest) if rest else None
+
+    def candidates(self, data: bytes) -> Candidates:
+        out: Candidates = {}
+        if self._re2 is not None:
+            self._re2.add_candidates(data, out)
+        if self._finder is not None:
+            self._finder.add_candidates(data, out)
         if self.always:
             start = 0
             while start < len(data):
@@ -135,6 +392,14 @@ class LiteralPrefilter:
                     break
                 start = nl + 1
         return out
+
+
+def _only(
+    by_literal: dict[tuple[bytes, bool], list[int]], pids: Container[int]
+) -> dict[tuple[bytes, bool], list[int]]:
+    """``by_literal`` for the patterns ``pids`` alone."""
+    kept = {key: [p for p in ps if p in pids] for key, ps in by_literal.items()}
+    return {key: ps for key, ps in kept.items() if ps}
 
 
 def _hs_one_line(pattern: str) -> bytes:
@@ -239,21 +504,22 @@ class HyperscanPrefilter:
             cache.prune("hs-", keep=f"hs-{key}")
 
     def candidates(self, data: bytes) -> Candidates:
-        ends: list[tuple[int, int]] = []
+        out: Candidates = {}
+        rfind = data.rfind
+        get = out.get
 
+        # Called for every match, so kept to the bone: the line's start (the match's last byte
+        # may be the LF itself), then the pattern added to that line's set.
         def on_match(pid: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
-            ends.append((to, pid))
+            start = rfind(b"\n", 0, to - 1) + 1 if to > 1 else 0
+            pids = get(start)
+            if pids is None:
+                out[start] = {pid}
+            else:
+                pids.add(pid)
 
         if self.db is not None:
             self.db.scan(data, match_event_handler=on_match)
-        out: Candidates = {}
-        last_line = (-1, -1)
-        for to, pid in ends:
-            start = _line_start(data, to)
-            if (start, pid) == last_line:
-                continue
-            last_line = (start, pid)
-            out.setdefault(start, set()).add(pid)
         if self.fallback is not None:
             for start, sub_ids in self.fallback.candidates(data).items():
                 out.setdefault(start, set()).update(self._fallback_ids[i] for i in sub_ids)

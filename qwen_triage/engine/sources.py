@@ -305,8 +305,19 @@ def strip_ansi_lines(data: bytes) -> bytes:
     return b"".join(parts)
 
 
+def clean_lines(data: bytes) -> bytes:
+    """Whole lines as the prefilter should see them: what decoding removes from a line removed already.
+
+    ANSI codes (:func:`strip_ansi_lines`) and NULs: a colour code or a NUL inside a
+    phrase would hide it from the prefilter, yet :func:`~qwen_triage.engine.normalize.decode_line`
+    drops both before any rule reads the message.
+    """
+    data = strip_ansi_lines(data)
+    return data.replace(b"\x00", b"") if b"\x00" in data else data
+
+
 def _block(data: bytes, first_line: int, truncated: set[int]) -> Block:
-    return Block(data=strip_ansi_lines(data), first_line=first_line, truncated=frozenset(truncated))
+    return Block(data=clean_lines(data), first_line=first_line, truncated=frozenset(truncated))
 
 
 def journal_blocks(blocks: Iterator[Block]) -> Iterator[Block]:
@@ -346,8 +357,7 @@ def journal_blocks(blocks: Iterator[Block]) -> Iterator[Block]:
                 pid=_pid(obj.get("_PID")),
                 level=PRIORITY_LEVELS.get(priority) if isinstance(priority, str) else None,
             )
-            if b"\x1b" in raw:
-                raw = ANSI_BYTES_RE.sub(b"", raw)
+            raw = clean_lines(raw)
             for part in raw.replace(b"\r\n", b"\n").split(b"\n"):
                 out.append(part[:MAX_LINE])
                 meta.append(fields)

@@ -16,12 +16,11 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from qwen_triage.engine.scanner import Scanner
-from qwen_triage.live.lines import LineSplitter
+from qwen_triage.live.lines import LineSplitter, Lines
 from qwen_triage.engine.matcher import CompiledPack, Finding
-from qwen_triage.engine.normalize import ANSI_BYTES_RE
 from qwen_triage.report.model import Diagnosis, Observation, Report
 from qwen_triage.rulepack.severity import Severity
-from qwen_triage.engine.sources import MAX_LINE, Block, Source, journal_blocks, looks_like_journal_json
+from qwen_triage.engine.sources import MAX_LINE, Block, Source, clean_lines, journal_blocks, looks_like_journal_json
 
 FATAL = (Severity.critical, Severity.error)
 
@@ -94,50 +93,43 @@ class LiveSession:
         self.inputs.append(inp)
         return inp
 
-    def feed(self, inp: LiveInput, data: bytes, stream: int = 0) -> list[tuple[bytes, bool]]:
+    def feed(self, inp: LiveInput, data: bytes, stream: int = 0) -> Lines:
         """Bytes of one stream of an input; returns the whole lines they completed."""
         splitter = inp.splitters.get(stream)
         if splitter is None:
             splitter = inp.splitters[stream] = LineSplitter(self.max_line)
-        lines = splitter.feed(data)
+        lines = splitter.feed_lines(data)
         if lines:
             self._feed_lines(inp, lines, len(data))
         elif data:
             inp.source.bytes_read += len(data)
         return lines
 
-    def break_line(self, inp: LiveInput, stream: int | None = None) -> list[tuple[bytes, bool]]:
+    def break_line(self, inp: LiveInput, stream: int | None = None) -> None:
         """End the partial line of a stream (or of all): the file under it was rotated or truncated."""
-        lines: list[tuple[bytes, bool]] = []
         for key, splitter in inp.splitters.items():
             if stream is None or key == stream:
-                lines += splitter.close()
-        if lines:
-            self._feed_lines(inp, lines, 0)
-        return lines
+                lines = splitter.close_lines()
+                if lines:
+                    self._feed_lines(inp, lines, 0)
 
-    def end_input(self, inp: LiveInput) -> list[tuple[bytes, bool]]:
+    def end_input(self, inp: LiveInput) -> None:
         """No more bytes will come for this input."""
-        if inp.ended:
-            return []
-        lines = self.break_line(inp)
-        inp.ended = True
-        return lines
+        if not inp.ended:
+            self.break_line(inp)
+            inp.ended = True
 
     # -- engine -------------------------------------------------------------
 
-    def _feed_lines(self, inp: LiveInput, lines: list[tuple[bytes, bool]], raw_bytes: int) -> None:
+    def _feed_lines(self, inp: LiveInput, lines: Lines, raw_bytes: int) -> None:
         if inp.kind == "auto":
-            inp.kind = "journal-json" if looks_like_journal_json(lines[0][0]) else "text"
+            inp.kind = "journal-json" if looks_like_journal_json(lines.data[: lines.data.find(b"\n")]) else "text"
             inp.source.kind = inp.kind
         first = inp.next_line
-        inp.next_line += len(lines)
-        data = b"\n".join(line for line, _ in lines) + b"\n"
-        if b"\x1b" in data:
-            data = ANSI_BYTES_RE.sub(b"", data)
-        truncated = frozenset(first + i for i, (_, cut) in enumerate(lines) if cut)
+        inp.next_line += lines.count
+        truncated = frozenset(first + i for i in lines.cut)
         inp.source.truncated_count += len(truncated)
-        block = Block(data=data, first_line=first, truncated=truncated)
+        block = Block(data=clean_lines(lines.data), first_line=first, truncated=truncated, counted=lines.count)
         blocks = journal_blocks(iter([block])) if inp.kind == "journal-json" else iter([block])
         for b in blocks:
             self._announce(feed_block(self.scanner, inp.source, b, raw_bytes))

@@ -41,11 +41,6 @@ def _heartbeat_re() -> re.Pattern[bytes]:
     return _compiled()[3]
 
 
-def is_heartbeat(data: bytes) -> bool:
-    """Whether ``data`` holds a line a stuck launch keeps repeating."""
-    return _heartbeat_re().search(data) is not None
-
-
 @dataclass
 class StageState:
     stage: Stage
@@ -86,16 +81,25 @@ class StageTracker:
     def feed_block(self, data: bytes) -> StageState | None:
         """Lines (LF-separated, ANSI-free); returns the new state when the stage changed."""
         changed = None
+        numbered = _compiled()[4]
         for start, pids in sorted(self.prefilter.candidates(data).items()):
+            cur = self.current
+            if cur is not None and not any(self._may_move(numbered[pid][0], cur.stage) for pid in pids):
+                continue  # the launch's own chatter in its stage (NCCL INFO...): nothing to confirm
             end = data.find(b"\n", start)
             line = data[start : end if end >= 0 else len(data)]
             # the earliest-listed stage whose pattern really matches this line
             for pid in sorted(pids):
-                stage, pattern = _compiled()[4][pid]
+                stage, pattern = numbered[pid]
                 if pattern.search(line):
                     changed = self._take(stage, line) or changed
                     break
         return changed
+
+    @staticmethod
+    def _may_move(stage: Stage, current: Stage) -> bool:
+        """Whether a line of ``stage`` would move a launch that is in ``current`` (see :meth:`_take`)."""
+        return stage.id != current.id and (stage.resets or stage.rank >= current.rank)
 
     def peek(self, partial: bytes) -> Stage | None:
         """The stage a partial line (a progress bar without its LF yet) would move to."""
@@ -153,9 +157,21 @@ class StallWatchdog:
         return quiet
 
 
-def count_progress(lines: list[bytes]) -> int:
-    """How many of these lines are something other than a heartbeat."""
-    return sum(1 for line in lines if not _heartbeat_re().search(line))
+def has_progress(data: bytes) -> bool:
+    """Whether any line of ``data`` (lines, each ending in LF) is something other than a heartbeat.
+
+    Line by line from the first: a chunk of real output answers on its first line,
+    where searching the whole chunk for a heartbeat first read megabytes.
+    """
+    heartbeat = _heartbeat_re()
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        if not heartbeat.search(data[start:end]):  # a line of its own: `^` and `$` as the patterns mean them
+            return True
+        start = end + 1
+    return False
 
 
 class LastLines:

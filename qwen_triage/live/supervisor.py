@@ -45,15 +45,15 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from qwen_triage.filemode import make_private
 from qwen_triage.live import procs
-from qwen_triage.live.lines import LineSplitter
+from qwen_triage.engine.sources import clean_lines
+from qwen_triage.live.lines import LineSplitter, Lines
 from qwen_triage.live.stall import (
-    is_heartbeat,
     LastLines,
     Stall,
     StageState,
     StageTracker,
     StallWatchdog,
-    count_progress,
+    has_progress,
 )
 
 if TYPE_CHECKING:
@@ -66,6 +66,7 @@ if TYPE_CHECKING:
 SETTLE, STDOUT, STDERR, QUIET = 0, 1, 2, 3  # SETTLE: release pending findings; QUIET: the output paused
 QUIET_AFTER = 0.5  # seconds without output after which a multi-line record still open is complete
 READ_SIZE = 1 << 16
+LAST_LINES_FED = 64  # the tail of each chunk the stall report's last lines can show
 PIPE_SIZE = 1 << 20  # ask the kernel for 1 MiB pipes: fewer stalls of a chatty child
 MAX_BACKLOG = 64 << 20  # bytes waiting for triage before triage starts skipping
 TICK = 0.1
@@ -538,7 +539,7 @@ class Supervisor:
                 self._triage_ok = False
                 self._note(f"live triage stopped on an internal error ({exc!r})", report=True)
 
-    def _split(self, stream: int, data: bytes) -> list[tuple[bytes, bool]]:
+    def _split(self, stream: int, data: bytes) -> Lines:
         session, inp = self.session, self._input
         if session is not None and inp is not None and self._triage_ok:
             try:
@@ -551,7 +552,7 @@ class Supervisor:
         splitter = splitters.get(stream)
         if splitter is None:
             splitter = splitters[stream] = LineSplitter()
-        return splitter.feed(data)
+        return splitter.feed_lines(data)
 
     def _triage_chunk(self, stream: int, data: bytes, when: float) -> None:
         lines = self._split(stream, data)
@@ -560,16 +561,10 @@ class Supervisor:
         if not lines:
             return
         try:
-            raw = [line for line, _ in lines]
-            block = b"\n".join(raw)
-            if not is_heartbeat(block) or count_progress(raw):
+            if has_progress(lines.data):
                 self._progress = when
-            self.last.extend(raw)
-            if b"\x1b" in block:
-                from qwen_triage.engine.normalize import ANSI_BYTES_RE
-
-                block = ANSI_BYTES_RE.sub(b"", block)
-            changed = self.stages.feed_block(block)
+            self.last.extend(lines.tail(LAST_LINES_FED))
+            changed = self.stages.feed_block(clean_lines(lines.data))
             if changed is not None:
                 self._call(self.on_stage, changed)
         except Exception as exc:  # noqa: BLE001

@@ -37,6 +37,30 @@ def test_splitting_does_not_depend_on_chunk_boundaries() -> None:
     assert any(cut for _, cut in expected)
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_lines_match_a_plain_split_whatever_the_chunks(seed: int) -> None:
+    """Against the obvious reference: split the whole stream on LF, cut each line to the bound."""
+    rng = random.Random(seed)
+    limit = rng.choice([5, 50, 400])
+    pieces = [b"a", b"bb\n", b"\n", b"\xff", b"\r", b"x" * 60, b"y" * 7 + b"\n", b"z" * 500]
+    data = b"".join(rng.choice(pieces) for _ in range(rng.randrange(400)))
+    *complete, last = data.split(b"\n")
+    expected = [(line[:limit], len(line) > limit) for line in complete]
+    if last:
+        expected.append((last[:limit], len(last) > limit))
+    sp = LineSplitter(max_line=limit)
+    got: list[tuple[bytes, bool]] = []
+    pos = 0
+    while pos < len(data):
+        n = rng.choice([1, 3, 64, 4096])
+        lines = sp.feed_lines(data[pos : pos + n])
+        assert lines.count == len(lines.split()) == lines.data.count(b"\n")
+        assert lines.tail(2) == lines.split()[-2:]
+        got += lines.pairs()
+        pos += n
+    assert got + sp.close() == expected
+
+
 def test_overlong_line_keeps_its_prefix_and_holds_no_more() -> None:
     sp = LineSplitter(max_line=10)
     assert sp.feed(b"0123456789abcdef") == []

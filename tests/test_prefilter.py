@@ -1,0 +1,78 @@
+"""The literal prefilter (RE2, or ``bytes.find`` without it) finds what Hyperscan finds.
+
+The literal engine is what users get where Hyperscan does not install; it must
+never miss a line a rule matches. Every fixture log goes through both, and the
+candidates the literal engine gives for each line must hold every pattern that
+Hyperscan's candidates hold and that really matches the line's message.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from qwen_triage.engine import prefilter as prefilter_mod
+from qwen_triage.engine.matcher import CompiledPack
+from qwen_triage.engine.normalize import decode_line, normalize
+from qwen_triage.engine.sources import Source, iter_blocks
+from qwen_triage.rulepack.pack import load_pack
+from tests.conftest import FIXTURES
+
+hyperscan = pytest.importorskip("hyperscan")
+
+LOGS = sorted(FIXTURES.rglob("*.log"))
+
+
+@pytest.fixture(scope="module")
+def pack():  # type: ignore[no-untyped-def]
+    return load_pack([])
+
+
+@pytest.fixture(scope="module")
+def reference(pack) -> CompiledPack:  # type: ignore[no-untyped-def]
+    return CompiledPack.build(pack, engine="hyperscan")
+
+
+def _lines(data: bytes) -> dict[int, bytes]:
+    out, start = {}, 0
+    for line in data.split(b"\n")[:-1]:
+        out[start] = line
+        start += len(line) + 1
+    return out
+
+
+@pytest.mark.parametrize("variant", ["re2", "bytes.find"])
+def test_literal_engine_misses_no_confirmed_pattern(pack, reference, variant, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    if variant == "re2":
+        pytest.importorskip("re2")
+    else:
+        monkeypatch.setattr(prefilter_mod, "_google_re2", lambda: None)
+    literal = CompiledPack.build(pack, engine="literal")
+    assert (literal.prefilter._re2 is not None) == (variant == "re2")  # type: ignore[attr-defined]
+    checked = 0
+    for path in LOGS:
+        for block in iter_blocks(Source.from_arg(str(path))):
+            ours = literal.prefilter.candidates(block.data)
+            theirs = reference.prefilter.candidates(block.data)
+            lines = _lines(block.data)
+            for start, pids in theirs.items():
+                message = normalize(decode_line(lines[start])).message
+                confirmed = {p for p in pids if reference.regexes[p].search(message)}
+                missing = confirmed - ours.get(start, set())
+                assert not missing, (path.name, lines[start][:200], [reference.patterns[p] for p in missing])
+                checked += len(confirmed)
+    assert checked > 500  # the fixtures do exercise the pack
+
+
+def test_a_phrase_split_by_a_nul_or_a_colour_code_is_still_found(pack, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Reading removes NULs and ANSI codes before any engine looks, as decoding does before rules read."""
+    from qwen_triage.engine.scanner import Scanner
+
+    log = tmp_path / "split.log"
+    log.write_bytes(b"torch.OutOfMemoryError: CUDA out of \x00memory. Tried to allocate 2.00 GiB. GPU 0\n"
+                    b"\x1b[31mtorch.OutOfMemoryError: CUDA out of\x1b[0m memory. Tried to allocate 2.00 GiB.\n")
+    for engine in ("literal", "hyperscan"):
+        scanner = Scanner(CompiledPack.build(pack, engine=engine))
+        list(scanner.scan_source(Source.from_arg(str(log))))
+        report = scanner.report()
+        assert report.diagnoses and report.diagnoses[0].rule == "torch.cuda-oom", engine
+        assert report.diagnoses[0].count == 2, engine
