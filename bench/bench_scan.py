@@ -137,13 +137,19 @@ def run(cmd: list[str], limit: float | None = None) -> tuple[float, int, int]:
     """Wall seconds, peak RSS in MiB, exit status of one process (-9 when stopped at ``limit``)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    while limit is not None and proc.poll() is None and time.perf_counter() - t0 < limit:
-        time.sleep(0.05)
-    if limit is not None and proc.returncode is None:
-        proc.kill()
-    _, status, usage = os.wait4(proc.pid, 0)
+    stopped = False
+    while True:  # reaped here with wait4 (not Popen.poll, which would take the rusage with it)
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG if limit is not None and not stopped else 0)
+        if pid:
+            break
+        if time.perf_counter() - t0 >= limit:  # type: ignore[operator]
+            proc.kill()
+            stopped = True
+        else:
+            time.sleep(0.02)
     wall = time.perf_counter() - t0
-    return wall, usage.ru_maxrss // 1024, os.waitstatus_to_exitcode(status)
+    proc.returncode = -9 if stopped else os.waitstatus_to_exitcode(status)
+    return wall, usage.ru_maxrss // 1024, proc.returncode
 
 
 def main() -> None:

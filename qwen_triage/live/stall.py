@@ -16,59 +16,85 @@ import re
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from qwen_triage.rulepack.stages import Stage, bundled_stages
+from qwen_triage.rulepack.spec import StageSpec
+
+if TYPE_CHECKING:
+    from qwen_triage.rulepack.pack import RulePack
+
+
+class StageTable:
+    """The stage and heartbeat patterns, compiled: what every tracker of one rule pack matches.
+
+    Built from the pack's stage data (``RulePack.stages``, served from the rule-pack
+    cache), so `run` does not read and validate ``stages.yaml`` a second time;
+    :func:`stage_table` keeps one per distinct content.
+    """
+
+    def __init__(self, stages: tuple[StageSpec, ...], heartbeats: tuple[str, ...]):
+        self.stages = stages
+        self.by_id = {s.id: s for s in stages}
+        self.heartbeat = re.compile("|".join(heartbeats).encode()) if heartbeats else re.compile(rb"(?!)")
+        self.whole = re.compile("|".join(f"(?P<{s.id}>{'|'.join(s.patterns)})" for s in stages).encode())
+        # every stage pattern, numbered; a stage's patterns compiled one by one for confirming
+        self.numbered = [(st, re.compile(p.encode())) for st in stages for p in st.patterns]
+        self._prefilter = None
+
+    @property
+    def prefilter(self):  # type: ignore[no-untyped-def]
+        """The engine's prefilter over the stage patterns (Hyperscan where installed): one pass per block."""
+        if self._prefilter is None:
+            from qwen_triage.engine.prefilter import build_prefilter
+            from qwen_triage.engine.scanner import cache_dir
+
+            self._prefilter = build_prefilter([p.pattern.decode() for _, p in self.numbered], "auto", cache_dir())
+        return self._prefilter
 
 
 @functools.cache
-def _compiled() -> tuple[tuple[Stage, ...], dict[str, Stage], re.Pattern[bytes], re.Pattern[bytes], list[tuple[Stage, re.Pattern[bytes]]]]:
-    """The stages of rules/stages.yaml, compiled once per process: every tracker matches the same patterns."""
+def stage_table(stages: tuple[StageSpec, ...], heartbeats: tuple[str, ...]) -> StageTable:
+    return StageTable(stages, heartbeats)
+
+
+def table_of(pack: "RulePack") -> StageTable:
+    """The stage table of a loaded rule pack (the bundled one for a pack loaded without ``stages.yaml``)."""
+    if not pack.stages:
+        return bundled_table()
+    return stage_table(tuple(StageSpec.from_dict(d) for d in pack.stages), tuple(pack.heartbeats))
+
+
+@functools.cache
+def bundled_table() -> StageTable:
+    """The stages shipped with the pack, read from ``stages.yaml`` (for callers without a loaded pack)."""
+    from qwen_triage.rulepack.stages import bundled_stages  # YAML and pydantic: only on this path
+
     data = bundled_stages()
-    stages = data.stages
-    heartbeat = re.compile("|".join(data.heartbeats).encode()) if data.heartbeats else re.compile(rb"(?!)")
-    whole = re.compile("|".join(f"(?P<{s.id}>{'|'.join(s.patterns)})" for s in stages).encode())
-    # every stage pattern, numbered; a stage's patterns compiled one by one for confirming
-    numbered = [(st, re.compile(p.encode())) for st in stages for p in st.patterns]
-    return stages, {s.id: s for s in stages}, whole, heartbeat, numbered
+    specs = tuple(StageSpec.from_dict(s.model_dump()) for s in data.stages)
+    return stage_table(specs, tuple(data.heartbeats))
 
 
-def stages() -> tuple[Stage, ...]:
+def stages() -> tuple[StageSpec, ...]:
     """The launch stages, in the order a launch goes through them."""
-    return _compiled()[0]
-
-
-def _heartbeat_re() -> re.Pattern[bytes]:
-    return _compiled()[3]
+    return bundled_table().stages
 
 
 @dataclass
 class StageState:
-    stage: Stage
+    stage: StageSpec
     since: float  # monotonic time the stage was entered
     line: str  # the line that put the launch there
-
-
-@functools.cache
-def _stage_prefilter():  # type: ignore[no-untyped-def]
-    """The engine's prefilter over the stage patterns (Hyperscan where installed): one pass per block.
-
-    Built once per process: every tracker matches the same fixed patterns.
-    """
-    from qwen_triage.engine.scanner import cache_dir
-    from qwen_triage.engine.prefilter import build_prefilter
-
-    return build_prefilter([p.pattern.decode() for _, p in _compiled()[4]], "auto", cache_dir())
 
 
 class StageTracker:
     """The stage of a launch, from the lines it prints."""
 
-    def __init__(self, clock=time.monotonic):  # type: ignore[no-untyped-def]
+    def __init__(self, clock=time.monotonic, table: StageTable | None = None):  # type: ignore[no-untyped-def]
         self.clock = clock
         self.current: StageState | None = None
-        self.prefilter = _stage_prefilter()
+        self.table = table if table is not None else bundled_table()
 
-    def _take(self, stage: Stage, line: bytes) -> StageState | None:
+    def _take(self, stage: StageSpec, line: bytes) -> StageState | None:
         cur = self.current
         if cur is not None and stage.id == cur.stage.id:
             return None
@@ -81,8 +107,8 @@ class StageTracker:
     def feed_block(self, data: bytes) -> StageState | None:
         """Lines (LF-separated, ANSI-free); returns the new state when the stage changed."""
         changed = None
-        numbered = _compiled()[4]
-        for start, pids in sorted(self.prefilter.candidates(data).items()):
+        numbered = self.table.numbered
+        for start, pids in sorted(self.table.prefilter.candidates(data).items()):
             cur = self.current
             if cur is not None and not any(self._may_move(numbered[pid][0], cur.stage) for pid in pids):
                 continue  # the launch's own chatter in its stage (NCCL INFO...): nothing to confirm
@@ -97,18 +123,18 @@ class StageTracker:
         return changed
 
     @staticmethod
-    def _may_move(stage: Stage, current: Stage) -> bool:
+    def _may_move(stage: StageSpec, current: StageSpec) -> bool:
         """Whether a line of ``stage`` would move a launch that is in ``current`` (see :meth:`_take`)."""
         return stage.id != current.id and (stage.resets or stage.rank >= current.rank)
 
-    def peek(self, partial: bytes) -> Stage | None:
+    def peek(self, partial: bytes) -> StageSpec | None:
         """The stage a partial line (a progress bar without its LF yet) would move to."""
         segment = partial.rstrip(b"\r").rsplit(b"\r", 1)[-1]
-        _, by_id, whole, _, _ = _compiled()
+        whole = self.table.whole
         m = whole.search(segment) or whole.search(partial[-4096:])
         if not m:
             return None
-        stage = by_id[m.lastgroup or ""]
+        stage = self.table.by_id[m.lastgroup or ""]
         cur = self.current
         if cur is None or stage.resets or stage.rank >= cur.stage.rank:
             return stage
@@ -120,7 +146,7 @@ class Stall:
     """The child printed nothing for ``quiet`` seconds."""
 
     quiet: float
-    stage: Stage | None
+    stage: StageSpec | None
     stage_since: float | None  # seconds the launch has been in that stage
     stage_line: str | None
     last_lines: list[str]
@@ -146,7 +172,7 @@ class StallWatchdog:
         self.last_activity = self.clock() if when is None else when
         self.reported = False
 
-    def due(self, stage: Stage | None) -> float | None:
+    def due(self, stage: StageSpec | None) -> float | None:
         """Seconds of silence when a report is due now, else None."""
         if not self.seconds or self.reported or (stage is not None and stage.quiet_ok):
             return None
@@ -157,13 +183,13 @@ class StallWatchdog:
         return quiet
 
 
-def has_progress(data: bytes) -> bool:
+def has_progress(data: bytes, heartbeat: re.Pattern[bytes] | None = None) -> bool:
     """Whether any line of ``data`` (lines, each ending in LF) is something other than a heartbeat.
 
     Line by line from the first: a chunk of real output answers on its first line,
     where searching the whole chunk for a heartbeat first read megabytes.
     """
-    heartbeat = _heartbeat_re()
+    heartbeat = heartbeat if heartbeat is not None else bundled_table().heartbeat
     start = 0
     while start < len(data):
         end = data.find(b"\n", start)
@@ -177,16 +203,17 @@ def has_progress(data: bytes) -> bool:
 class LastLines:
     """The last few lines seen, for stall reports (bounded); repeated heartbeats fold into one."""
 
-    def __init__(self, n: int = 12, width: int = 400):
+    def __init__(self, n: int = 12, width: int = 400, heartbeat: re.Pattern[bytes] | None = None):
         self.lines: deque[str] = deque(maxlen=n)
         self.width = width
+        self.heartbeat = heartbeat if heartbeat is not None else bundled_table().heartbeat
         self._beat: str | None = None  # the heartbeat line last stored
         self._beats = 0
 
     def extend(self, lines: list[bytes]) -> None:
         n = self.lines.maxlen or 12
         for raw in lines[-2 * n :]:  # only the tail can be shown
-            if _heartbeat_re().search(raw):
+            if self.heartbeat.search(raw):
                 text = raw.decode("utf-8", "replace").rstrip("\r")[: self.width]
                 if self._beat is not None and self.lines and self.lines[-1].startswith(self._beat):
                     self._beats += 1

@@ -53,7 +53,9 @@ from qwen_triage.live.stall import (
     StageState,
     StageTracker,
     StallWatchdog,
+    bundled_table,
     has_progress,
+    table_of,
 )
 
 if TYPE_CHECKING:
@@ -212,8 +214,9 @@ class Supervisor:
         self.stalls: list[Stall] = []
         self.notes: list[str] = []  # also go into the report
         self.watchdog = StallWatchdog(stall)
-        self.stages = StageTracker()
-        self.last = LastLines()
+        table = table_of(compiled.pack) if compiled is not None else bundled_table()
+        self.stages = StageTracker(table=table)
+        self.last = LastLines(heartbeat=table.heartbeat)
         self.session: LiveSession | None = None
         self._input = None
         self._log_fd: int | None = None
@@ -561,7 +564,7 @@ class Supervisor:
         if not lines:
             return
         try:
-            if has_progress(lines.data):
+            if has_progress(lines.data, self.stages.table.heartbeat):
                 self._progress = when
             self.last.extend(lines.tail(LAST_LINES_FED))
             changed = self.stages.feed_block(clean_lines(lines.data))

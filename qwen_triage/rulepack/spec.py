@@ -229,3 +229,21 @@ class ClassSpec:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ClassSpec":
         return cls(d["id"], d["title"], d["evidence"], d["fix"], tuple(d["explains"]))
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    """One launch stage of ``rules/stages.yaml``, as the stall watchdog uses it (validated on load)."""
+
+    id: str
+    label: str
+    rank: int  # launches move to equal or higher ranks only
+    patterns: tuple[str, ...]
+    resets: bool = False  # a fresh start: taken whatever the current stage
+    quiet_ok: bool = False  # silence here is normal; no stall report
+    hint: str = ""
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "StageSpec":
+        return cls(str(d["id"]), str(d["label"]), int(d["rank"]), tuple(str(p) for p in d["patterns"]),
+                   bool(d.get("resets", False)), bool(d.get("quiet_ok", False)), str(d.get("hint", "")))
