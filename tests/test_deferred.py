@@ -23,7 +23,10 @@ VOCABULARY = [
     "Dec 01 10:00:00 h prog[1]: CTXA 1", "Dec 01 10:00:00 h prog[1]: CTXA 7", "Dec 01 10:00:00 h other[2]: CTXA 2",
     "Dec 01 10:00:00 h prog[1]: CTXB 3", "Dec 01 10:00:00 h other[2]: CTXB 4",
     "CTXA x", "CTXB y", "CTXC 5", "CTXC z", "CTXV 6", "CTXV w", "CTXW 8", "CTXFIRE 9", "CTXFIRE 10 CTXV 11",
-    "CTXA 12 CTXC 13", "CTXLATE 14", "noise", "noise", "noise", "noise", "noise", "noise",
+    "CTXA 12 CTXC 13", "CTXLATE 14",
+    '  File "/usr/lib/python3/site-packages/libctx/a.py", line 3, in f',
+    '  File "/usr/lib/python3/site-packages/other/b.py", line 4, in g', 'File "half a frame', "CTXError: boom",
+    "noise", "noise", "noise", "noise", "noise", "noise",
 ]
 
 
@@ -45,7 +48,8 @@ def _findings(compiled: CompiledPack, lines: list[str], cuts: list[int], defer: 
             out += list(matcher.feed_block(block, "t.log"))
         first = end
     out += list(matcher.finish())
-    return [(f.rule.rule.id, tuple(r.line for r in f.records), tuple(sorted(f.facts.items()))) for f in out]
+    return [(f.rule.rule.id, tuple((r.line, r.raised_by) for r in f.records), tuple(sorted(f.facts.items())))
+            for f in out]
 
 
 def test_the_pack_has_context_patterns_to_defer(compiled: CompiledPack) -> None:
@@ -68,7 +72,7 @@ def test_deferring_finds_what_matching_at_once_finds(compiled: CompiledPack, see
 def test_a_pair_far_apart_does_not_fire_and_a_near_one_does(compiled: CompiledPack) -> None:
     near = ["Dec 01 10:00:00 h prog[1]: CTXA 1", "noise", "Dec 01 10:00:00 h prog[1]: CTXB 3"]
     far = [near[0], *["noise"] * 7, near[2]]
-    assert _findings(compiled, near, [], defer=True) == [("c.pair", (1, 3), (("a", 1), ("b", 3)))]
+    assert _findings(compiled, near, [], defer=True) == [("c.pair", ((1, None), (3, None)), (("a", 1), ("b", 3)))]
     assert _findings(compiled, far, [], defer=True) == []
 
 
@@ -76,13 +80,23 @@ def test_a_veto_kept_raw_still_vetoes(compiled: CompiledPack) -> None:
     """The veto comes long before the finding, in its own block: it is settled only when the finding asks."""
     lines = ["CTXW 8", *["CTXV 6"] * 3, "noise", "CTXFIRE 9", *["noise"] * 10, "CTXFIRE 9"]
     found = _findings(compiled, lines, [2, 5], defer=True)
-    assert found == [("c.fires", (17,), ())]  # the first is vetoed by the lines before it, the second is not
+    assert found == [("c.fires", ((17, None),), ())]  # the first is vetoed by the lines before it, the second is not
 
 
 def test_a_veto_before_does_not_count_for_unless_after(compiled: CompiledPack) -> None:
     before = ["CTXW 8", "noise", "CTXLATE 14"]
     after = ["CTXLATE 14", "noise", "CTXW 8"]
     same_line = ["CTXLATE 14 CTXW 8"]
-    assert _findings(compiled, before, [], defer=True) == [("c.vetoed-after", (3,), ())]
+    assert _findings(compiled, before, [], defer=True) == [("c.vetoed-after", ((3, None),), ())]
     assert _findings(compiled, after, [], defer=True) == []
     assert _findings(compiled, same_line, [], defer=True) == []
+
+
+def test_the_newest_real_frame_names_the_library(compiled: CompiledPack) -> None:
+    libctx = '  File "/usr/lib/python3/site-packages/libctx/a.py", line 3, in f'
+    other = '  File "/usr/lib/python3/site-packages/other/b.py", line 4, in g'
+    assert _findings(compiled, [other, libctx, 'File "half a frame', "CTXError: boom"], [1], defer=True) == [
+        ("c.raised-by-libctx", ((4, "libctx"),), ())]
+    assert _findings(compiled, [libctx, other, "CTXError: boom"], [], defer=True) == []
+    assert _findings(compiled, [libctx] * (3 * DEFER_MAX) + ["CTXError: boom"], [5], defer=True) == [
+        ("c.raised-by-libctx", ((3 * DEFER_MAX + 1, "libctx"),), ())]

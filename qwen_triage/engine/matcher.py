@@ -135,6 +135,11 @@ class CompiledPack:
         return out
 
     @functools.cached_property
+    def frame_only(self) -> frozenset[int]:
+        """The pattern ids of a line that is only a Python traceback frame: context for the exception after it."""
+        return frozenset(pid for pid, kinds in self.signals.items() if kinds == ("frame",) and not self.users[pid])
+
+    @functools.cached_property
     def span_only(self) -> frozenset[int]:
         """The pattern ids of a line that only carries a multi-line hint word (see :data:`HINTS_PATTERN`)."""
         return frozenset(pid for pid, kinds in self.signals.items() if kinds == ("span",))
@@ -328,6 +333,8 @@ class Matcher:
         self._row_rules: dict[tuple[int, int], CompiledRule] = {}  # (rule, table row) -> the rule as that row
         self._held: dict[int, tuple[LineRecord, set[int], Assembly]] = {}  # source -> a record awaiting more lines
         self._last_frame: dict[int, str] = {}  # source -> file of the latest traceback frame seen
+        # source -> frame lines kept raw, newest last: only the newest real one before an exception counts
+        self._frames: dict[int, deque[_Deferred]] = {}
         self._context: tuple[bytes, int] = (b"", 0)  # the block being matched and the current line's offset
         # per (rule, source): context lines not yet settled, oldest first, as (pattern id, line)
         self._deferred: dict[tuple[int, int], _Kept] = {}
@@ -349,6 +356,8 @@ class Matcher:
         deferrable: dict[int, bytes] = {}  # start offset -> raw line of a context-only candidate
         context_only = self._context_only
         span_only = self.c.span_only
+        frame_only = self.c.frame_only if self._context_only else frozenset([-1])
+        block_may_span = may_span_raw(data)  # most blocks hold no tab, NUL or ESC at all: no line needs a look
         held = self._held.pop(source_index, None)
         consumed = 0
         if held is not None:
@@ -366,7 +375,8 @@ class Matcher:
                 continue  # a hint word and nothing else: no pattern points at this line
             end = data.find(b"\n", start)
             raw = data[start : end if end >= 0 else len(data)]
-            if line_pids <= context_only and len(raw) <= DEFER_MAX_LINE and not may_span_raw(raw):
+            if (line_pids <= context_only or line_pids == frame_only) and len(raw) <= DEFER_MAX_LINE \
+                    and not (block_may_span and may_span_raw(raw)):
                 deferrable[start] = raw  # normalised later, if ever
                 records[start] = (index, line_pids)  # no earlier line merges into a line after it
                 continue
@@ -398,6 +408,9 @@ class Matcher:
             if raw is not None:
                 line_no = block.origin_line(index)
                 yield from self._expire(source_index, line_no)
+                if pids == frame_only:
+                    self._keep_frame(raw, block, index, line_no, source_name, source_index)
+                    continue
                 if self._defer(pids, raw, block, index, line_no, source_name, source_index):
                     continue
             end = data.find(b"\n", start)
@@ -508,6 +521,34 @@ class Matcher:
             return False
         return True
 
+    def _keep_frame(self, raw: bytes, block: Block, index: int, line_no: int, source_name: str,
+                    source_index: int) -> None:
+        """A traceback frame line, kept raw: it names the library only if an exception line follows."""
+        self.stats.candidates += 1
+        frames = self._frames.get(source_index)
+        if frames is None:
+            frames = self._frames[source_index] = deque()
+        frames.append(_Deferred(raw, line_no, index, block.meta[index] if block.meta is not None else None,
+                                line_no in block.truncated, source_name, source_index))
+        if len(frames) > DEFER_MAX:
+            self._settle_frames(source_index)
+
+    def _settle_frames(self, source_index: int) -> None:
+        """The newest kept frame line that really is one becomes the latest frame seen; the rest go."""
+        frames = self._frames.pop(source_index, None)
+        for entry in reversed(frames or ()):
+            if entry.rec is None:
+                entry.rec = self._deferred_record(entry)
+            frame = frame_file(entry.rec.message)
+            if frame is not None:
+                self._last_frame[source_index] = frame
+                return
+
+    def _deferred_record(self, entry: _Deferred) -> LineRecord:
+        return normalize(decode_line(entry.raw), entry.source_name, entry.line, source_index=entry.source_index,
+                         truncated=entry.truncated,
+                         preset=entry.meta.apply if entry.meta is not None else None)  # type: ignore[attr-defined]
+
     def _deferred_hit(self, entry: _Deferred, pid: int) -> regex.Match[str] | None:
         """Settle one kept line for one pattern: normalised once, confirmed once per pattern."""
         if entry.hits is None:
@@ -515,9 +556,7 @@ class Matcher:
         elif pid in entry.hits:
             return entry.hits[pid]
         if entry.rec is None:
-            entry.rec = normalize(decode_line(entry.raw), entry.source_name, entry.line,
-                                  source_index=entry.source_index, truncated=entry.truncated,
-                                  preset=entry.meta.apply if entry.meta is not None else None)  # type: ignore[attr-defined]
+            entry.rec = self._deferred_record(entry)
         m = None if pid in self.disabled_patterns else self._confirm(pid, entry.rec)
         entry.hits[pid] = m
         return m
@@ -674,7 +713,9 @@ class Matcher:
             frame = frame_file(rec.message)
             if frame is not None:
                 self._last_frame[rec.source_index] = frame
-        elif rec.raised_by is None and self._last_frame and is_exception_line(rec.message):
+                self._frames.pop(rec.source_index, None)  # kept ones are older
+        elif rec.raised_by is None and (self._last_frame or self._frames) and is_exception_line(rec.message):
+            self._settle_frames(rec.source_index)
             frame = self._last_frame.pop(rec.source_index, None)
             rec.raised_by = library_of(frame) if frame else None
         if signals and "frame" not in signals and self.collector is not None and not self._explained(hits, rec):
