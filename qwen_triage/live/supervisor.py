@@ -67,7 +67,8 @@ if TYPE_CHECKING:
 
 SETTLE, STDOUT, STDERR, QUIET = 0, 1, 2, 3  # SETTLE: release pending findings; QUIET: the output paused
 QUIET_AFTER = 0.5  # seconds without output after which a multi-line record still open is complete
-READ_SIZE = 1 << 16
+READ_SIZE = 1 << 20  # a chatty child's backlog in one read: fewer trips through the interpreter
+TRIAGE_BATCH = 1 << 16  # bytes merged for one engine pass: short C calls, so the pump gets the GIL soon
 LAST_LINES_FED = 64  # the tail of each chunk the stall report's last lines can show
 PIPE_SIZE = 1 << 20  # ask the kernel for 1 MiB pipes: fewer stalls of a chatty child
 MAX_BACKLOG = 64 << 20  # bytes waiting for triage before triage starts skipping
@@ -493,7 +494,7 @@ class Supervisor:
             batch = [item]
             end = False
             size = len(item[1])
-            while size < (4 << 20):
+            while size < TRIAGE_BATCH:
                 try:
                     more = q.get_nowait()
                 except queue.Empty:
