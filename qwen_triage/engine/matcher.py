@@ -407,7 +407,8 @@ class Matcher:
             raw = deferrable.get(start)
             if raw is not None:
                 line_no = block.origin_line(index)
-                yield from self._expire(source_index, line_no)
+                if self._due(source_index, line_no):
+                    yield from self._expire(source_index, line_no)
                 if pids == frame_only:
                     self._keep_frame(raw, block, index, line_no, source_name, source_index)
                     continue
@@ -862,6 +863,11 @@ class Matcher:
             if not p.closed:
                 keep.append(p)
         open_[:] = keep
+
+    def _due(self, source_index: int, line_no: int) -> bool:
+        """Whether some finding's veto window has passed by ``line_no`` (cheap: no generator per line)."""
+        pending = self._pending.get(source_index)
+        return bool(pending is not None and pending.heap and pending.heap[0][0] < line_no)
 
     def _expire(self, source_index: int, line_no: int) -> Iterator[Finding]:
         """Findings whose veto window has passed by ``line_no``, in the order they completed."""
