@@ -27,7 +27,7 @@ from qwen_triage.engine.prefilter import Prefilter, build_prefilter
 from qwen_triage.engine.records import LineRecord
 from qwen_triage.engine.multiline import HINTS_PATTERN, Assembly, continuing_family, family_of, may_span, may_span_raw
 from qwen_triage.engine.unrecognised import SIGNALS, Collector, frame_file, is_exception_line, library_of
-from qwen_triage.engine.sources import Block
+from qwen_triage.engine.sources import Block, LineMeta
 from qwen_triage.rulepack.severity import Severity
 from qwen_triage.rulepack.spec import RuleSpec
 
@@ -279,13 +279,31 @@ class _Deferred:
 
     raw: bytes
     line: int
-    index: int  # line index in its block (for the block's journal metadata)
-    meta: object | None
+    meta: LineMeta | None
     truncated: bool
     source_name: str
     source_index: int
     rec: LineRecord | None = None
     hits: dict[int, regex.Match[str] | None] | None = None  # pattern id -> confirmed match, once asked
+
+    @classmethod
+    def of(cls, block: Block, index: int, line_no: int, raw: bytes, source_name: str,
+           source_index: int) -> "_Deferred":
+        meta = block.meta[index] if block.meta is not None else None
+        return cls(raw, line_no, meta, line_no in block.truncated, source_name, source_index)
+
+    def record(self) -> LineRecord:
+        """The line normalised, once."""
+        if self.rec is None:
+            self.rec = _normalized(self.raw, self.source_name, self.line, self.source_index, self.truncated,
+                                   self.meta)
+        return self.rec
+
+
+def _normalized(raw: bytes, source_name: str, line_no: int, source_index: int, truncated: bool,
+                meta: LineMeta | None) -> LineRecord:
+    return normalize(decode_line(raw), source_name, line_no, source_index=source_index, truncated=truncated,
+                     preset=meta.apply if meta is not None else None)
 
 
 @dataclass(slots=True)
@@ -318,6 +336,7 @@ class Matcher:
         self.c = compiled
         # context-only lines kept raw until a rule asks (False: every candidate is matched at once; same findings)
         self._context_only = compiled.context_only if defer else frozenset()
+        self._frame_only = compiled.frame_only if defer else frozenset()
         self.collector = collector  # error lines no rule matched go here
         self.timeout = timeout
         self.seq = 0
@@ -356,7 +375,7 @@ class Matcher:
         deferrable: dict[int, bytes] = {}  # start offset -> raw line of a context-only candidate
         context_only = self._context_only
         span_only = self.c.span_only
-        frame_only = self.c.frame_only if self._context_only else frozenset([-1])
+        frame_only = self._frame_only
         block_may_span = may_span_raw(data)  # most blocks hold no tab, NUL or ESC at all: no line needs a look
         held = self._held.pop(source_index, None)
         consumed = 0
@@ -487,8 +506,7 @@ class Matcher:
                 elif self._all_may_complete(ri, others, window, source_index, line_no, pids):
                     return False
         self.stats.candidates += 1
-        entry = _Deferred(raw, line_no, index, block.meta[index] if block.meta is not None else None,
-                          line_no in block.truncated, source_name, source_index)
+        entry = _Deferred.of(block, index, line_no, raw, source_name, source_index)
         deferred = self._deferred
         for pid in pids:
             for ri, _others, reach, _window in uses[pid]:
@@ -529,8 +547,7 @@ class Matcher:
         frames = self._frames.get(source_index)
         if frames is None:
             frames = self._frames[source_index] = deque()
-        frames.append(_Deferred(raw, line_no, index, block.meta[index] if block.meta is not None else None,
-                                line_no in block.truncated, source_name, source_index))
+        frames.append(_Deferred.of(block, index, line_no, raw, source_name, source_index))
         if len(frames) > DEFER_MAX:
             self._settle_frames(source_index)
 
@@ -538,17 +555,10 @@ class Matcher:
         """The newest kept frame line that really is one becomes the latest frame seen; the rest go."""
         frames = self._frames.pop(source_index, None)
         for entry in reversed(frames or ()):
-            if entry.rec is None:
-                entry.rec = self._deferred_record(entry)
-            frame = frame_file(entry.rec.message)
+            frame = frame_file(entry.record().message)
             if frame is not None:
                 self._last_frame[source_index] = frame
                 return
-
-    def _deferred_record(self, entry: _Deferred) -> LineRecord:
-        return normalize(decode_line(entry.raw), entry.source_name, entry.line, source_index=entry.source_index,
-                         truncated=entry.truncated,
-                         preset=entry.meta.apply if entry.meta is not None else None)  # type: ignore[attr-defined]
 
     def _deferred_hit(self, entry: _Deferred, pid: int) -> regex.Match[str] | None:
         """Settle one kept line for one pattern: normalised once, confirmed once per pattern."""
@@ -556,9 +566,7 @@ class Matcher:
             entry.hits = {}
         elif pid in entry.hits:
             return entry.hits[pid]
-        if entry.rec is None:
-            entry.rec = self._deferred_record(entry)
-        m = None if pid in self.disabled_patterns else self._confirm(pid, entry.rec)
+        m = None if pid in self.disabled_patterns else self._confirm(pid, entry.record())
         entry.hits[pid] = m
         return m
 
@@ -584,9 +592,9 @@ class Matcher:
             if pid in unless:
                 self._last_veto[key] = max(self._last_veto.get(key, 0), entry.line)
                 todo -= unless
-            elif state is not None and self._where_ok(rule, entry.rec):  # type: ignore[arg-type]
+            elif state is not None and self._where_ok(rule, entry.record()):
                 if pid not in state or state[pid][0].line < entry.line:
-                    state[pid] = (entry.rec, self._facts(rule, m))  # type: ignore[assignment]
+                    state[pid] = (entry.record(), self._facts(rule, m))
                 todo.discard(pid)
             if not todo:
                 break
@@ -594,14 +602,7 @@ class Matcher:
     def _record(self, block: Block, index: int, raw: bytes, source_name: str, source_index: int) -> LineRecord:
         line_no = block.origin_line(index)
         meta = block.meta[index] if block.meta is not None else None
-        return normalize(
-            decode_line(raw),
-            source_name,
-            line_no,
-            source_index=source_index,
-            truncated=line_no in block.truncated,
-            preset=meta.apply if meta is not None else None,
-        )
+        return _normalized(raw, source_name, line_no, source_index, line_no in block.truncated, meta)
 
     def _assemble(self, assembly: Assembly, block: Block, index: int, pos: int, source_name: str,
                   source_index: int, stop_at: int | None = None) -> int:

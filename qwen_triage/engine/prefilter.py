@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Protocol
 
 from qwen_triage.engine.literals import required_literals
-from qwen_triage.engine.normalize import ANSI_BYTES_RE
 
 Candidates = dict[int, set[int]]  # line start offset in block -> pattern ids
 
@@ -122,9 +121,6 @@ _EXACT_REPEAT = 8  # a repeated literal keeps its count up to this bound (``s?``
 _MAX_WIDENED = 50_000  # bytes: a larger widened form is not worth its DFA; the literals do
 _SCOPED_IGNORECASE = re.compile(r"\(\?[a-zA-Z]*i")  # (?i:...), (?si), also a leading (?i): wider is fine
 _POSIX_CLASS = re.compile(r"\[:\^?[A-Za-z]+:\]")  # `regex` reads [[:alpha:]] as a class, `re` does not
-# Decoding drops these from a line (engine.normalize.decode_line): a literal they split is still
-# in the message. Lines holding them are candidates and are matched cleaned.
-_REMOVED_BY_DECODING = (b"\x00", b"\x1b")
 _RE2_MIN_MEM = 64 << 20  # RE2's memory budget: a limit, not an allocation (states are built as met)
 
 
@@ -236,13 +232,6 @@ def _widen(pattern: str) -> bytes:
     return widened
 
 
-def _clean(line: bytes) -> bytes:
-    """The line's bytes as decoding sees them: ANSI codes and NULs removed (engine.normalize.decode_line)."""
-    if b"\x1b" in line:
-        line = ANSI_BYTES_RE.sub(b"", line)
-    return line.replace(b"\x00", b"")
-
-
 def _google_re2():  # type: ignore[no-untyped-def]
     try:
         import re2  # noqa: PLC0415 - google-re2, a dependency where it has wheels
@@ -284,7 +273,6 @@ class _RE2Lines:
         ``fallback``: the same patterns' literals, for a line the set cannot answer.
         """
         literal_exprs = list(dict.fromkeys(e for _, exprs in entries.values() for e in exprs))
-        literal_exprs += [_escaped_byte(b[0]) for b in _REMOVED_BY_DECODING]
         lines = b"(?m)^.*?(?:" + b"|".join(literal_exprs) + b")"
         self.lines = re2.compile(lines, self._options(re2, len(lines)))
         size = sum(len(w or b"|".join(exprs)) for w, exprs in entries.values())
@@ -322,8 +310,6 @@ class _RE2Lines:
             start = m.start()
             end = find(b"\n", m.end())
             line = data[start:end] if end >= 0 else data[start:]
-            if b"\x00" in line or b"\x1b" in line:
-                line = _clean(line)
             hits = match(line)
             if hits is None:
                 self.fallback.add_candidates(line, out, at=start)

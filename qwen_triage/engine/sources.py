@@ -66,7 +66,7 @@ class LineMeta:
 
 @dataclass
 class Block:
-    data: bytes  # whole lines, each ending in LF, ANSI codes removed
+    data: bytes  # whole lines, each ending in LF, ANSI codes and NULs removed (clean_lines)
     first_line: int  # line number of the first line of data
     truncated: frozenset[int] = frozenset()  # line numbers whose text was cut
     meta: list[LineMeta] | None = None  # journal input: one per line of data
