@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`qwen-triage run` pass-through cost: a child printing N lines, wrapped, beside the same child piped through `cat`.
 
-    python bench/bench_run.py [--lines 100000] [--rounds 5]
+    python bench/bench_run.py [--lines 100000] [--rounds 15] [--child unbuffered|buffered|both]
 
 The child is the same Python program each time: it prints N lines of the shared
 generator's mix (journald, Ollama, vLLM, NCCL, kernel; about 0.1 % failures) as
@@ -10,6 +10,11 @@ going to a pipe this script drains (as a terminal or a log collector would):
 
 * ``child | cat`` and ``qwen-triage run -q --log FILE -- child``;
 * the same two with a child that prints nothing: their start-up.
+
+Two kinds of child, the same on both sides: one that writes each line as it
+prints it (PYTHONUNBUFFERED=1 — what `run` gives a Python child by default, and
+what a server's logger does, flushing every record), and one that writes 8 KB
+blocks (a buffered child: the harshest case, the fastest producer).
 
 Each is timed three times: when the child's first byte comes out, when its last
 does, and when the command exits (for `run`, after the triage of the last lines
@@ -22,6 +27,7 @@ Machines here are shared and noisy: read the ratios, not the milliseconds.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -53,10 +59,11 @@ def make_lines(path: Path, lines: int) -> None:
     bench_scan.generate(path, lines, 7)
 
 
-def timed(cmd: list[str] | str, expect: int, shell: bool = False) -> tuple[float, float, float]:
+def timed(cmd: list[str] | str, expect: int, shell: bool = False,
+          env: dict[str, str] | None = None) -> tuple[float, float, float]:
     """Seconds until the child's first byte came through, until its last did, and until the command exited."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, shell=shell, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, shell=shell, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     assert proc.stdout is not None
     got, first, last = 0, None, None
     while chunk := proc.stdout.read1(1 << 16):
@@ -70,20 +77,17 @@ def timed(cmd: list[str] | str, expect: int, shell: bool = False) -> tuple[float
     return (first if first is not None else done), (last if last is not None else done), done
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--lines", type=int, default=100_000)
-    ap.add_argument("--rounds", type=int, default=5)
-    args = ap.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="qt-bench-run-"))
-    log = work / "child.log"
-    make_lines(log, args.lines)
-    child = work / "child.py"
-    child.write_text(CHILD)
+def measure(child: Path, log: Path, work: Path, rounds: int, unbuffered: bool) -> None:
+    """One table: the four commands, alternating, with the child writing each line or 8 KB blocks."""
     py = sys.executable
     full = [py, str(child), str(log)]
     empty = [py, str(child)]
-    qt = [py, "-m", "qwen_triage", "run", "-q", "--stall", "0", "--log", str(work / "run.log"), "--"]
+    env = dict(os.environ)
+    env.pop("PYTHONUNBUFFERED", None)
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"  # what `run` gives a child by default: the cat side gets it too
+    qt = [py, "-m", "qwen_triage", "run", "-q", "--stall", "0", "--log", str(work / "run.log"),
+          "--unbuffered" if unbuffered else "--no-unbuffered", "--"]
     size = log.stat().st_size
     cmds = {
         "cat": (f"{py} {child} {log} | cat", True, size),
@@ -92,29 +96,53 @@ def main() -> int:
         "run start-up": (qt + empty, False, 0),
     }
     for cmd, shell, expect in cmds.values():  # warm the rule-pack cache and the file cache
-        timed(cmd, expect, shell)
+        timed(cmd, expect, shell, env)
     runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name in cmds}
-    for _ in range(args.rounds):
+    for _ in range(rounds):
         for name, (cmd, shell, expect) in cmds.items():
-            runs[name].append(timed(cmd, expect, shell))
+            runs[name].append(timed(cmd, expect, shell, env))
 
     def med(name: str, i: int) -> float:
         return statistics.median(r[i] for r in runs[name])
 
-    print(f"child prints {args.lines} lines ({size / 1e6:.1f} MB); medians of {args.rounds} alternating rounds")
+    how = "each line a write (PYTHONUNBUFFERED=1, run's default)" if unbuffered else "8 KB writes (buffered)"
+    print(f"child prints {size / 1e6:.1f} MB, {how}; medians of {rounds} alternating rounds")
     print(f"  {'':14s} {'first byte out':>14s} {'last byte out':>14s} {'exit':>8s}")
     for name in cmds:
         print(f"  {name:14s} {med(name, 0):12.3f} s {med(name, 1):12.3f} s {med(name, 2):6.3f} s")
     cat_flow = statistics.median(r[1] - r[0] for r in runs["cat"])
     run_flow = statistics.median(r[1] - r[0] for r in runs["run"])
+    # Each round's run beside the cat run just before it: the machine's drift cancels out.
+    paired = sorted((r[1] - r[0]) / (c[1] - c[0]) for r, c in zip(runs["run"], runs["cat"]))
+    quart = statistics.quantiles(paired, n=4) if len(paired) > 1 else [paired[0]] * 3
     print(f"pass-through (first byte out to last byte out): run {run_flow:.3f} s against cat {cat_flow:.3f} s: "
-          f"{run_flow / cat_flow:.2f}x (target: 1.2x or under)")
+          f"{run_flow / cat_flow:.2f}x; per round {quart[1]:.2f}x (quartiles {quart[0]:.2f}-{quart[2]:.2f}; "
+          f"target: 1.2x or under)")
     run_all = med("run", 2) - med("run start-up", 2)
     cat_all = med("cat", 2) - med("cat start-up", 2)
     print(f"to exit (triage of every line finished), start-up subtracted: run {run_all:.3f} s against cat "
           f"{cat_all:.3f} s: {run_all / cat_all:.2f}x")
     print(f"start-up to exit with a silent child: run {med('run start-up', 2):.3f} s, through cat "
           f"{med('cat start-up', 2):.3f} s")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lines", type=int, default=100_000)
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--child", choices=("unbuffered", "buffered", "both"), default="both",
+                    help="the child writes each line (run's default for Python) or 8 KB blocks; both sides alike")
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="qt-bench-run-"))
+    log = work / "child.log"
+    make_lines(log, args.lines)
+    child = work / "child.py"
+    child.write_text(CHILD)
+    modes = {"unbuffered": [True], "buffered": [False], "both": [True, False]}[args.child]
+    for n, unbuffered in enumerate(modes):
+        if n:
+            print()
+        measure(child, log, work, args.rounds, unbuffered)
     return 0
 
 

@@ -1,9 +1,10 @@
 """Printing live findings on stderr, set apart from the child's own output.
 
-Everything qwen-triage says while a child runs goes through a :class:`Sink`, the
-same object that forwards the child's bytes to that file descriptor, under one
-lock: a diagnosis is written in one piece between two chunks of the child's
-output, never inside one, and starts on a fresh line.
+Everything qwen-triage says while a child runs goes through a :class:`Sink`: a
+file descriptor the child's output goes to as well. While the child runs, the
+pump process (:mod:`qwen_triage.live.pump`) writes that output, and a block is
+handed to it to print: in one piece between two chunks of the child's output,
+never inside one, on a fresh line. Before and after, the sink writes itself.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import os
 import shutil
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
+
+from qwen_triage.live.pump import same_target, write_all
 
 if TYPE_CHECKING:
     from qwen_triage.live.session import LiveEvent
@@ -23,16 +26,8 @@ if TYPE_CHECKING:
 TAG = "qwen-triage"
 
 
-def _same_target(a: int, b: int) -> bool:
-    try:
-        sa, sb = os.fstat(a), os.fstat(b)
-    except OSError:
-        return False
-    return (sa.st_dev, sa.st_ino, sa.st_rdev) == (sb.st_dev, sb.st_ino, sb.st_rdev)
-
-
 class Sink:
-    """A file descriptor written whole-chunk at a time, shared by the pump and the reporter."""
+    """A descriptor the child's output and our own blocks share, and where its last line ends."""
 
     def __init__(self, fd: int, lock: threading.Lock | None = None, shared: "Sink | None" = None):
         self.fd = fd
@@ -41,13 +36,15 @@ class Sink:
         self.error: OSError | None = None
         self._shared = shared  # another sink on the same terminal/file: one "last byte" for both
         self._last = b"\n"
+        # While a child runs, the pump process is the only writer of the descriptor: blocks go through it.
+        self.relay: Callable[[bytes], bool] | None = None
 
     @classmethod
     def pair(cls, out_fd: int = 1, err_fd: int = 2) -> tuple["Sink", "Sink"]:
         """Sinks for stdout and stderr; one lock, and one line state when both are the same terminal."""
         lock = threading.Lock()
         out = cls(out_fd, lock)
-        err = cls(err_fd, lock, shared=out if _same_target(out_fd, err_fd) else None)
+        err = cls(err_fd, lock, shared=out if same_target(out_fd, err_fd) else None)
         return out, err
 
     @property
@@ -61,26 +58,6 @@ class Sink:
         else:
             self._last = value
 
-    def _write_all(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            n = os.write(self.fd, view)
-            view = view[n:]
-
-    def write(self, data: bytes) -> bool:
-        """Forward bytes unchanged; False once the descriptor is gone (EPIPE and the like)."""
-        if not data or not self.alive:
-            return self.alive
-        with self.lock:
-            try:
-                self._write_all(data)
-            except OSError as exc:
-                self.alive = False
-                self.error = exc
-                return False
-            self.last = data[-1:]
-        return True
-
     def write_block(self, text: str) -> None:
         """A block of our own, on a line of its own."""
         if not self.alive:
@@ -89,10 +66,12 @@ class Sink:
         if not data.endswith(b"\n"):
             data += b"\n"
         with self.lock:
+            if self.relay is not None and self.relay(data):
+                return  # the pump prints it between two chunks and knows where the line ends
             if self.last != b"\n":
                 data = b"\n" + data
             try:
-                self._write_all(data)
+                write_all(self.fd, data)
             except OSError as exc:
                 self.alive = False
                 self.error = exc

@@ -9,7 +9,6 @@ from pathlib import Path
 
 FORWARD_AND_STOP = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 FORWARD_ONLY = (signal.SIGUSR1, signal.SIGUSR2)
-PUMP_SWITCH_INTERVAL = 0.0001  # seconds between GIL hand-overs while a child runs (Python's default: 0.005)
 
 
 def run_main(
@@ -34,10 +33,6 @@ def run_main(
     def say(msg: str) -> None:
         print(f"qwen-triage: {msg}", file=sys.stderr, flush=True)
 
-    # The pump thread passes the child's output on; the triage thread is busy matching it. Python
-    # hands the GIL over every 5 ms by default, and a pump that waits 5 ms per 64 KB read slows a
-    # chatty child down; a shorter interval lets the output through as it comes (this process only).
-    sys.setswitchinterval(PUMP_SWITCH_INTERVAL)
     compiled = load_compiled(rule_dirs, engine)  # exits 2 on a bad rule pack, before anything runs
     log = Path(log_path).expanduser() if log_path else default_log_path(command)
     out, err = Sink.pair(1, 2)

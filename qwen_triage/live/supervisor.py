@@ -1,12 +1,16 @@
 """Run a child under live triage: tee, stall watchdog, process-group shutdown.
 
 The child starts in a session of its own (so it is also its own process group)
-with its stdout and stderr on two pipes. One *pump* thread reads both pipes and,
-for each chunk, in this order: writes it unchanged to our stdout/stderr, appends
-it to the log file (plain ``os.write``, no buffering in this process), and hands
-it to the *triage* thread through a bounded queue. Triage (matching, stage
-tracking, rendering) therefore never slows or blocks the pass-through, and an
-error in it only stops triage: output keeps flowing and the log keeps growing.
+with its stdout and stderr on two pipes. A *pump* process
+(:mod:`qwen_triage.live.pump`) reads both and, for each chunk, writes it
+unchanged to our stdout/stderr and to the log, then hands it over on a records
+pipe. Here a *receive* thread reads the chunks back from the log and takes them
+to the *triage* thread through a bounded queue — once a burst of output pauses
+(:data:`BURST_GAP`, at most :data:`BURST_MAX` later), so that while the output
+flows the pass-through has the machine to itself. It therefore costs about what
+``cat`` costs: it waits neither for this interpreter's lock nor for triage, and
+an error in triage only stops triage: output keeps flowing and the log keeps
+growing. Triage catches up, or skips what is over :data:`MAX_BACKLOG` behind.
 
 Ordering: each stream's bytes reach their descriptor and the log exactly, in
 order. Between stdout and stderr, chunks keep the order in which the pump sees
@@ -19,6 +23,8 @@ of the child's session — its process group and any group a worker moved to —
 and to descendants that left the session (tracked while they ran); after the
 grace period everything still alive gets SIGKILL. When the child exits by itself
 and leaves processes behind, they get the grace period, then the same treatment.
+The pump ignores Ctrl-C (the child's last words still come through) and ends
+when the child's pipes close.
 
 Orphans: the child's environment carries a run marker (``QWEN_TRIAGE_RUN_ID``)
 that every descendant inherits, so a daemon that double-forked into a session of
@@ -31,6 +37,7 @@ tree when the wrapper is gone without having stopped it, ``kill -9`` included.
 
 from __future__ import annotations
 
+import functools
 import os
 import queue
 import re
@@ -46,6 +53,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from qwen_triage.filemode import make_private
 from qwen_triage.live import procs
 from qwen_triage.engine.sources import clean_lines
+from qwen_triage.live import pump
 from qwen_triage.live.lines import LineSplitter, Lines
 from qwen_triage.live.stall import (
     LastLines,
@@ -67,11 +75,14 @@ if TYPE_CHECKING:
 
 SETTLE, STDOUT, STDERR, QUIET = 0, 1, 2, 3  # SETTLE: release pending findings; QUIET: the output paused
 QUIET_AFTER = 0.5  # seconds without output after which a multi-line record still open is complete
-READ_SIZE = 1 << 20  # a chatty child's backlog in one read: fewer trips through the interpreter
-TRIAGE_BATCH = 1 << 16  # bytes merged for one engine pass: short C calls, so the pump gets the GIL soon
+TRIAGE_BATCH = 1 << 16  # bytes merged for one engine pass: short C calls, so other threads get the GIL soon
 LAST_LINES_FED = 64  # the tail of each chunk the stall report's last lines can show
-PIPE_SIZE = 1 << 20  # ask the kernel for 1 MiB pipes: fewer stalls of a chatty child
 MAX_BACKLOG = 64 << 20  # bytes waiting for triage before triage starts skipping
+# Triage reads a burst of output back from the log once the child pauses BURST_GAP seconds, or
+# BURST_MAX after it began: while the output flows, the pass-through has the machine to itself.
+BURST_GAP = 0.005
+BURST_MAX = 0.25
+PUMP_RESTARTS = 3  # a pump process that dies is started again this often: the child's output must keep flowing
 TICK = 0.1
 
 
@@ -108,17 +119,20 @@ class LogFileError(Exception):
 
 
 def open_log(path: Path, exclusive: bool = False) -> tuple[int, Path]:
-    """Create (or truncate) the log. ``exclusive``: never overwrite, add -2, -3… to the name instead."""
+    """Create (or truncate) the log. ``exclusive``: never overwrite, add -2, -3… to the name instead.
+
+    Open for reading too: the pump writes it, triage reads the chunks back from it.
+    """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if not exclusive:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
             make_private(fd)  # an existing log keeps its mode on O_TRUNC: it holds the server's output, secrets too
             return fd, path
         for n in range(1, 1000):
             candidate = path if n == 1 else path.with_name(f"{path.stem}-{n}{path.suffix}")
             try:
-                return os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600), candidate
+                return os.open(candidate, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600), candidate
             except FileExistsError:
                 continue
         raise FileExistsError(path)
@@ -220,8 +234,11 @@ class Supervisor:
         self.last = LastLines(heartbeat=table.heartbeat)
         self.session: LiveSession | None = None
         self._input = None
-        self._log_fd: int | None = None
+        self._log_fd: int | None = None  # written by the pump; triage reads it back (pread at _log_pos)
+        self._log_pos = 0
         self._log_error: OSError | None = None
+        self._link: pump.PumpLink | None = None
+        self._pipes: dict[int, int] = {}  # read ends of the child's pipes, kept for a pump restart
         self._queue: queue.SimpleQueue[tuple[int, bytes, float] | None] = queue.SimpleQueue()
         self._backlog = 0
         self._backlog_lock = threading.Lock()
@@ -273,41 +290,49 @@ class Supervisor:
             preexec = procs.parent_death_preexec()
         if self.log_path is not None:
             self._log_fd, self.log_path = open_log(self.log_path, self.log_exclusive)
+        else:
+            self._log_fd = _spool()
         if self.compiled is not None:
             from qwen_triage.live.session import LiveSession
 
             self.session = LiveSession(self.compiled, on_event=self._event)
             name = self.source_name or (str(self.log_path) if self.log_path is not None else "<child>")
             self._input = self.session.add_input(name, kind="text")
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        self._pipes = {STDOUT: out_r, STDERR: err_r}
         try:
+            self._link = self._start_pump()
             self.proc = subprocess.Popen(
                 self.argv,
                 stdin=self.stdin,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                stdout=out_w,
+                stderr=err_w,
                 env=self.env,
                 cwd=self.cwd,
                 start_new_session=True,
                 bufsize=0,
                 preexec_fn=preexec,
             )
-        except OSError:
+        except BaseException:
             if self._guard is not None:
                 self._guard.disarm()
-            if self._log_fd is not None:
-                os.close(self._log_fd)
-                self._log_fd = None
+            for fd in (out_w, err_w):
+                os.close(fd)  # the pump sees both pipes end and leaves
+            self._end_pump()
             raise
+        finally:
+            if self.proc is not None:
+                os.close(out_w)
+                os.close(err_w)
         self.started_at = time.monotonic()
         self._activity = self.started_at
         self.watchdog.activity(self.started_at)
         self._sid = self.proc.pid  # setsid: the child leads its session and its group
         if self._guard is not None:
             self._guard.child(self.proc.pid)
-        for f in (self.proc.stdout, self.proc.stderr):
-            _grow_pipe(f.fileno())  # type: ignore[union-attr]
         for target, name in (
-            (self._pump, "pump"),
+            (self._receive, "receive"),
             (self._triage, "triage"),
             (self._watch, "watch"),
             (self._wait_child, "wait"),
@@ -413,67 +438,133 @@ class Supervisor:
 
     # -- pump: pipes -> sinks, log, triage ------------------------------------
 
-    def _pump(self) -> None:
-        import selectors
+    def _start_pump(self) -> "pump.PumpLink":
+        sinks = {stream: (sink.fd if sink is not None and sink.alive else -1) for stream, sink in self.sinks.items()}
+        link = pump.PumpLink(self._pipes, sinks, self._log_fd if self._log_fd is not None else -1)
+        for stream, sink in self.sinks.items():
+            if sink is not None:
+                sink.relay = functools.partial(self._send_block, stream)
+        return link
 
-        assert self.proc is not None and self.proc.stdout is not None and self.proc.stderr is not None
-        sel = selectors.DefaultSelector()
-        sel.register(self.proc.stdout.fileno(), selectors.EVENT_READ, STDOUT)
-        sel.register(self.proc.stderr.fileno(), selectors.EVENT_READ, STDERR)
+    def _send_block(self, stream: int, data: bytes) -> bool:
+        link = self._link
+        return link is not None and link.send_block(stream, data)
+
+    def _end_pump(self) -> None:
+        """The pump is gone or must go: blocks are written here again; nothing of the child is kept open."""
+        if self._link is not None:
+            self._link.close()
+            self._link = None
+        for sink in self.sinks.values():
+            if sink is not None:
+                sink.relay = None
+        for fd in self._pipes.values():
+            os.close(fd)
+        self._pipes = {}
+        if self._log_fd is not None:
+            os.close(self._log_fd)
+            self._log_fd = None
+
+    def _receive(self) -> None:
+        """Chunks from the pump to triage; notes on what it gave up; a new pump should it die."""
         last_output, quiet_sent = time.monotonic(), True
+        restarts = 0
+        held: list[threading.Lock] = []  # the sinks' locks, from the pump's EOF to its FINAL
+        burst: list[tuple[int, int, float]] = []  # logged runs not read back yet: the output is still flowing
+        since = 0.0
         try:
-            while sel.get_map() and not self._abandon:
-                events = sel.select(timeout=0.2)
-                for key, _ in events:
-                    try:
-                        data = os.read(key.fd, READ_SIZE)
-                    except OSError:
-                        data = b""
-                    if not data:
-                        sel.unregister(key.fd)
+            while not self._abandon and self._link is not None:
+                got = self._link.receive(BURST_GAP if burst else 0.2)
+                now = time.monotonic()
+                if got is None or (burst and (not got or now - since >= BURST_MAX)):
+                    self._read_back(burst)
+                if got is None:
+                    if held or restarts >= PUMP_RESTARTS:
+                        break  # it ended (or keeps dying): what is left of the output cannot be read
+                    restarts += 1
+                    self._note("the pass-through process died; starting it again (a chunk in flight may be "
+                               "missing from the output and the log)", report=True)
+                    self._link.close()
+                    self._link = self._start_pump()
+                    continue
+                for kind, stream, payload, when in got:
+                    if kind == pump.LOGGED:
+                        if not burst:
+                            since = now
+                        burst.append((stream, int.from_bytes(payload, "little"), when))
+                        last_output, quiet_sent = now, False
                         continue
-                    self._deliver(key.data, data)
-                    last_output, quiet_sent = time.monotonic(), False
-                if not events and not quiet_sent and time.monotonic() - last_output >= QUIET_AFTER:
+                    self._read_back(burst)  # in order: what was logged before this record first
+                    if kind == pump.DATA:
+                        self._deliver(stream, payload, when)
+                        last_output, quiet_sent = time.monotonic(), False
+                    elif kind == pump.EOF:
+                        # Our blocks still go through the pump until it has printed them all;
+                        # the sinks' locks keep new ones back until they are written here.
+                        for lock in {id(s.lock): s.lock for s in self.sinks.values() if s is not None}.values():
+                            lock.acquire()
+                            held.append(lock)
+                        self._link.end_control()
+                    elif kind == pump.FINAL:
+                        for i, sink in ((0, self.sinks[STDOUT]), (1, self.sinks[STDERR])):
+                            if sink is not None:
+                                sink.relay = None
+                                sink.last = payload[i : i + 1] or b"\n"
+                    else:
+                        self._pump_trouble(kind, stream, payload)
+                if not got and not quiet_sent and time.monotonic() - last_output >= QUIET_AFTER:
                     self._queue.put((QUIET, b"", time.monotonic()))
                     quiet_sent = True
         finally:
-            sel.close()
-            for f in (self.proc.stdout, self.proc.stderr):
-                try:
-                    f.close()
-                except OSError:
-                    pass
-            if self._log_fd is not None:
-                try:
-                    os.close(self._log_fd)
-                except OSError:
-                    pass
-                self._log_fd = None
+            self._end_pump()
+            for lock in held:
+                lock.release()
             self._queue.put(None)
             self._pump_done.set()
 
-    def _deliver(self, stream: int, data: bytes) -> None:
-        self._activity = now = time.monotonic()
-        sink = self.sinks[stream]
-        if sink is not None and not sink.write(data) and f"sink{stream}" not in self._warned:
-            self._warned.add(f"sink{stream}")
-            name = "stdout" if stream == STDOUT else "stderr"
-            self._note(f"cannot write to {name} any more ({sink.error}); the log keeps everything", report=True)
-        if self._log_fd is not None:
+    def _read_back(self, burst: list[tuple[int, int, float]]) -> None:
+        """Triage's turn: the chunks of a burst, read back from the log."""
+        for stream, n, when in burst:
+            self._deliver(stream, self._read_log(n), when)
+        burst.clear()
+
+    def _read_log(self, n: int) -> bytes:
+        """The next ``n`` bytes the pump logged (b"" should the log be unreadable)."""
+        fd = self._log_fd
+        parts = []
+        while n > 0 and fd is not None:
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(self._log_fd, view) :]
-            except OSError as exc:
-                self._log_error = exc
-                self._note(f"writing the log {self.log_path} failed ({exc.strerror}); output still passes through",
-                           report=True)
-                try:
-                    os.close(self._log_fd)
-                except OSError:
-                    pass
-                self._log_fd = None
+                part = os.pread(fd, n, self._log_pos)
+            except OSError:
+                part = b""
+            if not part:
+                self._log_pos += n  # truncated behind our back: that much is lost to triage
+                break
+            parts.append(part)
+            self._log_pos += len(part)
+            n -= len(part)
+        return b"".join(parts)
+
+    def _pump_trouble(self, kind: int, stream: int, payload: bytes) -> None:
+        if kind == pump.SKIPPED:
+            with self._backlog_lock:
+                self._skipped += int.from_bytes(payload, "little")
+            return
+        code, _, message = payload.decode("utf-8", "replace").partition(":")
+        error = OSError(int(code) if code.lstrip("-").isdigit() else 0, message)
+        if kind == pump.SINK_ERROR:
+            sink = self.sinks.get(stream)
+            if sink is not None:
+                sink.alive, sink.error = False, error
+            name = "stdout" if stream == STDOUT else "stderr"
+            self._note(f"cannot write to {name} any more ({message}); the log keeps everything", report=True)
+        elif kind == pump.LOG_ERROR:
+            self._log_error = error
+            self._note(f"writing the log {self.log_path} failed ({message}); output still passes through",
+                       report=True)
+
+    def _deliver(self, stream: int, data: bytes, when: float) -> None:
+        self._activity = when
         if self.on_output is not None:
             self._call(self.on_output, stream, data)
         with self._backlog_lock:
@@ -481,7 +572,7 @@ class Supervisor:
                 self._skipped += len(data)
                 return
             self._backlog += len(data)
-        self._queue.put((stream, data, now))
+        self._queue.put((stream, data, when))
 
     # -- triage: lines -> engine, stages --------------------------------------
 
@@ -775,10 +866,12 @@ class Supervisor:
         self._call(self.on_exit, self.exit_status)
 
 
-def _grow_pipe(fd: int) -> None:
-    try:
-        import fcntl
+def _spool() -> int | None:
+    """An unnamed temporary file for a run without a log: the pump writes it, triage reads it back."""
+    import tempfile
 
-        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)  # type: ignore[attr-defined]
-    except (OSError, AttributeError, ImportError):
-        pass
+    try:
+        with tempfile.TemporaryFile(buffering=0) as f:
+            return os.dup(f.fileno())
+    except OSError:
+        return None  # then the pump hands every chunk over in its record
