@@ -80,7 +80,7 @@ LAST_LINES_FED = 64  # the tail of each chunk the stall report's last lines can 
 MAX_BACKLOG = 64 << 20  # bytes waiting for triage before triage starts skipping
 # Triage reads a burst of output back from the log once the child pauses BURST_GAP seconds, or
 # BURST_MAX after it began: while the output flows, the pass-through has the machine to itself.
-BURST_GAP = 0.005
+BURST_GAP = 0.05
 BURST_MAX = 0.25
 PUMP_RESTARTS = 3  # a pump process that dies is started again this often: the child's output must keep flowing
 TICK = 0.1
@@ -687,7 +687,7 @@ class Supervisor:
     # -- watch: stall watchdog, descendants -----------------------------------
 
     def _watch(self) -> None:
-        last_scan = 0.0
+        last_scan = time.monotonic()  # the first scan of /proc waits half a second: not while the output starts
         last_activity = self._progress
         while not self._done.wait(TICK):
             now = time.monotonic()
