@@ -2,11 +2,12 @@
 
 Why a process: the wrapper's own interpreter is busy matching the same output,
 and a pass-through that had to wait for Python's lock (or for a core that
-triage is using) slowed a chatty child down. This process does nothing but
-``read`` from the child's two pipes and ``write`` each chunk, unchanged, to our
-stdout/stderr and to the log, then hands the chunk to the wrapper over one
-*records* pipe; so it costs about what ``cat`` costs, however far behind the
-triage is. It imports the standard library only and starts while the child does.
+triage is using) slowed a chatty child down. This process only moves the
+child's two pipes on, each chunk unchanged, to our stdout/stderr and to the log
+(on Linux inside the kernel: ``tee`` and ``splice``), and tells the wrapper over
+a *records* pipe where the chunk is; so it costs about what ``cat`` costs,
+however far behind triage is. It imports the standard library only and starts
+while the child does.
 
 The wrapper talks back on a *control* pipe: a block of its own (a diagnosis, a
 stall report) to print on stdout or stderr. The pump writes it between two of
@@ -17,12 +18,14 @@ Wire format, both ways: a 16-byte header ``(kind, stream, length, monotonic
 time)`` and ``length`` bytes. CLOCK_MONOTONIC is one clock for every process on
 the machine, so times stamped here mean the same in the wrapper.
 
-Records (pump -> wrapper): DATA (a chunk as read, stamped when read), SKIPPED
-(an 8-byte count: the wrapper was more than :data:`MAX_OUTBOX` bytes behind, the
-log still has them), SINK_ERROR / LOG_ERROR (``errno`` and message: that
-descriptor is given up, the rest goes on), EOF (both pipes closed) and FINAL
-(the last byte written to stdout and to stderr, after the last block). Control
-(wrapper -> pump): BLOCK (text for ``stream``) and STOP (leave now).
+Records (pump -> wrapper): LOGGED (a 4-byte count: that many more bytes of the
+stream are in the log, right after the previous ones), DATA (a chunk the log
+could not take, in the record itself), SKIPPED (an 8-byte count: the wrapper
+was more than :data:`MAX_OUTBOX` bytes of such chunks behind), SINK_ERROR /
+LOG_ERROR (``errno`` and message: that descriptor is given up, the rest goes
+on), EOF (both pipes closed) and FINAL (the last byte written to stdout and to
+stderr, after the last block). Control (wrapper -> pump): BLOCK (text for
+``stream``) and STOP (leave now).
 
 Signals: the pump ignores SIGINT, SIGQUIT and SIGHUP. Ctrl-C at a terminal
 reaches every process in the foreground group, the pump too, and the child's
@@ -430,6 +433,15 @@ class PumpLink:
         grow_pipe(records_w)
         fds = [sources.get(STDOUT, -1), sources.get(STDERR, -1), sinks.get(STDOUT, -1), sinks.get(STDERR, -1),
                log, records_w, control_r]
+        # The pump's 0 is /dev/null and its 1 and 2 are ours: any other descriptor that happens to be 0, 1
+        # or 2 (a wrapper started with them closed) goes to a copy above them for the start.
+        moved = []
+        for i, fd in enumerate(fds):
+            if 0 <= fd <= 2 and not (i in (2, 3) and fd == i - 1):
+                import fcntl
+
+                fds[i] = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+                moved.append(fds[i])
         here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         code = f"import sys; sys.path.insert(0, {here!r}); from qwen_triage.live.pump import main; sys.exit(main())"
         try:
@@ -439,11 +451,11 @@ class PumpLink:
                 pass_fds=sorted({fd for fd in fds if fd > 2}),
             )
         except BaseException:
-            for fd in (records_r, records_w, control_r, control_w):
+            for fd in (records_r, records_w, control_r, control_w, *moved):
                 os.close(fd)
             raise
-        os.close(records_w)
-        os.close(control_r)
+        for fd in (records_w, control_r, *moved):
+            os.close(fd)
         self.records = records_r
         self.control = control_w
         self._buf = bytearray()

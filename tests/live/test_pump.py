@@ -277,3 +277,25 @@ def test_a_run_without_a_log_still_hands_every_byte_to_triage(tmp_path) -> None:
     assert sup.wait(60) == 0
     direct = subprocess.run([sys.executable, "-c", script], capture_output=True, check=True)
     assert bytes(seen[1]) == direct.stdout and bytes(seen[2]) == direct.stderr
+
+
+CLOSED_STDIN_DRIVER = r"""
+import os, sys
+from qwen_triage.live.supervisor import Supervisor
+sup = Supervisor([sys.executable, "-c", "print('\\n'.join(f'line {i}' for i in range(5000)))"], log=sys.argv[1],
+                 on_output=lambda s, d: None)
+sup.start()
+print(sup.wait(30), sorted(sup._pipes.values()) if sup._pipes else "closed")
+"""
+
+
+def test_a_wrapper_started_without_stdin_still_passes_everything(tmp_path) -> None:
+    """With fd 0 closed, the child's pipe can be fd 0 here: the pump must still read that pipe, not /dev/null."""
+    log = tmp_path / "c.log"
+    proc = subprocess.run(
+        ["sh", "-c", f'exec "$0" -c "$1" "$2" <&-', sys.executable, CLOSED_STDIN_DRIVER, str(log)],
+        capture_output=True, timeout=60, cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))),
+    )
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stdout.split()[0] == b"0"
+    assert log.read_bytes() == b"".join(b"line %d\n" % i for i in range(5000))
