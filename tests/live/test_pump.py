@@ -293,7 +293,7 @@ def test_a_wrapper_started_without_stdin_still_passes_everything(tmp_path) -> No
     """With fd 0 closed, the child's pipe can be fd 0 here: the pump must still read that pipe, not /dev/null."""
     log = tmp_path / "c.log"
     proc = subprocess.run(
-        ["sh", "-c", f'exec "$0" -c "$1" "$2" <&-', sys.executable, CLOSED_STDIN_DRIVER, str(log)],
+        ["sh", "-c", 'exec "$0" -c "$1" "$2" <&-', sys.executable, CLOSED_STDIN_DRIVER, str(log)],
         capture_output=True, timeout=60, cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))),
     )
     assert proc.returncode == 0, proc.stderr.decode()
