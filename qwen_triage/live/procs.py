@@ -9,6 +9,7 @@ import functools
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -18,6 +19,15 @@ PR_SET_CHILD_SUBREAPER = 36
 # session of its own (and was re-parented away) is still found, by reading /proc/PID/environ.
 RUN_MARKER = "QWEN_TRIAGE_RUN_ID"
 MAX_ENVIRON = 1 << 20
+
+
+def helper_command(module: str, *args: str) -> list[str]:
+    """The command line of a helper process (the orphan guard, the pump): ``module``'s ``main()`` in this
+    very package, whatever else is installed (its directory first on ``sys.path``). ``-I -S``: no site, no
+    environment; helpers use the standard library only, and start fast beside the child."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    code = f"import sys; sys.path.insert(0, {root!r}); from {module} import main; sys.exit(main())"
+    return [sys.executable, "-I", "-S", "-c", code, *args]
 
 
 @dataclass(frozen=True)

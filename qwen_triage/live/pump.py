@@ -69,6 +69,11 @@ def record(kind: int, stream: int = 0, payload: bytes = b"", when: float = 0.0) 
     return HEADER.pack(kind, stream, len(payload), when) + payload
 
 
+def _reason(exc: OSError) -> bytes:
+    """A SINK_ERROR / LOG_ERROR payload: ``errno:message``."""
+    return f"{exc.errno}:{exc.strerror or exc}".encode()
+
+
 def take_records(buf: bytearray) -> list[tuple[int, int, bytes, float]]:
     """The whole records at the head of ``buf`` as (kind, stream, payload, time), removed from it."""
     size = HEADER.size
@@ -204,14 +209,8 @@ class Pump:
                         self._rest_to_log(stream, n, done, None, when)
                         return True
                     self.at += n
-                    out.last = self.at
-                    if out.twin is not None:
-                        out.twin.last = self.at
-                    if stream == self.run_stream or not self.run_bytes:
-                        self.run_stream, self.run_when = stream, when
-                        self.run_bytes += n
-                    else:
-                        self._logged(stream, n, when)
+                    out.mark(self.at)
+                    self._logged(stream, n, when)
                     return True
             else:
                 n = -1  # a sink that takes no splice: read and write this stream
@@ -243,7 +242,7 @@ class Pump:
             except OSError as exc:
                 error = exc
         out.alive = False
-        self._tell(SINK_ERROR, stream, f"{error.errno}:{error.strerror or error}".encode())
+        self._tell(SINK_ERROR, stream, _reason(error))
 
     def _rest_to_log(self, stream: int, n: int, done: int, error: OSError | None, when: float) -> None:
         """The log took part of the teed copy or failed: the rest, or hand it over in a record and log no more."""
@@ -257,7 +256,7 @@ class Pump:
         if done >= n or error is None:
             return
         self.log, self.tee = -1, None
-        self._tell(LOG_ERROR, stream, f"{error.errno}:{error.strerror or error}".encode())
+        self._tell(LOG_ERROR, stream, _reason(error))
         self._inline(stream, _read_exactly(self.spare_r, n - done), when)
 
     def chunk(self, stream: int, data: bytes, when: float) -> None:
@@ -270,7 +269,7 @@ class Pump:
                 write_all(self.log, data)
             except OSError as exc:
                 self.log, self.tee = -1, None
-                self._tell(LOG_ERROR, stream, f"{exc.errno}:{exc.strerror or exc}".encode())
+                self._tell(LOG_ERROR, stream, _reason(exc))
             else:
                 self.at += len(data)
                 self._logged(stream, len(data), when)
@@ -286,8 +285,7 @@ class Pump:
 
     def _end_run(self) -> None:
         if self.run_bytes and self.records >= 0:
-            self.outbox += HEADER.pack(LOGGED, self.run_stream, 4, self.run_when)
-            self.outbox += self.run_bytes.to_bytes(4, "little")
+            self.outbox += record(LOGGED, self.run_stream, self.run_bytes.to_bytes(4, "little"), self.run_when)
         self.run_bytes = 0
 
     def _inline(self, stream: int, data: bytes, when: float) -> None:
@@ -347,7 +345,7 @@ class Pump:
             out.mark(data[-1:])
         except OSError as exc:
             out.alive = False
-            self._tell(SINK_ERROR, stream, f"{exc.errno}:{exc.strerror or exc}".encode())
+            self._tell(SINK_ERROR, stream, _reason(exc))
 
     def commands(self, data: bytes) -> bool:
         """Act on control bytes; False on STOP."""
@@ -442,11 +440,11 @@ class PumpLink:
 
                 fds[i] = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
                 moved.append(fds[i])
-        here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        code = f"import sys; sys.path.insert(0, {here!r}); from qwen_triage.live.pump import main; sys.exit(main())"
+        from qwen_triage.live.procs import helper_command
+
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", "-c", code, *map(str, fds)],  # -I -S: no site, a faster start
+                helper_command("qwen_triage.live.pump", *map(str, fds)),
                 stdin=subprocess.DEVNULL,
                 pass_fds=sorted({fd for fd in fds if fd > 2}),
             )

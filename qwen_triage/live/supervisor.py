@@ -236,7 +236,6 @@ class Supervisor:
         self._input = None
         self._log_fd: int | None = None  # written by the pump; triage reads it back (pread at _log_pos)
         self._log_pos = 0
-        self._log_error: OSError | None = None
         self._link: pump.PumpLink | None = None
         self._pipes: dict[int, int] = {}  # read ends of the child's pipes, kept for a pump restart
         self._queue: queue.SimpleQueue[tuple[int, bytes, float] | None] = queue.SimpleQueue()
@@ -559,7 +558,6 @@ class Supervisor:
             name = "stdout" if stream == STDOUT else "stderr"
             self._note(f"cannot write to {name} any more ({message}); the log keeps everything", report=True)
         elif kind == pump.LOG_ERROR:
-            self._log_error = error
             self._note(f"writing the log {self.log_path} failed ({message}); output still passes through",
                        report=True)
 

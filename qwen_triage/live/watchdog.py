@@ -24,7 +24,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 GUARD_GRACE = 2.0  # the wrapper is gone: the port must be free within seconds, not after a polite shutdown
 
@@ -39,13 +38,12 @@ class Watchdog:
         self._w: int | None = None
 
     def start(self) -> "Watchdog":
-        root = str(Path(__file__).resolve().parents[2])
-        code = f"import sys; sys.path.insert(0, {root!r}); from qwen_triage.live.watchdog import main; sys.exit(main())"
+        from qwen_triage.live.procs import helper_command
+
         r, w = os.pipe()  # not inheritable: only the guard (as its stdin) gets the read end
         try:
             self.proc = subprocess.Popen(
-                # -S: the standard library is all it needs; no site import, a faster start beside the child's
-                [sys.executable, "-I", "-S", "-c", code, self.marker, f"{self.grace:g}"],
+                helper_command("qwen_triage.live.watchdog", self.marker, f"{self.grace:g}"),
                 stdin=r, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
             )
         except OSError:
