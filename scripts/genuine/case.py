@@ -1,0 +1,54 @@
+"""What one genuine-output case is: a real program, a pinned release, a command that drives it into a failure.
+
+The harness (``scripts/genuine/run.py``) installs each ``Release`` of a ``Program`` into its own venv outside
+the repository, writes a case's ``files`` into a fresh work directory, runs ``argv`` there with stdout and
+stderr through one pipe, neutralises paths, and records the output as
+``fixtures/genuine/<program>/<case id>-<release label>.log`` with an entry in that folder's ``cases.yaml``
+(``../shared/corpus/FORMAT.md`` plus ``program: NAME VERSION``).
+
+Stdlib only: the harness runs under any python3.11+, the programs under their venv's python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Case:
+    """One way to drive a program into a failure (or into a healthy start with its scary warnings).
+
+    ``argv`` and ``env`` values may use ``{python}`` (the release's venv python), ``{bin}`` (its bin
+    folder) and ``{work}`` (the case's work directory, the command's cwd); ``files`` are written into
+    ``{work}`` first (text, or bytes for damaged binaries), with the same placeholders in text.
+    """
+
+    id: str
+    expect: list[str]
+    argv: list[str]
+    files: dict[str, str | bytes] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    also: list[str] = field(default_factory=list)
+    input: str = "mixed"
+    note: str = ""
+    releases: tuple[str, ...] | None = None  # labels of Program.releases to run on; None: every release
+    timeout: float = 180.0
+    exit: str = "fail"  # "fail": must exit non-zero, "ok": must exit 0, "timeout": must be killed, "any"
+
+
+@dataclass(frozen=True)
+class Release:
+    """One pinned release of a program: its label (the program's own version) and what pip installs."""
+
+    label: str
+    requirements: list[str]
+
+
+@dataclass(frozen=True)
+class Program:
+    """A program of the stack, the releases the pack claims to support (oldest and newest), its cases."""
+
+    name: str
+    releases: list[Release]
+    cases: list[Case]
+    dist: str | None = None  # distribution named in `program: NAME VERSION`; default: first requirement's
