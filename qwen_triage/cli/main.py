@@ -186,6 +186,25 @@ def rules_list(fmt: str, rule_dirs: tuple[str, ...]) -> None:
         print_catalog(pack, Console(file=sys.stdout, highlight=False))
 
 
+@rules.command("classes")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@rules_option
+def rules_classes(fmt: str, rule_dirs: tuple[str, ...]) -> None:
+    """Every failure class id a rule's `class:` may name, with its title and fix."""
+    from qwen_triage.textsafe import clean, json_safe
+
+    pack = load_rule_pack(rule_dirs)
+    classes = sorted(pack.classes.values(), key=lambda c: c.id)
+    if fmt == "json":
+        rows = [{"id": c.id, "title": c.title, "fix": c.fix, "explains": list(c.explains)} for c in classes]
+        click.echo(json_safe(json.dumps({"classes": rows}, indent=2, ensure_ascii=False)))
+        return
+    width = max((len(c.id) for c in classes), default=0)
+    for c in classes:
+        click.echo(clean(f"{c.id:<{width}}  {c.title}"))
+        click.echo(clean(f"{'':<{width}}  fix: {c.fix}"))
+
+
 @rules.command("show")
 @click.argument("rule_id")
 @rules_option
@@ -282,17 +301,51 @@ def rules_suggest(paths: tuple[str, ...], rule_dirs: tuple[str, ...], engine: st
                 pass
     except InputError as exc:
         fail(str(exc))
-    items = scanner.report().unrecognised
-    if not items:
+    drafts = draft_rules(scanner.report().unrecognised, prefix)
+    if not drafts:
         click.echo("qwen-triage: no unrecognised error lines: nothing to suggest", err=True)
         sys.exit(EXIT_CLEAN)
-    text = render(draft_rules(items, prefix))
+    text = render(drafts)
     if out_path:
         Path(out_path).write_text(text)
-        click.echo(f"qwen-triage: {len(items)} draft rule(s) written to {out_path}", err=True)
+        click.echo(f"qwen-triage: {len(drafts)} draft rule(s) written to {out_path}", err=True)
     else:
         click.echo(text, nl=False)
     sys.exit(EXIT_CLEAN)
+
+
+# --- rules coverage ---
+@rules.command("coverage")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@pack_options
+@click.option("--pack", "pack_dir", type=click.Path(exists=True, file_okay=False), default=None,
+              help="Measure the rule files of this directory instead of the bundled ones (another version of "
+                   "the pack: `git show REV:rules/…` into a directory).")
+@click.option("--limit", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Text: list at most this many uncovered templates (0: all).")
+def rules_coverage(paths: tuple[str, ...], fmt: str, rule_dirs: tuple[str, ...], engine: str,
+                   pack_dir: str | None, limit: int) -> None:
+    """Which of a program's own messages the pack knows: PATH is a source tree or an installed package."""
+    from qwen_triage.authoring.coverage import measure
+    from qwen_triage.authoring.coverage_render import coverage_json, coverage_text
+    from qwen_triage.engine.scanner import cache_dir, compile_pack, load_compiled
+
+    if pack_dir is None:
+        compiled = load_compiled(rule_dirs, engine)
+    else:
+        from qwen_triage.rulepack.pack import extra_rule_dirs, load_pack
+
+        try:
+            pack = load_pack([Path(pack_dir), *extra_rule_dirs(list(rule_dirs))], bundled=False,
+                             cache_dir=cache_dir())
+            compiled = compile_pack(engine=engine, pack=pack)
+        except (RuleFileError, FileNotFoundError, ImportError) as exc:
+            fail(str(exc))
+    cov = measure([Path(p) for p in paths], compiled)
+    click.echo(coverage_json(cov) if fmt == "json" else coverage_text(cov, limit=limit), nl=fmt == "json")
+    sys.exit(EXIT_CLEAN)
+# --- end rules coverage ---
 
 
 # --- rules export (fleet) ---

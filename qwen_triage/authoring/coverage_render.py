@@ -1,0 +1,63 @@
+"""`rules coverage` output: JSON for tools, text for the person writing the next rules.
+
+The text form lists what the pack does not know, by module, start-up paths
+first (``coverage.STAGES``): those are the failures a user meets before a server
+ever answers. Templates and examples come from the scanned code, so they are
+cleaned of control characters before they reach a terminal.
+"""
+
+from __future__ import annotations
+
+import json
+
+from qwen_triage.authoring.coverage import Coverage, stage_of, summary
+from qwen_triage.textsafe import clean, json_safe
+
+
+def coverage_json(cov: Coverage) -> str:
+    doc = {
+        "templates": [
+            {"file": r.template.file, "line": r.template.line, "kind": r.template.kind, "template": r.template.text,
+             "example": r.template.example, "class": r.class_, "rule": r.rule}
+            for r in cov.results
+        ],
+        "summary": summary(cov),
+    }
+    return json_safe(json.dumps(doc, indent=1, ensure_ascii=False))
+
+
+def coverage_text(cov: Coverage, *, limit: int = 0) -> str:
+    """The summary, each module's share, then every template no rule knows, grouped by module."""
+    s = summary(cov)
+    out = [
+        f"{s['templates']} message templates in {s['files']} files: {s['covered']} known to the pack "
+        f"({100 * s['share']:.1f} %), {s['benign']} more known benign",
+    ]
+    for note in s["notes"]:  # type: ignore[attr-defined]
+        out.append(f"note: {note}")
+    if s["skipped_count"]:
+        out.append(f"{s['skipped_count']} file(s) skipped (too large, binary or not parsed; JSON lists them)")
+    out.append("")
+    out.append("by module, start-up paths first:")
+    for module, row in s["by_module"].items():  # type: ignore[attr-defined]
+        out.append(f"  {clean(module):<44} {row['covered']:>5}/{row['templates']:<5} {100 * row['share']:5.1f} %"
+                   f"  [{row['stage']}]")
+    missing = [r for r in cov.results if r.rule is None and not r.benign]
+    missing.sort(key=lambda r: (stage_of(r.module)[0], r.module, r.template.file, r.template.line))
+    if missing:
+        out.append("")
+        out.append("not covered:")
+    module = None
+    shown = 0
+    for r in missing:
+        if limit and shown >= limit:
+            out.append(f"... {len(missing) - shown} more (--limit 0 lists all)")
+            break
+        if r.module != module:
+            module = r.module
+            out.append(f"{clean(module)}  [{stage_of(module)[1]}]")
+        t = r.template
+        out.append(f"  {clean(t.file)}:{t.line}  {clean(t.kind)}  {clean(t.text)[:200]}")
+        out.append(f"      e.g. {clean(t.example)[:240]}")
+        shown += 1
+    return "\n".join(out) + "\n"

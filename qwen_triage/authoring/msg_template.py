@@ -1,0 +1,158 @@
+"""A message template found in a program's source, and an example line rendered from it.
+
+The extractors (``msgs_python``, ``msgs_clike``) reduce every message to the same
+shape: literal text and placeholders, each placeholder with its conversion
+(``d``, ``s``, ``.2f``, ``r``…) and a hint — the expression the program fills it
+with (``path``, ``self.rank``, ``__func__``). The example fills each placeholder
+with a plausible value chosen by hint first and conversion second, so a rule that
+keys on the fixed words and captures a number, a path or a GPU index sees the
+kind of value the program would print, and one that keys on one report's values
+does not match by accident (generic strings get a neutral word).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+MAX_TEMPLATE = 2000  # characters of a template kept; a longer literal is data, not a message
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    conv: str  # printf conversion ("d", "s", "zu", ".2f", "w"), "r"/"s"/"a" for Python fields, "" unknown
+    hint: str = ""  # the expression that fills it, as written
+    raw: str = ""  # the placeholder as written in a format string ("%5.2f"); '' for an expression field
+
+    def shown(self) -> str:
+        return self.raw or "{" + (self.hint or self.conv) + "}"
+
+
+@dataclass(slots=True)
+class Template:
+    """One message site: where, what kind of call, the parts, and how the program prefixes it."""
+
+    file: str
+    line: int
+    kind: str  # "raise", "log.error", "warnings.warn", "WARN", "fmt.Errorf", "throw"…
+    parts: list[str | Field]
+    text: str  # the template as written (format string, f-string body)
+    prefix: str = ""  # printed before the message ("ValueError: ", "host:1:2 [0] NCCL WARN ")
+    function: str = ""  # the enclosing function, for __func__
+    suffix: str = ""  # printed after it (a logfmt closing quote)
+    example: str = field(default="")
+
+    def literal_chars(self) -> int:
+        """Letters in the fixed text: a template of placeholders only ("%s") says nothing to match."""
+        return sum(c.isalpha() for p in self.parts if isinstance(p, str) for c in p)
+
+
+# printf conversions of C, Python %-format and Go's fmt: flags, width, precision, length, verb
+PRINTF = re.compile(
+    r"%(?:\((?P<key>[A-Za-z_]\w{0,40})\))?(?P<flags>[-+ #0']{0,5})(?P<width>\*|\d{1,3})?"
+    r"(?:\.(?P<prec>\*|\d{1,3}))?(?P<len>hh|h|ll|l|L|q|j|z|t|I64|I32)?(?P<conv>[diouxXeEfFgGaAcsprvwqTtbn%])"
+)
+
+
+def printf_parts(fmt: str, hints: list[str], *, go: bool = False) -> list[str | Field]:
+    """Split a printf-style format into literal text and fields, pairing fields with argument hints in order."""
+    parts: list[str | Field] = []
+    pos = 0
+    args = iter(hints)
+    for m in PRINTF.finditer(fmt):
+        conv = m["conv"]
+        if not go and conv in "vwqTtb":
+            continue  # Go's verbs mean nothing to C or Python
+        parts.append(fmt[pos:m.start()])
+        pos = m.end()
+        if conv == "%":
+            parts.append("%")
+            continue
+        for star in (m["width"], m["prec"]):
+            if star == "*":
+                next(args, "")
+        hint = m["key"] or next(args, "")
+        spec = (f".{m['prec']}" if m["prec"] and m["prec"] != "*" else "") + (m["len"] or "") + conv
+        parts.append(Field(spec, hint, m.group()))
+    parts.append(fmt[pos:])
+    return [p for p in parts if p != ""]
+
+
+def text_of(parts: list[str | Field]) -> str:
+    """The template as the source writes it: literal text, format placeholders, ``{expression}`` fields."""
+    return "".join(p if isinstance(p, str) else p.shown() for p in parts)
+
+
+_PATH_HINT = re.compile(r"path|file|fname|dir\b|dirname|folder|ckpt|checkpoint|cache|filename|location", re.I)
+_GPU_HINT = re.compile(r"\b(?:gpu|dev|device|cuda|local_?rank|rank|cudaDev|nvmlDev|busId|ordinal)", re.I)
+_PORT_HINT = re.compile(r"port", re.I)
+_HOST_HINT = re.compile(r"host|addr|\bip\b|endpoint|master|url", re.I)
+_FUNC_HINT = re.compile(r"^(?:__func__|__FUNCTION__|__PRETTY_FUNCTION__|func)$")
+_MODEL_HINT = re.compile(r"model(?:_?name|_?id)?$|repo(?:_?id)?$|\barch|architecture", re.I)
+_DTYPE_HINT = re.compile(r"dtype|quant", re.I)
+_ERR_HINT = re.compile(r"err(?!upt)|exc|\be\b|reason|strerror|what\(\)|status|result", re.I)
+_SIZE_HINT = re.compile(r"size|bytes|mem|len|num|count|total|free|used|\bn\b|limit|max|min", re.I)
+_KEY_HINT = re.compile(r"key|param|weight|tensor|layer", re.I)
+
+
+def value_for(f: Field, function: str = "") -> str:
+    """A plausible value for one placeholder: by what fills it, else by its conversion."""
+    hint = f.hint.strip()
+    conv = f.conv[-1:] if f.conv else ""
+    if _FUNC_HINT.match(hint):
+        return function or "load_model"
+    if hint in ("__FILE__",):
+        return "src/main.cc"
+    if hint == "__LINE__":
+        return "120"
+    if conv in "diuoxXcbn" and conv:
+        if conv == "c":
+            return "x"
+        if conv in "xX":
+            return "1f"
+        if _PORT_HINT.search(hint):
+            return "29500"
+        if _GPU_HINT.search(hint):
+            return "0"
+        return "4"
+    if conv in "eEfFgGaA" and conv:
+        return "0.90" if ".2" in f.conv or not f.conv.startswith(".") else "0.9"
+    if conv == "p":
+        return "0x7f3a2c000000"
+    if conv == "T":
+        return "*errors.errorString"
+    value = _string_value(hint)
+    if conv in "rq":
+        return f"'{value}'" if conv == "r" else f'"{value}"'
+    return value
+
+
+def _string_value(hint: str) -> str:
+    if not hint:
+        return "value"
+    if _PATH_HINT.search(hint):
+        return "/data/models/model-a/config.json"
+    if _ERR_HINT.search(hint):
+        return "error detail"
+    if _PORT_HINT.search(hint):
+        return "29500"
+    if _HOST_HINT.search(hint):
+        return "10.0.0.2"
+    if _GPU_HINT.search(hint):
+        return "0"
+    if _DTYPE_HINT.search(hint):
+        return "bfloat16"
+    if _MODEL_HINT.search(hint):
+        return "org/model-a"
+    if _KEY_HINT.search(hint):
+        return "model.layers.0.mlp.weight"
+    if _SIZE_HINT.search(hint):
+        return "4"
+    return "value"
+
+
+def render(t: Template) -> str:
+    """The example: the message as the program prints it, prefix and all."""
+    body = "".join(p if isinstance(p, str) else value_for(p, t.function) for p in t.parts)
+    body = body.rstrip("\n")
+    return f"{t.prefix}{body}{t.suffix}"
