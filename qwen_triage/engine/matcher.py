@@ -27,6 +27,7 @@ from qwen_triage.engine.prefilter import Prefilter, build_prefilter
 from qwen_triage.engine.records import LineRecord
 from qwen_triage.engine.multiline import HINTS_PATTERN, Assembly, continuing_family, family_of, may_span, may_span_raw
 from qwen_triage.engine.unrecognised import SIGNALS, Collector, frame_file, is_exception_line, library_of
+from qwen_triage.engine.origin import accepts
 from qwen_triage.engine.sources import Block, LineMeta
 from qwen_triage.rulepack.severity import Severity
 from qwen_triage.rulepack.spec import RuleSpec
@@ -99,6 +100,7 @@ class CompiledRule:
     all_ids: tuple[int, ...]
     unless_ids: tuple[int, ...]
     where: tuple[tuple[str, regex.Pattern[str]], ...]
+    sources: frozenset[str] = frozenset({"any"})  # the rule's `sources:`, enforced by engine.origin
 
     @property
     def rule(self) -> RuleSpec:
@@ -192,6 +194,7 @@ class CompiledPack:
                     all_ids=tuple(pid(p) for p in m.all),
                     unless_ids=tuple(pid(p) for p in m.unless),
                     where=tuple((k, compile_pattern(v)) for k, v in m.where.items()),
+                    sources=frozenset(lr.rule.sources) or frozenset({"any"}),
                 )
             )
         signals: dict[int, tuple[str, ...]] = {}
@@ -443,6 +446,7 @@ class Matcher:
                 self._assemble(assembly, block, index + 1, end + 1 if end >= 0 else len(data), source_name, source_index)
                 shown = cited.get(start, rec)
                 rec.line, rec.text, rec.truncated = shown.line, shown.text, shown.truncated
+                rec.head_len = len(rec.message)
                 rec.message = assembly.message
                 rec.raised_by = rec.raised_by or assembly.raised_by
                 if not assembly.done:  # the record may go on in the next block: wait for it
@@ -592,7 +596,7 @@ class Matcher:
             if pid in unless:
                 self._last_veto[key] = max(self._last_veto.get(key, 0), entry.line)
                 todo -= unless
-            elif state is not None and self._where_ok(rule, entry.record()):
+            elif state is not None and self._where_ok(rule, entry.record(), m):
                 if pid not in state or state[pid][0].line < entry.line:
                     state[pid] = (entry.record(), self._facts(rule, m))
                 todo.discard(pid)
@@ -659,12 +663,16 @@ class Matcher:
                     )
             return None
 
-    def _where_ok(self, rule: CompiledRule, rec: LineRecord) -> bool:
-        """The rule's `where` constraints on this record, each under the same timeout as a pattern.
+    def _where_ok(self, rule: CompiledRule, rec: LineRecord, m: regex.Match[str] | None = None) -> bool:
+        """The rule's `sources:` and `where` constraints on this record, matched as ``m``.
 
-        A constraint that times out disables its rule (with a note naming it),
-        as a pattern that times out does.
+        Sources first (:func:`qwen_triage.engine.origin.accepts`: the system's own records
+        only for rules that name them, a kernel match anchored where the kernel's message
+        starts). A `where` constraint runs under the same timeout as a pattern; one that
+        times out disables its rule (with a note naming it), as a pattern that times out does.
         """
+        if m is not None and not accepts(rule.sources, rec, m.start(), m.end()):
+            return False
         for name, pattern in rule.where:
             value = rec.field(name)
             if value is None:
@@ -720,8 +728,11 @@ class Matcher:
             self._settle_frames(rec.source_index)
             frame = self._last_frame.pop(rec.source_index, None)
             rec.raised_by = library_of(frame) if frame else None
-        if signals and "frame" not in signals and self.collector is not None and not self._explained(hits, rec):
-            self.collector.signal(rec)
+        if signals and "frame" not in signals and self.collector is not None:
+            if self._explained(hits, rec):
+                self.collector.explained(rec)  # it may end a traceback the collector follows
+            else:
+                self.collector.signal(rec)
         if not hits:
             return
         self.stats.confirmed += 1
@@ -739,7 +750,7 @@ class Matcher:
                 if ri in self.disabled_rules or ri in fired or role == "unless":
                     continue
                 rule = self.c.rules[ri]
-                if not self._where_ok(rule, rec):
+                if not self._where_ok(rule, rec, m):
                     continue
                 if role == "any" and rule.rule.match.count > 1:
                     fired.add(ri)
@@ -788,7 +799,7 @@ class Matcher:
         """Whether a rule takes this line as evidence (a veto or a `where` that fails does not count)."""
         for pid in hits:
             for ri, role in self.c.users[pid]:
-                if role != "unless" and ri not in self.disabled_rules and self._where_ok(self.c.rules[ri], rec):
+                if role != "unless" and ri not in self.disabled_rules and self._where_ok(self.c.rules[ri], rec, hits[pid]):
                     return True
         return False
 

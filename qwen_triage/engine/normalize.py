@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
+from qwen_triage.engine.origin import APP_FORMATS
 from qwen_triage.engine.records import LineRecord
 from qwen_triage.units import bounded_int
 
@@ -116,11 +117,21 @@ def _set_ts(rec: LineRecord, ts: str) -> None:
         rec.timestamp = ts
 
 
+def _claim_program(rec: LineRecord, program: str) -> None:
+    """Name the program from a wrapper, unless an outer layer already said who wrote the line.
+
+    A syslog tag or a dmesg timestamp inside an application's line (a prompt it logged,
+    a journal unit's output) is that application's text: it must not make the line the
+    kernel's (engine.origin decides what the system's own records may say).
+    """
+    if rec.program is None and APP_FORMATS.isdisjoint(rec.formats):
+        rec.program = program
+
+
 def _journald(rec: LineRecord, m: re.Match[str], fmt: str) -> None:
     _set_ts(rec, m["ts"])
     rec.host = m["host"]
-    prog = m["prog"]
-    rec.program = "kernel" if prog == "kernel" else prog
+    _claim_program(rec, m["prog"])
     if m["pid"]:
         rec.pid = bounded_int(m["pid"])
     rec.formats += (fmt,)
@@ -153,7 +164,7 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
     if c.isalnum() and ": kern: " in msg[:60] and (m := TALOS_KERN.match(msg)):
         _set_ts(rec, m["ts"])
         rec.host = m["host"]
-        rec.program = "kernel"
+        _claim_program(rec, "kernel")
         rec.level = level_name(m["level"])
         rec.formats += ("talos-kern",)
         return m["msg"]
@@ -164,12 +175,12 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
             return m["msg"]
         if m := DMESG.match(msg):
             _set_ts(rec, m["ts"])
-            rec.program = "kernel"
+            _claim_program(rec, "kernel")
             rec.formats += ("dmesg",)
             return m["msg"]
         if m := DMESG_T.match(msg):
             _set_ts(rec, m["ts"])
-            rec.program = "kernel"
+            _claim_program(rec, "kernel")
             rec.formats += ("dmesg-T",)
             return m["msg"]
         if m := TORCH_RANK.match(msg):

@@ -28,6 +28,7 @@ class LineRecord:
     raised_by: str | None = None  # for a traceback's last line or a Go panic: the library that raised
     truncated: bool = False
     source_index: int = 0  # which input of the scan it came from
+    head_len: int = -1  # a record joined from several lines: its first line's share of the message
     extra: dict[str, str] = field(default_factory=dict)
 
     @property

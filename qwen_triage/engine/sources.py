@@ -94,6 +94,7 @@ class Source:
     bytes_read: int = 0
     truncated_count: int = 0
     kind: str = "text"  # "text" or "journal-json"
+    empty: bool = False  # it held no log line: empty, or only journalctl's own "-- No entries --" lines
     notes: list[str] = field(default_factory=list)  # about reading it (a gzip that ended early, not text)
     _raw: BinaryIO | None = field(default=None, repr=False)
 
@@ -260,9 +261,11 @@ def raw_blocks(stream: BinaryIO, source: Source, max_line: int = MAX_LINE, chunk
     if pending:
         source.lines_read = line_no
         yield _block(pending + b"\n", line_no, set())
-    note = text_note(source.name, sample) if from_start else None
-    if note is not None:
-        source.notes.append(note)
+    if from_start:
+        source.empty = len(sample) < SAMPLE and holds_nothing(sample)  # a sample shorter than SAMPLE is all of it
+        note = text_note(source.name, sample)
+        if note is not None:
+            source.notes.append(note)
 
 
 SAMPLE = 64 * 1024  # bytes from the start that decide whether an input is text at all
@@ -270,10 +273,22 @@ _NON_TEXT = re.compile("[\x00-\x07\x0e-\x1a\x1c-\x1f\x7f\ufffd]")
 NON_TEXT_SHARE = 0.10
 
 
+# journalctl's own lines, not log entries: "-- No entries --", "-- Boot 3f2a… --", "-- Logs begin at … --"
+_JOURNAL_MARKER = re.compile(rb"^-- [^\n]{1,300} --\r?$")
+
+
+def holds_nothing(sample: bytes) -> bool:
+    """Whether text holds no log line: nothing, blank lines, or only journalctl's ``-- … --`` lines."""
+    return all(not line.strip() or _JOURNAL_MARKER.match(line) for line in sample.split(b"\n"))
+
+
 def text_note(name: str, sample: bytes) -> str | None:
     """A note when an input is empty or mostly not text, so "no diagnosis" is not taken for a healthy log."""
     if not sample:
         return f"{name}: empty input, nothing to triage"
+    if len(sample) < SAMPLE and holds_nothing(sample):
+        said = " (“-- No entries --”)" if b"-- No entries --" in sample else ""
+        return f"{name}: no log line, only journalctl's own lines{said}: nothing to triage"
     text = sample.decode("utf-8", "replace")
     odd = len(_NON_TEXT.findall(text))
     if odd > NON_TEXT_SHARE * len(text):
@@ -348,6 +363,10 @@ def journal_blocks(blocks: Iterator[Block]) -> Iterator[Block]:
             program = _text(obj.get("SYSLOG_IDENTIFIER")) or _text(obj.get("_COMM")) or _text(obj.get("_SYSTEMD_UNIT"))
             if obj.get("_TRANSPORT") == "kernel":
                 program = "kernel"
+            elif program in ("kernel", "systemd") and not (program == "systemd" and obj.get("_PID") == "1"):
+                # SYSLOG_IDENTIFIER is whatever the sender says (`logger -t kernel`); journald's own
+                # fields say who really wrote it: the kernel transport, or PID 1
+                program = f"{program} (claimed by {_text(obj.get('_COMM')) or 'a process'})"
             priority = obj.get("PRIORITY")
             fields = LineMeta(
                 line=origin,

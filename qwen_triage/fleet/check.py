@@ -25,9 +25,11 @@ from typing import Any, Iterable, Iterator, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from qwen_triage.engine.scanner import Scanner
+from qwen_triage.fleet.slurm import is_node_class
 from qwen_triage.fleet.sources import Chunk, Reader
 from qwen_triage.fleet.state import ActiveDiagnosis, State, diagnosis_key, held_until_boot
 from qwen_triage.engine.matcher import CompiledPack, Finding
+from qwen_triage.engine.origin import node_evidence
 from qwen_triage.engine.sources import Block, Source, journal_blocks, raw_blocks
 
 DEFAULT_HOLD = 3600.0
@@ -83,6 +85,9 @@ class CheckConfig:
     timeout: float = DEFAULT_TIMEOUT
 
 
+MAX_COUNTED_LINES = 100_000  # distinct evidence lines remembered per class and run; beyond, each finding counts
+
+
 @dataclass
 class _Seen:
     """What one run saw of one class in one source."""
@@ -91,6 +96,22 @@ class _Seen:
     last: float
     count: int = 0
     rules: dict[str, None] = field(default_factory=dict)
+    lines: set[int] = field(default_factory=set)
+
+    def evidence(self, line_numbers: Iterable[int]) -> None:
+        """Count the evidence lines not counted yet: two rules (or a table row and a phrase) firing on
+        one Xid line are one line of evidence, not two."""
+        new = [n for n in line_numbers if n not in self.lines]
+        if not new:
+            return
+        self.count += 1
+        if len(self.lines) < MAX_COUNTED_LINES:
+            self.lines.update(new)
+
+
+def node_level(class_id: str) -> bool:
+    """Classes that drain a node or are held until it reboots: they need the system's own word."""
+    return is_node_class(class_id) or held_until_boot(class_id)
 
 
 def _evidence_time(f: Finding, now: float) -> float:
@@ -132,16 +153,22 @@ def scan_reader(
     source = Source(name=reader.label, kind="text")
     scanner.add_source(source)
     seen: dict[str, _Seen] = {}
+    ignored: dict[str, int] = {}
 
     def take(findings: Iterable[Finding]) -> None:
         for f in findings:
             cls = f.rule.rule.class_
+            if node_level(cls) and not all(node_evidence(r) for r in f.records):
+                # a server's log quoting an Xid (a user's prompt) is the server's text: node-level
+                # classes come only from the kernel's (systemd's, the fabric manager's) own records
+                ignored[cls] = ignored.get(cls, 0) + 1
+                continue
             t = _evidence_time(f, now)
             s = seen.get(cls)
             if s is None:
                 s = seen[cls] = _Seen(first=t, last=t)
             s.first, s.last = min(s.first, t), max(s.last, t)
-            s.count += 1
+            s.evidence(r.line for r in f.records)
             s.rules.setdefault(f.rule.rule.id, None)
             scanner.correlator.add(f)
 
@@ -152,6 +179,9 @@ def scan_reader(
             take(scanner.matcher.feed_block(block, source.name, source.index))
         source.lines_read = chunk.first_line - 1 + chunk.data.count(b"\n")
     take(scanner.matcher.finish(source.index))
+    for cls, n in sorted(ignored.items()):
+        reader.notes.append(f"{reader.label}: {n} finding(s) of {cls} not taken: node-level classes come only "
+                            f"from the kernel's own records (read with --kernel), not from an application's log")
     report = scanner.report()
     out: list[ActiveDiagnosis] = []
 

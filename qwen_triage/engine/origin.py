@@ -1,0 +1,118 @@
+"""Where a record comes from, and whether a rule's `sources:` lets it fire there.
+
+A rule names the programs whose messages it reads (`sources:`). The engine holds it to
+that at two levels, because the difference that matters is one of trust:
+
+* the **system's own records**: ``kernel`` (dmesg, /dev/kmsg, ``journalctl -k``,
+  syslog's ``kernel:`` tag, talos' ``kern:``) and ``systemd`` (PID 1 in the journal,
+  ``systemd[1]:`` in syslog). Only rules that name that source read them (``any`` means
+  any *application*): a vLLM OOM rule has no business on a kernel line, and a line an
+  unprivileged program made the kernel print must not read as a GPU fault.
+* **application records**: a line whose wrapper or journal fields name a program (vLLM's
+  logger, Ollama's logfmt, NCCL's prefix, a journal unit, a syslog tag). Rules that read
+  only the system's records (``sources: [kernel]``) never fire on them: a prompt that
+  quotes an Xid, logged by a server, is the server's text, not the kernel's word.
+* plain text of no known origin (a pasted excerpt, a rule's example) is read by every
+  rule, as before: nothing says which program wrote it.
+
+The kernel also prints text others chose (a crashing program's file name in a segfault
+report, a task name): on a kernel record a rule's match must begin where the kernel's
+message begins, after the device or subsystem prefix the kernel puts first (``pcieport
+0000:00:03.0: AER: …``, ``NVRM: Xid …``), and on a process report (``comm[pid]: segfault
+at … in FILE``) it must reach past the report's own words.
+"""
+
+from __future__ import annotations
+
+import regex
+
+from qwen_triage.engine.records import LineRecord
+
+KERNEL = "kernel"
+SYSTEMD = "systemd"
+APP = "app"  # a known application, whichever it is
+SYSTEM_SOURCES = frozenset({KERNEL, SYSTEMD})
+
+# Wrappers only an application's own logger writes (engine.normalize names them).
+APP_FORMATS = frozenset({"vllm", "vllm-process", "logfmt", "nccl", "glog", "mpi", "ray", "torch-rank"})
+
+# What the kernel puts before a message: an optional syslog tag, timestamps, then up to
+# four "device or subsystem:" parts of at most three words each ("pcieport 0000:00:03.0: ",
+# "mlx5_core 0000:3b:00.0 enp59s0f0: ", "NVRM: GPU 0000:41:00.0: ", "INFO: ", "mce: [Hardware Error]: "),
+# and at most two words of the next (the driver before the device a pattern names: "nvme nvme2: …").
+KERNEL_HEAD = regex.compile(
+    r"\s*(?:kernel: )?(?:\[[^\]\n]{0,40}\] ?){0,2}(?:\S{1,64}(?: \S{1,64}){0,2}: ){0,4}(?:\S{1,64} ){0,2}\s*"
+)
+MAX_HEAD = 240
+# Messages a driver prints whole, wrapping long sentences over several lines of its own: what
+# follows is the driver's text wherever a rule's phrase falls in it.
+DRIVER_PREFIXES = ("NVRM: ",)
+# A process report: the kernel names the program (its comm, chosen by the program) first.
+PROCESS_REPORT = regex.compile(r"\S.{0,15}?\[\d{1,10}\]: (?=segfault at |trap |general protection |potentially unexpected fatal signal)")
+
+
+def family(rec: LineRecord) -> str | None:
+    """``kernel``, ``systemd``, ``app`` (some known application) or None (plain text, origin unknown)."""
+    program = rec.program
+    if program == KERNEL:
+        return KERNEL
+    if program == SYSTEMD:
+        return SYSTEMD
+    if program is not None or not APP_FORMATS.isdisjoint(rec.formats) or "journal-json" in rec.formats:
+        return APP
+    return None
+
+
+def accepts(sources: frozenset[str], rec: LineRecord, start: int, end: int) -> bool:
+    """Whether a rule with these ``sources`` may take this record, matched at ``start``..``end``."""
+    fam = family(rec)
+    if fam is None:
+        return True
+    if fam == APP:
+        return "any" in sources or not sources <= SYSTEM_SOURCES
+    if fam not in sources:
+        return False
+    if fam == KERNEL:
+        if 0 <= rec.head_len <= start:
+            # in a continuation the engine joined on: those lines passed their family's own anchored
+            # test (engine.multiline) and lost their prefixes
+            return True
+        return kernel_anchored(rec.message, start, end)
+    return True
+
+
+def kernel_anchored(message: str, start: int, end: int) -> bool:
+    """A match on a kernel message begins at the message (after the kernel's own prefix), not inside it.
+
+    A record of several lines (an OOM report, a multi-line NVRM notice) is judged on the
+    line the match begins in.
+    """
+    line = message.rfind("\n", 0, start) + 1
+    if start - line > MAX_HEAD:
+        return False
+    if message.startswith(DRIVER_PREFIXES, line):
+        return True  # the NVIDIA driver's own message, wrapped over lines as it prints them
+    report = PROCESS_REPORT.match(message, line)
+    if report is not None and end <= report.end():
+        return False
+    try:
+        return KERNEL_HEAD.fullmatch(message, line, start, timeout=0.05) is not None
+    except TimeoutError:
+        return False
+
+
+# The NVIDIA fabric manager's own programs (its daemon and its start script): a root daemon of the
+# driver stack, whose journal unit no user writes to.
+FABRIC_MANAGER_PROGRAMS = ("nv-fabricmanager", "nvidia-fabricmanager")
+
+
+def node_evidence(rec: LineRecord) -> bool:
+    """Whether this record may stand for a node-level condition (a drain, a hold until reboot).
+
+    Only the system's own records: the kernel's, systemd's (PID 1), the fabric manager's.
+    A server that logs a user's prompt quoting an Xid is still the server talking.
+    """
+    fam = family(rec)
+    if fam in SYSTEM_SOURCES:
+        return True
+    return rec.program is not None and rec.program.startswith(FABRIC_MANAGER_PROGRAMS)
