@@ -59,6 +59,10 @@ def _probes(pattern: str, examples: list[str]) -> list[str]:
     for ch in sorted({c for c in pattern if c.isprintable() and c not in "\\()[]{}|+*?^$"})[:40]:
         probes.append(lit + " " + ch * 5000)
         probes.append(lit + ch * 5000)
+        # a short run that then fails (`(a|aa)+$` on 45 bytes ran for a minute): exponential backtracking
+        # shows on a few dozen characters, long before a long run would
+        probes.append(lit + " " + ch * 40 + "\x00")
+        probes.append(lit + ch * 40 + "\x00")
     for ex in examples[:3]:
         probes.append((ex + " ") * 50)
         probes.append(ex[: len(ex) // 2] + "a" * 20_000)
@@ -198,7 +202,22 @@ def lint_data_files(directories: list[Path]) -> list[Problem]:
                 load(path)
             except RuleFileError as exc:
                 problems.append(Problem(exc.path, exc.line, exc.column, "error", exc.reason))
+                continue
+            if name == BENIGN_FILE:
+                problems += _lint_benign(path)
     return problems
+
+
+def _lint_benign(path: Path) -> list[Problem]:
+    """Benign patterns run on every unexplained error line: probed for backtracking as rules' patterns are."""
+    from qwen_triage.rulepack.benign import load_benign_templates
+
+    out = []
+    for template in load_benign_templates(path):
+        reason = probe_pattern(template.pattern, template.examples)
+        if reason:
+            out.append(Problem(str(path), 1, 1, "error", f"benign pattern {template.pattern!r}: {reason}"))
+    return out
 
 
 def _place(lr: LoadedRule) -> tuple[str, int, int]:

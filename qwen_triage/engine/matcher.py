@@ -92,6 +92,30 @@ class LazyRegexes:
         return compiled
 
 
+class GuardedPattern:
+    """A pattern that is not a rule's (a known-benign template) run as rules' patterns are run.
+
+    Each search has the confirm timeout; a pattern that times out once is disabled for the
+    rest of the scan (it matches nothing, so its lines are listed rather than dropped), and
+    says so in ``disabled_at``: a stranger's ``benign.yaml`` cannot stall a scan.
+    """
+
+    __slots__ = ("pattern", "disabled_at")
+
+    def __init__(self, pattern: regex.Pattern[str]):
+        self.pattern = pattern
+        self.disabled_at: str | None = None
+
+    def search(self, text: str) -> regex.Match[str] | None:
+        if self.disabled_at is not None:
+            return None
+        try:
+            return self.pattern.search(text, timeout=CONFIRM_TIMEOUT)
+        except TimeoutError:
+            self.disabled_at = f"a {len(text)}-character line"
+            return None
+
+
 @dataclass
 class CompiledRule:
     index: int
@@ -168,9 +192,9 @@ class CompiledPack:
             return None
         return re.compile("|".join(f"(?P<{st['id']}>{'|'.join(st['patterns'])})" for st in stages).encode())
 
-    def benign_patterns(self) -> tuple[regex.Pattern[str], ...]:
-        """The known-benign templates, compiled (a handful; compiled per scan)."""
-        return tuple(compile_pattern(p) for p in self.pack.benign)
+    def benign_patterns(self) -> tuple["GuardedPattern", ...]:
+        """The known-benign templates, compiled (a handful; compiled per scan, each under a timeout)."""
+        return tuple(GuardedPattern(compile_pattern(p)) for p in self.pack.benign)
 
     @classmethod
     def build(cls, pack: RulePack, engine: str = "auto", cache_dir: Path | None = None) -> "CompiledPack":

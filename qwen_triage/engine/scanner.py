@@ -106,13 +106,17 @@ class Scanner:
         ]
         for d in disabled:
             notes.append(f"rule {d.rule} was disabled: its pattern timed out on {d.where}")
+        for p in self.unrecognised.benign:
+            if getattr(p, "disabled_at", None):
+                notes.append(f"known-benign pattern {p.pattern.pattern[:80]!r} was disabled: it timed out on "
+                             f"{p.disabled_at}")
         screened = getattr(self.compiled.prefilter, "screened", ())
         users = self.compiled.users
         for rule_id in dict.fromkeys(self.compiled.rules[ri].rule.id for pid in screened for ri, _ in users[pid]):
             notes.append(f"rule {rule_id}: a pattern too large for Hyperscan to compile in time is prefiltered "
                          "by its literals")
         diagnoses = self.correlator.diagnoses()
-        items = self.unrecognised.ordered()
+        items = self.unrecognised.ordered(self.correlator.diagnosed_records())  # less what a diagnosis holds
         if not diagnoses:  # a hang says nothing wrong: where it stopped is the evidence
             items += self.unrecognised.stalls({s.index: s.lines_read for s in self.sources})
         if len(items) > MAX_UNRECOGNISED or self.unrecognised.dropped:
@@ -123,6 +127,7 @@ class Scanner:
             diagnoses=diagnoses,
             observations=self.correlator.observations(),
             notes=notes,
+            nothing_read=bool(self.sources) and all(s.empty for s in self.sources),
             unrecognised=[
                 Unrecognised(  # from log text: secrets masked here, as in evidence_of
                     template=redact_text(i.template),

@@ -30,7 +30,7 @@ from qwen_triage.fleet.sources import Chunk, Reader
 from qwen_triage.fleet.state import ActiveDiagnosis, State, diagnosis_key, held_until_boot
 from qwen_triage.engine.matcher import CompiledPack, Finding
 from qwen_triage.engine.origin import node_evidence
-from qwen_triage.engine.sources import Block, Source, journal_blocks, raw_blocks
+from qwen_triage.engine.sources import JOURNAL_MAX_LINE, MAX_LINE, Block, Source, journal_blocks, raw_blocks
 
 DEFAULT_HOLD = 3600.0
 DEFAULT_MAX_BYTES = 64 << 20
@@ -133,7 +133,8 @@ def _blocks(chunk: Chunk, source: Source) -> Iterator[Block]:
     before = source.bytes_read
 
     def shifted() -> Iterator[Block]:
-        for b in raw_blocks(io.BytesIO(chunk.data), source):
+        max_line = JOURNAL_MAX_LINE if chunk.journal else MAX_LINE  # an entry is decoded whole, then cut
+        for b in raw_blocks(io.BytesIO(chunk.data), source, max_line):
             yield Block(data=b.data, first_line=b.first_line + shift,
                         truncated=frozenset(n + shift for n in b.truncated), counted=b.counted)
 

@@ -37,12 +37,13 @@ from pathlib import Path
 from typing import Iterator
 
 from qwen_triage.fleet.state import FileCursor, SourceState
-from qwen_triage.engine.sources import looks_like_journal_json
+from qwen_triage.engine.sources import JOURNAL_MAX_LINE, looks_like_journal_json
 
 HEAD = 4096  # bytes of a file's start hashed to recognise it
 READ_CHUNK = 4 << 20  # bytes read per step (and per chunk handed to the engine)
 PIPE_CHUNK = 1 << 20  # bytes gathered from journalctl's pipe per chunk
 LONG_LINE = 1 << 20  # a "line" with no LF this long is taken as it is rather than waited for
+MAX_ENTRY = JOURNAL_MAX_LINE  # a `journalctl -o json` entry longer than the engine decodes is skipped, with a note
 MAX_ROTATED_CANDIDATES = 64
 JOURNALCTL_ENV = "QWEN_TRIAGE_JOURNALCTL"
 KMSG_ENV = "QWEN_TRIAGE_KMSG"
@@ -102,9 +103,16 @@ def rotated_candidates(path: Path) -> list[Path]:
     return first + others[:MAX_ROTATED_CANDIDATES]
 
 
+def printable_path(path: str) -> str:
+    """A path as text that JSON, metrics and reports can carry: bytes that are not UTF-8 (the surrogates
+    Python decodes them to) written as ``\\xNN``, so the state of a file named so can be saved."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
 class FileReader(Reader):
     def __init__(self, path: str, from_end: bool = False):
-        super().__init__(key=f"file:{path}", label=path, via="file")
+        name = printable_path(path)
+        super().__init__(key=f"file:{name}", label=name, via="file")
         self.path = Path(path)
         self.from_end = from_end
 
@@ -155,18 +163,18 @@ class FileReader(Reader):
                 try:
                     ok = self._still_same(fd, st, cur)
                     if ok:
-                        self.notes.append(f"{self.path}: rotated; reading the rest of {where.name} first")
+                        self.notes.append(f"{self.label}: rotated; reading the rest of {printable_path(where.name)} first")
                         done = yield from self._read_fd(fd, cur, budget, deadline)
                         budget -= self.bytes
                     else:
                         done = True
-                        self.notes.append(f"{self.path}: rotated and {where.name} was rewritten; its tail is skipped")
+                        self.notes.append(f"{self.label}: rotated and {printable_path(where.name)} was rewritten; its tail is skipped")
                 finally:
                     os.close(fd)
                 if not done or opened is None:
                     # budget spent inside the old file, or no new file yet: keep the old file's position
                     if opened is None:
-                        self.notes.append(f"{self.path}: rotated; the new file does not exist yet")
+                        self.notes.append(f"{self.label}: rotated; the new file does not exist yet")
                     self.state = SourceState(kind="file", file=cur, lines_total=total + self.lines,
                                              bytes_total=total_bytes + self.bytes)
                     if opened is not None:
@@ -174,21 +182,21 @@ class FileReader(Reader):
                     return
             elif opened is not None:
                 self.notes.append(
-                    f"{self.path}: rotated, and the old file was not found under a known name "
-                    f"({self.path.name}.1, …): what was written to it after the last check was not read"
+                    f"{self.label}: rotated, and the old file was not found under a known name "
+                    f"({printable_path(self.path.name)}.1, …): what was written to it after the last check was not read"
                 )
             line = cur.line
             cur = None
         else:
             line = cur.line if cur is not None else 0
         if opened is None:
-            self.error = f"{self.path}: {why}"
+            self.error = f"{self.label}: {why}"
             self.state = prev
             return
         fd, st = opened
         try:
             if cur is not None and not self._still_same(fd, st, cur):
-                self.notes.append(f"{self.path}: truncated or rewritten; reading it again from the start")
+                self.notes.append(f"{self.label}: truncated or rewritten; reading it again from the start")
                 cur = None
                 line = 0
             if cur is None:
@@ -228,7 +236,7 @@ class FileReader(Reader):
             try:
                 data = os.pread(fd, want, cur.offset)
             except OSError as exc:
-                self.error = f"{self.path}: read failed: {exc.strerror}"
+                self.error = f"{self.label}: read failed: {exc.strerror}"
                 return True
             if not data:
                 return True
@@ -350,9 +358,11 @@ class JournalReader(Reader):
             return 127, f"cannot run journalctl: {exc.strerror}", False
         assert proc.stdout is not None
         fd = proc.stdout.fileno()
-        pending = b""
+        buf = bytearray()
+        whole = 0  # bytes of buf that are whole entries (up to and including its last LF)
         spent = 0
         stopped = False
+        skipping = False  # inside an entry over the line limit: its bytes are dropped up to its LF
         try:
             while True:
                 left = deadline - time.monotonic()
@@ -363,25 +373,48 @@ class JournalReader(Reader):
                 if not ready:
                     self.more = stopped = True
                     break
-                data = os.read(fd, min(READ_CHUNK, max(budget - spent - len(pending), 1)))
+                data = os.read(fd, min(READ_CHUNK, max(budget - spent - len(buf), 1)))
+                eof = not data
+                if data and skipping:
+                    nl = data.find(b"\n")
+                    dropped = len(data) if nl < 0 else nl + 1
+                    self.bytes += dropped
+                    spent += dropped
+                    if nl < 0:
+                        continue
+                    skipping = False
+                    self.lines += 1
+                    data = data[nl + 1 :]
                 if data:
-                    pending += data
+                    nl = data.rfind(b"\n")
+                    if nl >= 0:
+                        whole = len(buf) + nl + 1
+                    buf += data
+                    if len(buf) - whole > MAX_ENTRY:
+                        # one entry longer than any message the engine reads (journald itself splits lines at
+                        # 48 KiB; this came through the native protocol): skip it, keep its cursor, go on
+                        yield from self._entries(buf, whole, total)
+                        cursor = _CURSOR_RE.search(bytes(buf[whole : whole + HEAD]))
+                        if cursor:
+                            self._cursor = cursor[1].decode("utf-8", "replace")
+                        self.notes.append(f"{self.label}: a journal entry of more than {MAX_ENTRY} bytes was "
+                                          "skipped (over the line limit); reading went on after it")
+                        self.bytes += len(buf) - whole
+                        spent += len(buf) - whole
+                        buf.clear()
+                        whole = 0
+                        skipping = True
+                        continue
                     # a pipe gives 64 KiB at a time: gather about PIPE_CHUNK before matching
-                    if (len(pending) < PIPE_CHUNK and spent + len(pending) < budget
+                    if (len(buf) < PIPE_CHUNK and spent + len(buf) < budget
                             and select.select([fd], [], [], 0)[0]):
                         continue
-                cut = pending.rfind(b"\n") + 1
-                if cut:
-                    body, pending = pending[:cut], pending[cut:]
-                    c = last_cursor(body)
-                    n = body.count(b"\n")
-                    yield Chunk(data=body, first_line=total + self.lines + 1, journal=True)
-                    if c:
-                        self._cursor = c
-                    self.lines += n
-                    self.bytes += cut
-                    spent += cut
-                if not data:
+                if whole:
+                    spent += whole
+                    yield from self._entries(buf, whole, total)
+                    del buf[:whole]
+                    whole = 0
+                if eof:
                     break
         finally:
             if stopped or proc.poll() is None:
@@ -395,6 +428,19 @@ class JournalReader(Reader):
             err = errf.read(4096).decode("utf-8", "replace").strip().splitlines()
             errf.close()
         return proc.returncode, (err[-1] if err else ""), stopped
+
+    def _entries(self, buf: bytearray, whole: int, total: int) -> Iterator[Chunk]:
+        """The whole entries at the start of ``buf`` as one chunk; the cursor of the last one kept."""
+        if not whole:
+            return
+        body = bytes(buf[:whole])
+        c = last_cursor(body)
+        n = body.count(b"\n")
+        yield Chunk(data=body, first_line=total + self.lines + 1, journal=True)
+        if c:
+            self._cursor = c
+        self.lines += n
+        self.bytes += whole
 
 
 _CURSOR_TIME = re.compile(r"(?:^|;)t=([0-9a-fA-F]+)")

@@ -20,6 +20,7 @@ import errno
 import fcntl
 import json
 import os
+import stat
 import tempfile
 import time
 from pathlib import Path
@@ -35,6 +36,7 @@ MAX_SOURCES = 256
 MAX_ACTIVE = 512
 MAX_SUMMARY = 400
 MAX_NOTES = 20
+MAX_TIME = 2.0**37  # Unix seconds (year 6325): a later "time" is not one, and the state holding it is corrupt
 BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
 BOOT_ID_ENV = "QWEN_TRIAGE_BOOT_ID_FILE"  # tests and containers: read the boot id from this file instead
 
@@ -65,10 +67,10 @@ class _Model(BaseModel):
 class FileCursor(_Model):
     """Where a file source was read to, and which file that was."""
 
-    dev: int
-    ino: int
-    offset: int = 0
-    head_len: int = 0  # bytes hashed at the start of the file
+    dev: int = Field(ge=0)
+    ino: int = Field(ge=0)
+    offset: int = Field(default=0, ge=0)
+    head_len: int = Field(default=0, ge=0)  # bytes hashed at the start of the file
     head_hash: str = ""  # sha256 of those bytes: a different file at the same inode, or one rewritten in place
     line: int = 0  # lines read from this file so far
 
@@ -78,7 +80,7 @@ class SourceState(_Model):
     cursor: str | None = None  # journal: __CURSOR of the last entry read
     file: FileCursor | None = None
     kmsg_seq: int | None = None  # /dev/kmsg: sequence number of the last record read
-    dmesg_ts: float | None = None  # dmesg: timestamp of the last line read
+    dmesg_ts: float | None = Field(default=None, ge=0, allow_inf_nan=False)  # dmesg: timestamp of the last line read
     boot_id: str = ""  # boot the kmsg/dmesg position belongs to
     lines_total: int = 0  # lines read from this source since the state began (a counter)
     bytes_total: int = 0
@@ -92,9 +94,9 @@ class ActiveDiagnosis(_Model):
     summary: str = ""
     title: str = ""
     facts: dict[str, str | int | float | bool | None] = Field(default_factory=dict)
-    first_seen: float
-    last_seen: float
-    count: int = 0
+    first_seen: float = Field(ge=0, le=MAX_TIME, allow_inf_nan=False)
+    last_seen: float = Field(ge=0, le=MAX_TIME, allow_inf_nan=False)
+    count: int = Field(default=0, ge=0)
     boot_id: str = ""
     until_boot: bool = False
     symptom_of: str | None = None
@@ -114,7 +116,7 @@ class State(_Model):
     active: dict[str, ActiveDiagnosis] = Field(default_factory=dict)
     check_errors_total: int = 0
     checks_total: int = 0
-    last_check: float = 0.0
+    last_check: float = Field(default=0.0, ge=0, le=MAX_TIME, allow_inf_nan=False)
     boot_id: str = ""
 
     def expire(self, now: float, hold: float, boot_id: str) -> list[ActiveDiagnosis]:
@@ -160,16 +162,35 @@ class StateStore:
         self.notes: list[str] = []
 
     def prepare(self) -> None:
+        """Create the directory (0700) or check the one there is ours: never through a symlink.
+
+        Run as root, following a symlink someone else planted at the state path would make its
+        target private to root and write the lock, state and cache there, so the path itself
+        is looked at (``lstat``), and files inside are opened with ``O_NOFOLLOW``.
+        """
         try:
             self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except FileExistsError:
+            pass  # a symlink (perhaps dangling) or a file: refused below
         except OSError as exc:
             raise StateError(f"state directory {self.dir}: {exc.strerror}") from None
-        st = self.dir.stat()
+        try:
+            st = os.lstat(self.dir)
+        except OSError as exc:
+            raise StateError(f"state directory {self.dir}: {exc.strerror}") from None
+        if stat.S_ISLNK(st.st_mode):
+            raise StateError(f"state directory {self.dir} is a symlink; give the real directory")
+        if not stat.S_ISDIR(st.st_mode):
+            raise StateError(f"state directory {self.dir} is not a directory")
         if st.st_uid != os.geteuid():
             raise StateError(f"state directory {self.dir} belongs to uid {st.st_uid}, not to this user")
         if st.st_mode & 0o077:
             try:
-                os.chmod(self.dir, 0o700)
+                fd = os.open(self.dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                try:
+                    os.fchmod(fd, 0o700)
+                finally:
+                    os.close(fd)
             except OSError as exc:
                 raise StateError(f"state directory {self.dir}: cannot make it private: {exc.strerror}") from None
 
@@ -177,7 +198,10 @@ class StateStore:
     def locked(self, timeout: float = 3.0) -> Iterator[None]:
         """Hold the directory's lock; StateError if another check keeps it longer than ``timeout``."""
         self.prepare()
-        fd = os.open(self.dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fd = os.open(self.dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        except OSError as exc:
+            raise StateError(f"state directory {self.dir}: cannot open its lock: {exc.strerror}") from None
         try:
             deadline = time.monotonic() + timeout
             while True:

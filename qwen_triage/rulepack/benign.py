@@ -29,12 +29,15 @@ class BenignTemplate(BaseModel):
             compiled = regex.compile(self.pattern, regex.VERSION0)
         except regex.error as exc:
             raise ValueError(f"bad pattern: {exc}") from None
-        for line in self.examples:
-            if not compiled.search(line, timeout=1.0):
-                raise ValueError(f"pattern does not match its example {line!r}")
-        for line in self.no_match:
-            if compiled.search(line, timeout=1.0):
-                raise ValueError(f"pattern matches its no_match line {line!r}")
+        try:
+            for line in self.examples:
+                if not compiled.search(line, timeout=1.0):
+                    raise ValueError(f"pattern does not match its example {line!r}")
+            for line in self.no_match:
+                if compiled.search(line, timeout=1.0):
+                    raise ValueError(f"pattern matches its no_match line {line!r}")
+        except TimeoutError:
+            raise ValueError("pattern timed out (>1s) on one of its own examples") from None
         return self
 
 
@@ -44,12 +47,17 @@ class BenignFile(BaseModel):
     benign: list[BenignTemplate] = Field(default_factory=list)
 
 
-def load_benign(path: Path) -> list[str]:
-    """The patterns of one benign file; RuleFileError with file:line:col on a problem."""
+def load_benign_templates(path: Path) -> list[BenignTemplate]:
+    """The templates of one benign file (for lint, which probes each pattern as it probes rules')."""
     from qwen_triage.rulepack.yamlload import load_yaml
 
     loaded = load_yaml(path)
     if loaded.data is None:
         return []
     parsed: BenignFile = loaded.validate(BenignFile)
-    return [t.pattern for t in parsed.benign]
+    return list(parsed.benign)
+
+
+def load_benign(path: Path) -> list[str]:
+    """The patterns of one benign file; RuleFileError with file:line:col on a problem."""
+    return [t.pattern for t in load_benign_templates(path)]

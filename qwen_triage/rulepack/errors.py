@@ -11,7 +11,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-MAX_RULE_FILE_BYTES = 8 * 2**20  # a rule or data file larger than this is refused before it is read
+MAX_RULE_FILE_BYTES = 2 * 2**20  # a rule or data file larger than this is refused before it is read (the biggest real one: ~80 KB)
 
 
 @dataclass(frozen=True)

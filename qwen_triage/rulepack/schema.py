@@ -94,10 +94,16 @@ class Examples(_Strict):
     no_match: list[str] = Field(min_length=1)
 
 
+# A table is a closed set upstream defines: NVIDIA's Xid catalogue (the biggest, ~170 codes in ~10
+# rows), CUresult, errno. Tables far beyond that are not catalogues, and cost seconds to load.
+MAX_TABLE_ROWS = 200
+MAX_TABLE_VALUES = 2000
+
+
 class TableRow(_Strict):
     """Members of a code family that share a resolution: what a finding with one of these codes is."""
 
-    values: list[str | int] = Field(min_length=1)
+    values: list[str | int] = Field(min_length=1, max_length=MAX_TABLE_VALUES)
     class_: str | None = Field(default=None, alias="class")
     severity: Severity | None = None
     title: str | None = Field(default=None, min_length=3)
@@ -118,7 +124,7 @@ class Table(_Strict):
 
     key: str
     source: str = Field(description="URL of the upstream catalogue the rows follow")
-    rows: list[TableRow] = Field(min_length=1)
+    rows: list[TableRow] = Field(min_length=1, max_length=MAX_TABLE_ROWS)
     otherwise: Literal["rule", "ignore"] = "rule"
 
     @model_validator(mode="after")
@@ -126,6 +132,8 @@ class Table(_Strict):
         if not self.source.startswith(("https://", "http://")):
             raise ValueError(f"table source {self.source!r} is not a URL")
         seen: set[str] = set()
+        if sum(len(row.values) for row in self.rows) > MAX_TABLE_VALUES:
+            raise ValueError(f"table lists more than {MAX_TABLE_VALUES} values (the limit for one table)")
         for row in self.rows:
             for value in row.values:
                 key = table_value(value)

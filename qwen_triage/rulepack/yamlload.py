@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 from qwen_triage.rulepack.errors import Position, RuleFileError, read_bounded
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
-from ruamel.yaml.events import AliasEvent, CollectionStartEvent, ScalarEvent
+from ruamel.yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent, ScalarEvent
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 _CORE_TAGS = {
@@ -37,6 +37,12 @@ _CORE_TAGS = {
 
 
 Path_ = tuple[Any, ...]
+
+# Bounds no real rule file comes near (the biggest bundled file: ~3,500 YAML events, 8 levels deep),
+# checked while parsing, before anything is built: a hostile pack is refused in a fraction of a second,
+# not after minutes of loading or with a RecursionError from the composer.
+MAX_YAML_DEPTH = 32
+MAX_YAML_EVENTS = 20_000
 
 
 @dataclass
@@ -99,8 +105,20 @@ def load_yaml(path: str | Path, text: str | None = None) -> LoadedYaml:
             raise RuleFileError(path, 1, 1, f"not UTF-8 (byte {exc.start})") from None
     yaml = YAML(typ="safe", pure=True)
     try:
+        depth = events = 0
         for event in yaml.parse(text):
             mark = event.start_mark
+            events += 1
+            if events > MAX_YAML_EVENTS:
+                raise RuleFileError(path, mark.line + 1, mark.column + 1,
+                                    f"more than {MAX_YAML_EVENTS} YAML nodes (limit for one rule file)")
+            if isinstance(event, CollectionStartEvent):
+                depth += 1
+                if depth > MAX_YAML_DEPTH:
+                    raise RuleFileError(path, mark.line + 1, mark.column + 1,
+                                        f"nested deeper than {MAX_YAML_DEPTH} levels (limit for rule files)")
+            elif isinstance(event, CollectionEndEvent):
+                depth -= 1
             if isinstance(event, AliasEvent):
                 raise RuleFileError(path, mark.line + 1, mark.column + 1, "aliases are not allowed in rule files")
             if isinstance(event, (ScalarEvent, CollectionStartEvent)) and event.anchor:
@@ -113,6 +131,8 @@ def load_yaml(path: str | Path, text: str | None = None) -> LoadedYaml:
         raise RuleFileError(path, line, col, f"YAML syntax: {reason}") from None
     except YAMLError as exc:
         raise RuleFileError(path, 1, 1, f"YAML: {exc}") from None
+    except RecursionError:  # a bound above should come first; never a traceback
+        raise RuleFileError(path, 1, 1, "YAML nested too deeply") from None
     positions: dict[Path_, Position] = {}
     if node is None:
         return LoadedYaml(path, None, {(): Position(1, 1)})

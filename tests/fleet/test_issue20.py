@@ -113,3 +113,158 @@ def test_one_xid_line_counts_once(tmp_path: Path, boot: BootId) -> None:
         fh.write(XID79)
     result = check_json("--file", str(log), "--state", str(tmp_path / "st"))
     assert [(d["class"], d["count"]) for d in result["active"]] == [("hardware.xid_fatal", 2)]
+
+
+# -- 2. a stranger's benign pattern ---------------------------------------------------------------------------
+
+BACKTRACKING_BENIGN = """\
+benign:
+  - pattern: 'ERROR (a|aa)+$'
+    why: "a site's own noise"
+    examples: ["ERROR aa"]
+"""
+
+
+def test_a_backtracking_benign_pattern_is_disabled_not_run_for_ever(tmp_path: Path) -> None:
+    from qwen_triage.engine.scanner import Scanner, compile_pack
+    from qwen_triage.engine.sources import Source
+
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "benign.yaml").write_text(BACKTRACKING_BENIGN)
+    log = tmp_path / "x.log"
+    log.write_text("ERROR " + "a" * 45 + "!\n")  # 45 bytes of the attack: minutes of backtracking unguarded
+    scanner = Scanner(compile_pack([str(tmp_path / "rules")]))
+    for _ in scanner.scan_source(Source.from_arg(str(log))):
+        pass
+    notes = scanner.report().notes
+    assert any("known-benign pattern 'ERROR (a|aa)+$' was disabled" in n for n in notes), notes
+
+
+def test_lint_probes_benign_patterns(tmp_path: Path) -> None:
+    (tmp_path / "benign.yaml").write_text(BACKTRACKING_BENIGN)
+    cp = subprocess.run([sys.executable, "-m", "qwen_triage", "rules", "lint", str(tmp_path)], capture_output=True,
+                        text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert cp.returncode != 0
+    assert "benign pattern 'ERROR (a|aa)+$'" in cp.stdout + cp.stderr
+
+
+# -- 3. a symlinked --state -----------------------------------------------------------------------------------
+
+def test_a_symlinked_state_directory_is_refused_and_its_target_untouched(tmp_path: Path, boot: BootId) -> None:
+    target = tmp_path / "someone-elses"
+    target.mkdir(mode=0o755)
+    target.chmod(0o755)
+    link = tmp_path / "state"
+    link.symlink_to(target)
+    log = tmp_path / "x.log"
+    log.write_text(XID79)
+    cp = run_check_cli("--file", str(log), "--state", str(link), "--format", "npd")
+    assert cp.returncode == 2
+    assert "is a symlink" in cp.stderr
+    assert target.stat().st_mode & 0o777 == 0o755 and list(target.iterdir()) == []
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(tmp_path / "nowhere")
+    cp = run_check_cli("--file", str(log), "--state", str(dangling))
+    assert cp.returncode == 2 and not (tmp_path / "nowhere").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a directory to another user needs root")
+def test_a_state_directory_of_another_user_is_refused(tmp_path: Path, boot: BootId) -> None:
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o700)
+    os.chown(theirs, 12345, 12345)
+    log = tmp_path / "x.log"
+    log.write_text(XID79)
+    cp = run_check_cli("--file", str(log), "--state", str(theirs))
+    assert cp.returncode == 2 and "belongs to uid 12345" in cp.stderr
+    assert list(theirs.iterdir()) == []
+
+
+# -- 4. a 20 MB journal entry ---------------------------------------------------------------------------------
+
+def test_a_20mb_journal_entry_is_skipped_and_the_xid_after_it_read(tmp_path: Path, boot: BootId,
+                                                                   fake_journal: Path) -> None:  # noqa: F811
+    now = time.time()
+    append_journal(fake_journal, journal_entry(1, "x" * (20 << 20), now),
+                   journal_entry(2, XID79.split("] ", 1)[1].strip(), now))
+    state = str(tmp_path / "st")
+    result = check_json("--kernel", "--state", state, "--timeout", "60")
+    assert node_classes(result) == ["hardware.xid_fatal"]
+    assert any("more than" in n and "skipped" in n for n in result["notes"])
+    again = check_json("--kernel", "--state", state, "--timeout", "60")
+    assert again["sources"][0]["lines"] == 0  # the big entry is behind the cursor: never read again
+    assert node_classes(again) == ["hardware.xid_fatal"]
+
+
+# -- 6. crashes -----------------------------------------------------------------------------------------------
+
+def test_a_file_path_that_is_not_utf8_is_checked_and_saved(tmp_path: Path, boot: BootId) -> None:
+    name = os.fsencode(str(tmp_path)) + b"/kern-\xff\xfe.log"
+    with open(name, "wb") as fh:
+        fh.write(XID79.encode())
+    path = os.fsdecode(name)
+    state = str(tmp_path / "st")
+    textfile = str(tmp_path / "qwen_triage.prom")
+    for _ in range(2):
+        cp = subprocess.run([sys.executable, "-m", "qwen_triage", "check", "--file", path, "--state", state,
+                             "--textfile", textfile, "--format", "npd"], capture_output=True, timeout=120,
+                            stdin=subprocess.DEVNULL)
+        assert cp.returncode == 1, cp.stderr
+    assert b"hardware.xid_fatal" in cp.stdout
+    saved = json.loads((tmp_path / "st" / "state.json").read_text())
+    assert list(saved["sources"]) == [f"file:{tmp_path}/kern-\\xff\\xfe.log"]
+    assert "qwen_triage_up 1" in Path(textfile).read_text()
+
+
+def test_a_state_file_with_impossible_times_is_rebuilt(tmp_path: Path, boot: BootId) -> None:
+    log = tmp_path / "x.log"
+    log.write_text(XID79)
+    state = tmp_path / "st"
+    run_check_cli("--file", str(log), "--state", str(state))
+    saved = json.loads((state / "state.json").read_text())
+    for d in saved["active"].values():
+        d["first_seen"], d["last_seen"] = 1e300, -5e18
+    (state / "state.json").write_text(json.dumps(saved))
+    cp = run_check_cli("--file", str(log), "--state", str(state), "--format", "text")
+    assert cp.returncode in (0, 1), cp.stderr
+    assert "is corrupt" in cp.stdout and "Traceback" not in cp.stderr
+
+
+def nested_yaml(depth: int) -> str:
+    return "rules:\n  - id: site.deep\n    class: hardware.xid_app\n    title: deep\n    extra: " + "[" * depth + "]" * depth + "\n"
+
+
+@pytest.mark.parametrize("depth", [500, 5000])
+def test_deeply_nested_yaml_is_a_clean_refusal(tmp_path: Path, boot: BootId, depth: int) -> None:
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "deep.yaml").write_text(nested_yaml(depth))
+    log = tmp_path / "x.log"
+    log.write_text(XID79)
+    cp = run_check_cli("--rules", str(rules), "--file", str(log), "--state", str(tmp_path / "st"))
+    assert cp.returncode == 2
+    assert "nested deeper than 32 levels" in cp.stderr and "Traceback" not in cp.stderr
+
+
+# -- 7. bounded loading ---------------------------------------------------------------------------------------
+
+def table_rule(rows: int) -> str:
+    body = "".join(f"        - values: [{1000 + i}]\n          severity: info\n          title: \"row {i}\"\n"
+                   for i in range(rows))
+    return ("rules:\n  - id: site.codes\n    class: hardware.xid_app\n    title: A site table\n    severity: error\n"
+            "    sources: [kernel]\n    match:\n      any: ['SITECODE (?P<code>\\d+)']\n    extract: {code: int}\n"
+            "    table:\n      key: code\n      source: https://example.com/codes\n      rows:\n" + body +
+            "    examples:\n      match: [\"SITECODE 1001\"]\n      no_match: [\"SITECODE\"]\n")
+
+
+@pytest.mark.parametrize(("rows", "limit"), [(20_000, "more than 20000 YAML nodes"),
+                                              (300, "at most 200 items")])
+def test_a_huge_table_is_refused_naming_the_limit(tmp_path: Path, boot: BootId, rows: int, limit: str) -> None:
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "codes.yaml").write_text(table_rule(rows))
+    log = tmp_path / "x.log"
+    log.write_text(XID79)
+    cp = run_check_cli("--rules", str(rules), "--file", str(log), "--state", str(tmp_path / "st"))
+    assert cp.returncode == 2
+    assert limit in cp.stderr, cp.stderr
