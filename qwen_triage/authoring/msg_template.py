@@ -83,15 +83,18 @@ def text_of(parts: list[str | Field]) -> str:
     return "".join(p if isinstance(p, str) else p.shown() for p in parts)
 
 
-_PATH_HINT = re.compile(r"path|file|fname|dir\b|dirname|folder|ckpt|checkpoint|cache|filename|location", re.I)
+_PATH_HINT = re.compile(r"path|file|fname|dir\b|dirname|folder|ckpt|checkpoint|filename|location", re.I)
 _GPU_HINT = re.compile(r"\b(?:gpu|dev|device|cuda|local_?rank|rank|cudaDev|nvmlDev|busId|ordinal)", re.I)
-_PORT_HINT = re.compile(r"port", re.I)
-_HOST_HINT = re.compile(r"host|addr|\bip\b|endpoint|master|url", re.I)
+_PORT_HINT = re.compile(r"port\b|port_?num", re.I)
+_HOST_HINT = re.compile(r"host(?:name)?\b|addr|\bip\b|endpoint|master_?addr|url", re.I)
 _FUNC_HINT = re.compile(r"^(?:__func__|__FUNCTION__|__PRETTY_FUNCTION__|func)$")
-_MODEL_HINT = re.compile(r"model(?:_?name|_?id)?$|repo(?:_?id)?$|\barch|architecture", re.I)
+_MODEL_HINT = re.compile(r"(?:^|[._])(?:model(?:_?(?:name|id|path|tag))?|repo(?:_?id)?|arch\w*|architecture)$", re.I)
+_RATIO_HINT = re.compile(r"util|ratio|fraction|frac\b|percent|prob\b|temperature|top_p", re.I)
+_NUM_HINT = re.compile(r"size|num|count|total|len\b|len\(|_len|bytes|gib|mib|\bgb\b|mem|free|used|limit|max|min|"
+                       r"\bn\b|heads|layers|tokens|blocks|seqs|dim|idx|index|world|nproc|nnodes|timeout|seconds|"
+                       r"version|step|epoch|batch", re.I)
 _DTYPE_HINT = re.compile(r"dtype|quant", re.I)
 _ERR_HINT = re.compile(r"err(?!upt)|exc|\be\b|reason|strerror|what\(\)|status|result", re.I)
-_SIZE_HINT = re.compile(r"size|bytes|mem|len|num|count|total|free|used|\bn\b|limit|max|min", re.I)
 _KEY_HINT = re.compile(r"key|param|weight|tensor|layer", re.I)
 
 
@@ -128,26 +131,23 @@ def value_for(f: Field, function: str = "") -> str:
 
 
 def _string_value(hint: str) -> str:
+    """A value for a placeholder of no declared type: what its expression's name says it holds."""
     if not hint:
         return "value"
-    if _PATH_HINT.search(hint):
-        return "/data/models/model-a/config.json"
-    if _ERR_HINT.search(hint):
-        return "error detail"
-    if _PORT_HINT.search(hint):
-        return "29500"
-    if _HOST_HINT.search(hint):
-        return "10.0.0.2"
-    if _GPU_HINT.search(hint):
-        return "0"
-    if _DTYPE_HINT.search(hint):
-        return "bfloat16"
-    if _MODEL_HINT.search(hint):
-        return "org/model-a"
-    if _KEY_HINT.search(hint):
-        return "model.layers.0.mlp.weight"
-    if _SIZE_HINT.search(hint):
-        return "4"
+    for pattern, value in (
+        (_RATIO_HINT, "0.9"),
+        (_ERR_HINT, "error detail"),
+        (_PATH_HINT, "/data/models/model-a/config.json"),
+        (_PORT_HINT, "29500"),
+        (_HOST_HINT, "10.0.0.2"),
+        (_GPU_HINT, "0"),
+        (_MODEL_HINT, "org/model-a"),
+        (_NUM_HINT, "4"),
+        (_DTYPE_HINT, "bfloat16"),
+        (_KEY_HINT, "model.layers.0.mlp.weight"),
+    ):
+        if pattern.search(hint):
+            return value
     return "value"
 
 

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterator
 
-from qwen_triage.authoring.msg_template import MAX_TEMPLATE, Field, Template, printf_parts, text_of
+from qwen_triage.authoring.msg_template import MAX_TEMPLATE, PRINTF, Field, Template, printf_parts, text_of
 
 
 
@@ -192,17 +192,28 @@ def _args(toks: list[_Tok], open_i: int) -> tuple[list[list[_Tok]], int]:
 
 def _format_arg(arg: list[_Tok]) -> str | None:
     """The literal of an argument made of string literals and PRI macros only, else None."""
+    got = _format_with_macros(arg)
+    return got[0] if got is not None and not got[1] else None
+
+
+def _format_with_macros(arg: list[_Tok]) -> tuple[str, list[tuple[int, str]]] | None:
+    """Adjacent literals joined; ``PRIu64`` as its conversion; another identifier between literals (a macro
+    parameter: ``"Call to " name " failed"``) as a ``%s`` field, returned with its place among the fields."""
     if not arg or not _is_str(arg[0]):
         return None
-    out = []
+    out: list[str] = []
+    inserted: list[tuple[int, str]] = []
     for t in arg:
         if _is_str(t):
             out.append(_literal(t))
         elif t.kind == "id" and (m := _PRI.match(t.text)):
             out.append({"d": "lld", "i": "lli", "u": "llu", "o": "llo", "x": "llx", "X": "llX"}[m[1]])
+        elif t.kind == "id" and len(inserted) < 8:
+            inserted.append((sum(1 for f in PRINTF.finditer("".join(out)) if f["conv"] != "%"), t.text))
+            out.append("%s")
         else:
             return None
-    return "".join(out)
+    return "".join(out), inserted
 
 
 def _hint(arg: list[_Tok]) -> str:
@@ -212,9 +223,13 @@ def _hint(arg: list[_Tok]) -> str:
 def _message(args: list[list[_Tok]], toks_of_call: bool = True) -> tuple[str, list[str]] | None:
     """The format (the first literal argument) and the hints of the arguments after it."""
     for k, arg in enumerate(args[:4]):
-        fmt = _format_arg(arg)
-        if fmt is not None:
-            return fmt, [_hint(a) for a in args[k + 1:]]
+        got = _format_with_macros(arg)
+        if got is not None:
+            fmt, inserted = got
+            hints = [_hint(a) for a in args[k + 1:]]
+            for index, name in inserted:
+                hints.insert(index, name)
+            return fmt, hints
     return None
 
 

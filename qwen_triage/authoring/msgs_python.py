@@ -139,7 +139,7 @@ class _Visitor(ast.NodeVisitor):
     def _message(self, node: ast.expr, args: list[ast.expr]) -> list[str | Field] | None:
         if isinstance(node, ast.Name):
             node = self.scopes[-1].get(node.id, node)
-        parts = _parts(node, 0)
+        parts = _parts(node, 0, self.scopes[-1])
         if parts is None:
             return None
         if args and len(parts) == 1 and isinstance(parts[0], str):  # logger.error("... %s", x)
@@ -167,7 +167,7 @@ def _stringish(node: ast.expr) -> bool:
                 and _stringish(node.func.value)))
 
 
-def _parts(node: ast.expr, depth: int) -> list[str | Field] | None:
+def _parts(node: ast.expr, depth: int, scope: dict[str, ast.expr] | None = None) -> list[str | Field] | None:
     """Literal text and fields of a message expression; None when it is not a message we can read."""
     if depth > MAX_DEPTH:
         return None
@@ -179,6 +179,12 @@ def _parts(node: ast.expr, depth: int) -> list[str | Field] | None:
             if isinstance(v, ast.Constant) and isinstance(v.value, str):
                 out.append(v.value)
             elif isinstance(v, ast.FormattedValue):
+                if (isinstance(v.value, ast.Name) and scope and v.value.id in scope and v.conversion == -1
+                        and v.format_spec is None):  # f"...{detail}..." with detail = f"..." before it
+                    inner = _parts(scope[v.value.id], depth + 1)
+                    if inner is not None:
+                        out.extend(inner)
+                        continue
                 spec = ""
                 if isinstance(v.format_spec, ast.JoinedStr):
                     spec = "".join(x.value for x in v.format_spec.values if isinstance(x, ast.Constant))
@@ -193,8 +199,8 @@ def _parts(node: ast.expr, depth: int) -> list[str | Field] | None:
         hints = [_hint(e) for e in right.elts] if isinstance(right, ast.Tuple) else [_hint(right)]
         return printf_parts(left[0], hints)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left = _parts(node.left, depth + 1)
-        right = _parts(node.right, depth + 1)
+        left = _parts(node.left, depth + 1, scope)
+        right = _parts(node.right, depth + 1, scope)
         if left is None and right is None:
             return None
         return (left or [Field("s", _hint(node.left))]) + (right or [Field("s", _hint(node.right))])
