@@ -4,7 +4,8 @@ Logs, command lines and environments carry API keys, hub tokens and passwords;
 reports get pasted into public bug trackers and relaunch journals get shared.
 Names decide for environments and flags (``HF_TOKEN``, ``--api-key``); for free
 text the well-known token shapes are masked (``sk-…``, ``hf_…``, ``Bearer …``,
-``user:password@`` in URLs, ``NAME_TOKEN=value``). What is masked becomes ``***``
+``user:password@`` in URLs, ``NAME_TOKEN=value`` and vLLM's ``'api_key': ['…']``, AWS key ids,
+``Cookie:`` headers, ``password <value>``, PEM private keys). What is masked becomes ``***``
 so a reader still sees that a value was there.
 """
 
@@ -30,10 +31,29 @@ _TEXT_PATTERNS = (
     re.compile(r"(?i)(?<=\bBasic )[A-Za-z0-9+/=]{8,}"),
     # user:password@ in URLs
     re.compile(r"(?<=://)[^/\s:@]{1,256}:[^/\s@]{1,256}(?=@)"),
+    # AWS access key ids (the secret key beside one is a NAME=value below)
+    re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA)[A-Z0-9]{16}\b"),
+    # Cookie and Set-Cookie headers: every cookie in them (session ids are credentials)
+    re.compile(r"(?i)(?<=\bcookie: )[^\r\n]{1,8192}"),
+    # a PEM private key: the block whole, or what follows its first line when the block is cut
+    re.compile(r"-----BEGIN (?:[A-Z0-9]+ ){0,3}PRIVATE KEY-----(?:.{0,16384}?-----END (?:[A-Z0-9]+ ){0,3}PRIVATE KEY-----|.{0,16384})", re.S),
+    # one line of a PEM body on its own (64 base64 characters, mixed case and digits: not a hex digest)
+    re.compile(r"^(?=[^\n]{0,76}[A-Z])(?=[^\n]{0,76}[a-z])(?=[^\n]{0,76}\d)[A-Za-z0-9+/]{60,76}={0,2}$", re.M),
+)
+# vLLM prints its arguments as a dict: `'api_key': ['k1', 'k2']`, every key of the list a secret
+_LIST_ASSIGNMENT = re.compile(
+    r"(?i)(?P<name>\b[A-Za-z0-9_.\-]{0,63}(?:token|secret|password|passwd|api[_-]?key|access[_-]?key)s?)"
+    r"(?P<sep>[\"']?\s*[:=]\s*)\[(?P<items>[^\]\n]{0,4096})\]"
+)
+_QUOTED = re.compile(r"(?P<q>[\"'])(?:(?!(?P=q)).){1,512}(?P=q)")
+# `password hunter2`: a password word, then a value that has a digit or a symbol in it (so that
+# "password authentication failed" stays as it is)
+_WORD_VALUE = re.compile(
+    r"(?i)(?P<name>\b(?:password|passwd|passphrase|pwd)) (?P<value>(?=\S{0,127}?[^\sA-Za-z])[^\s\"',;]{3,128})"
 )
 # NAME=value and NAME: value where NAME looks like a secret (HF_TOKEN=…, "api_key": "…", --api-key …)
 _ASSIGNMENT = re.compile(
-    r"(?i)(?P<name>\b(?:(?:[A-Za-z0-9_.\-]{0,63}[_.\-])?(?:token|secret|password|passwd|api[_-]?key|access[_-]?key)"
+    r"(?i)(?P<name>\b(?:(?:[A-Za-z0-9_.\-]{0,63}[_.\-])?(?:token|secret|password|passwd|api[_-]?key|access[_-]?key|cookie)"
     r"|[A-Za-z0-9_.\-]{0,63}[_.\-]key))"
     r"(?P<sep>[\"']?\s*[:=]\s*[\"']?)(?P<value>[^\s\"',;&]{3,})"
 )
@@ -112,8 +132,23 @@ def redact_text(text: str) -> str:
         return text
     for pattern in _TEXT_PATTERNS:
         text = pattern.sub(MASK, text)
+    text = _LIST_ASSIGNMENT.sub(_mask_list, text)
     text = _FLAG_VALUE.sub(_mask_assignment, text)
+    text = _WORD_VALUE.sub(_mask_word, text)
     return _ASSIGNMENT.sub(_mask_assignment, text)
+
+
+def _mask_list(m: re.Match[str]) -> str:
+    if _NOT_SECRET_NAME.search(m["name"]):
+        return m[0]
+    items = _QUOTED.sub(lambda q: f"{q['q']}{MASK}{q['q']}", m["items"])
+    return f"{m['name']}{m['sep']}[{items}]"
+
+
+def _mask_word(m: re.Match[str]) -> str:
+    if m["value"].lower() in _NOT_SECRET_VALUE or m["value"].startswith("$") or m["value"] == MASK:
+        return m[0]
+    return f"{m['name']} {MASK}"
 
 
 def redact_tree(value: object) -> object:

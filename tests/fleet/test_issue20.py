@@ -268,3 +268,47 @@ def test_a_huge_table_is_refused_naming_the_limit(tmp_path: Path, boot: BootId, 
     cp = run_check_cli("--rules", str(rules), "--file", str(log), "--state", str(tmp_path / "st"))
     assert cp.returncode == 2
     assert limit in cp.stderr, cp.stderr
+
+
+# -- 5. secrets the masker missed -----------------------------------------------------------------------------
+
+SECRET_FORMS = [
+    ("non-default args: {'model': 'Qwen/Qwen2.5-7B', 'api_key': ['sk-live-1a2b3c4d', 'second-key-99'], 'port': 8000}",
+     ["sk-live-1a2b3c4d", "second-key-99"]),
+    ("Cookie: session=9f8e7d6c5b4a; csrftoken=abc123XYZ", ["9f8e7d6c5b4a", "abc123XYZ"]),
+    ("Set-Cookie: sid=31d4d96e407aad42; Path=/; Secure", ["31d4d96e407aad42"]),
+    ("request headers: {'cookie': 'sessionid=abcdef1234'}", ["abcdef1234"]),
+    ("ERROR login failed: password hunter2! rejected", ["hunter2!"]),
+    ("ERROR aws_access_key_id AKIAIOSFODNN7EXAMPLE is not valid", ["AKIAIOSFODNN7EXAMPLE"]),
+    ("key=-----BEGIN RSA PRIVATE KEY-----\\nMIIEowIBAAKCAQEAx4UbaDzY1jRg\\n-----END RSA PRIVATE KEY-----",
+     ["MIIEowIBAAKCAQEAx4UbaDzY1jRg"]),
+    ("MIIEowIBAAKCAQEAx4UbaDzY1jRgJ4ptdk2OT0ZJ5T7kN8g9o8r2FYe0mXqkFjvTzL0s", ["MIIEowIBAAKCAQEAx4UbaDzY1jRg"]),
+]
+
+
+@pytest.mark.parametrize(("text", "secrets"), SECRET_FORMS)
+def test_each_secret_form_is_masked(text: str, secrets: list[str]) -> None:
+    from qwen_triage.redact import redact_text
+
+    out = redact_text(text)
+    assert "***" in out and not any(s in out for s in secrets), out
+
+
+@pytest.mark.parametrize("text", ["FATAL: password authentication failed for user \"x\"", "password is required",
+                                  "sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"])
+def test_words_near_secrets_stay(text: str) -> None:
+    from qwen_triage.redact import redact_text
+
+    assert redact_text(text) == text
+
+
+def test_secrets_do_not_reach_a_report(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    forms = SECRET_FORMS[:-1]  # the last is a bare PEM body line, masked only as a line of its own
+    log.write_text("".join(f"ERROR 12-01 10:00:0{i} [x.py:1] {text}\n" for i, (text, _) in enumerate(forms))
+                   + "RuntimeError: boom\n")
+    cp = subprocess.run([sys.executable, "-m", "qwen_triage", "scan", "--format", "json", str(log)],
+                        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert cp.stdout, cp.stderr
+    for _, secrets in forms:
+        assert not any(s in cp.stdout for s in secrets)
