@@ -12,17 +12,19 @@ from qwen_triage.authoring.evaluate import evaluate
 from tests.conftest import CORPUS, FIXTURES, ROOT
 
 
-CORPORA = [CORPUS, CORPUS.parent / "corpus-2"]
+# The shared corpora of real logs, each with the number of cases it was handed over with: a corpus that
+# reads short (a cases.yaml that stopped parsing, a folder gone) must fail here, not score well on less.
+CORPORA = {CORPUS: 101, CORPUS.parent / "corpus-2": 100, CORPUS.parent / "corpus-3": 84}
 
 
-@pytest.mark.parametrize("corpus", CORPORA, ids=lambda p: p.name)
-def test_corpus_top1_at_least_95_percent_healthy_logs_clean_nothing_silent(compiled, corpus) -> None:
+@pytest.mark.parametrize("corpus", list(CORPORA), ids=lambda p: p.name)
+def test_corpus_top1_at_least_98_percent_healthy_logs_clean_nothing_silent(compiled, corpus) -> None:
     if not corpus.exists():
         pytest.skip(f"../shared/{corpus.name} is not beside this checkout")
     result = evaluate(corpus, compiled)
-    assert result.cases >= 100
+    assert result.cases >= CORPORA[corpus]
     assert result.healthy_with_diagnoses == 0, [m.id for m in result.misses if not m.expect]
-    assert result.accuracy >= 0.95, [(m.id, m.expect, m.got) for m in result.misses]
+    assert result.accuracy >= 0.98, [(m.id, m.expect, m.got) for m in result.misses]
     assert result.silent == 0, [r.id for r in result.results if r.silent]
 
 
