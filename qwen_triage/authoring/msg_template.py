@@ -88,7 +88,9 @@ _GPU_HINT = re.compile(r"\b(?:gpu|dev|device|cuda|local_?rank|rank|cudaDev|nvmlD
 _PORT_HINT = re.compile(r"port\b|port_?num", re.I)
 _HOST_HINT = re.compile(r"host(?:name)?\b|addr|\bip\b|endpoint|master_?addr|url", re.I)
 _FUNC_HINT = re.compile(r"^(?:__func__|__FUNCTION__|__PRETTY_FUNCTION__|func)$")
-_MODEL_HINT = re.compile(r"(?:^|[._])(?:model(?:_?(?:name|id|path|tag))?|repo(?:_?id)?|arch\w*|architecture)$", re.I)
+_MODEL_HINT = re.compile(r"(?:^|[._])(?:model(?:_?(?:name|id|path|tag))?|repo(?:_?id)?)$", re.I)
+_ARCHS_HINT = re.compile(r"(?:^|[._])(?:architectures|archs)$", re.I)
+_ARCH_HINT = re.compile(r"(?:^|[._])(?:architecture|arch|model_arch|arch_name)$", re.I)
 _RATIO_HINT = re.compile(r"util|ratio|fraction|frac\b|percent|prob\b|temperature|top_p", re.I)
 _NUM_HINT = re.compile(r"size|num|count|total|len\b|len\(|_len|bytes|gib|mib|\bgb\b|mem|free|used|limit|max|min|"
                        r"\bn\b|heads|layers|tokens|blocks|seqs|dim|idx|index|world|nproc|nnodes|timeout|seconds|"
@@ -135,6 +137,8 @@ def _string_value(hint: str) -> str:
     if not hint:
         return "value"
     for pattern, value in (
+        (_ARCHS_HINT, "['Qwen2ForCausalLM']"),  # a list prints as one: Model architectures ['X'] are …
+        (_ARCH_HINT, "Qwen2ForCausalLM"),
         (_RATIO_HINT, "0.9"),
         (_ERR_HINT, "error detail"),
         (_PATH_HINT, "/data/models/model-a/config.json"),
