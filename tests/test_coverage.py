@@ -221,3 +221,21 @@ def f(self, gpu_id, free_bytes, ratio, model_name):
     assert t.text == "CUDA out of memory on GPU {gpu_id}: {free_bytes} bytes free, {ratio} used by {model_name}"
     assert render(t) == ("torch.OutOfMemoryError: CUDA out of memory on GPU 0: 4 bytes free, 0.90 used by "
                          "'org/model-a'")
+
+
+def test_c_literals_macro_parameters_and_plain_throws() -> None:
+    """A macro parameter between literals is a field; a thrown plain literal keeps its '%' as written."""
+    from qwen_triage.authoring.msg_template import render
+    from qwen_triage.authoring.msgs_clike import clike_templates
+
+    src = r'''
+#define SYSCHECK(call, name) do { WARN("Call to " name " failed: %s", strerror(errno)); } while (0)
+void f() {
+  throw std::runtime_error("Failed to find %LOCALAPPDATA%\\directory");
+  GGML_LOG_ERROR("%s: tensor '%s' has offset %" PRIu64 ", expected %zu\n", __func__, name, off, exp);
+}
+'''
+    got = {t.text: render(t) for t in clike_templates(src, "prog/src/x.cc")}
+    assert got["Call to %s failed: %s"] == "node1:1234:1240 [0] NCCL WARN Call to value failed: error detail"
+    assert got["Failed to find %LOCALAPPDATA%\\directory"] == "Failed to find %LOCALAPPDATA%\\directory"
+    assert got["%s: tensor '%s' has offset %llu, expected %zu\n"] == "f: tensor 'value' has offset 4, expected 4"

@@ -336,7 +336,9 @@ def _site(toks: list[_Tok], i: int, name: str, start: int, rel: str, function: s
             parts = _concat_parts(args[0])
             return _make(rel, line, "throw", parts, text_of(parts), "", function) if parts else None
         fmt, hints = got
-        return _make(rel, line, "throw", printf_parts(fmt, hints), fmt, "", function)
+        # a plain literal is the message itself; only a format call's literal holds conversions
+        parts = printf_parts(fmt, hints) if hints or not _format_arg(args[0]) else [fmt]
+        return _make(rel, line, "throw", parts, fmt, "", function)
     if name in C_CALLS:
         prefix, kind = C_CALLS[name]
         if name in ("fprintf",) and _hint(args[0]) != "stderr":
