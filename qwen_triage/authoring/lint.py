@@ -280,9 +280,11 @@ def _lint_files(paths: list[Path]) -> list[Problem]:
             try:
                 loaded = load_rule_file(f, classes)
             except RuleFileError as exc:
-                # every schema error of the file at once (yamlload.validate collects them)
-                for e in getattr(exc, "all_errors", None) or [exc]:
-                    problems.append(Problem(e.path, e.line, e.column, "error", e.reason))
+                # every schema error of the file at once (yamlload.validate collects them), and every
+                # unknown class (the loader stops at the first; a file of drafts has one per rule)
+                unknown = _unknown_classes(f, classes)
+                for e in unknown or getattr(exc, "all_errors", None) or [exc]:
+                    problems.append(e if isinstance(e, Problem) else Problem(e.path, e.line, e.column, "error", e.reason))
                 continue
             for lr in loaded:
                 first = seen.get(lr.rule.id)
@@ -300,6 +302,33 @@ def _lint_files(paths: list[Path]) -> list[Problem]:
                 seen.setdefault(lr.rule.id, lr)
                 problems.extend(lint_rule(lr))
     return problems
+
+
+def _unknown_classes(path: Path, classes: dict[str, FailureClass]) -> list[Problem]:
+    """Every rule (and table row) of a schema-valid file whose class is not in the catalogue, each with
+    its position; empty when the file fails for another reason (the loader's error then says why)."""
+    from qwen_triage.authoring.suggest import CLASS_PLACEHOLDER
+    from qwen_triage.rulepack.schema import RuleFile
+    from qwen_triage.rulepack.yamlload import load_yaml
+
+    try:
+        loaded = load_yaml(path)
+        parsed = loaded.validate(RuleFile) if loaded.data is not None else None
+    except RuleFileError:
+        return []
+    out = []
+    for i, rule in enumerate(parsed.rules if parsed else ()):
+        wanted = [(("rules", i, "class"), rule.class_)]
+        wanted += [(("rules", i, "table", "rows", r, "class"), row.class_)
+                   for r, row in enumerate(rule.table.rows if rule.table else ()) if row.class_ is not None]
+        for where, cid in wanted:
+            if cid in classes:
+                continue
+            pos = loaded.position_of(where)
+            hint = " (a draft: set it to a class id, `qwen-triage rules classes` lists them)" \
+                if cid == CLASS_PLACEHOLDER else " (`qwen-triage rules classes` lists the ids)"
+            out.append(Problem(str(path), pos.line, pos.column, "error", f"unknown class {cid!r}{hint}", rule.id))
+    return out
 
 
 @dataclass

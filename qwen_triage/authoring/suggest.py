@@ -5,7 +5,15 @@ The loop this closes: scan → suggest → fill in the class → `rules test` �
 part into a bounded named group (so the numbers of one report never become
 part of the rule), keeps the log line as its `match` example and a generated
 near miss as `no_match`. The class is left as ``FILL-IN``: the pack refuses
-the file until a person names the failure, which is the point.
+the file until a person names the failure, which is the point
+(``qwen-triage rules classes`` lists the ids).
+
+Only errors get drafts: a stall is a place, not a message, and the scan has
+already left out a traceback's structure (headers, frames, source lines),
+lines a rule explains (relay lines among them) and exceptions that wrap a
+diagnosed error; :func:`draft_rules` skips the structure again, whatever list
+it is given. The explain text is a template (``{name}`` is filled from the
+facts), so a message's own ``{braces}`` are written as ``<name>`` there.
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from qwen_triage.engine.unrecognised import is_structure
 from qwen_triage.report.model import Unrecognised
 
 CLASS_PLACEHOLDER = "FILL-IN"
@@ -30,6 +39,8 @@ _GROUPS = {
 }
 _PLACEHOLDER = re.compile("|".join(re.escape(p) for p in _GROUPS))
 _WORD = re.compile(r"[A-Za-z][A-Za-z_]{2,}")
+_BRACED = re.compile(r"\{([^{}\n]{0,80})\}")  # a message's own braces: `{name}` would be read as a placeholder
+DRAFTED_KINDS = ("exception", "error")  # a stall or an exit status is no message to key a rule on
 
 
 @dataclass
@@ -83,12 +94,17 @@ def _q(text: str) -> str:
     return "'" + clean.replace("'", "''") + "'"
 
 
+def _no_placeholder(text: str) -> str:
+    """Text for a field read as a template (explain, title): the message's ``{x}`` shown as ``<x>``."""
+    return _BRACED.sub(r"<\1>", text).replace("{", "(").replace("}", ")")
+
+
 def draft_rule(item: Unrecognised, rule_id: str) -> Draft:
     pattern, names = _pattern(item.template)
-    title = f"{item.exception or 'Error'}: {item.template[:60]}".rstrip()
+    title = _no_placeholder(f"{item.exception or 'Error'}: {item.template[:60]}".rstrip())
     lines = [
         f"  - id: {rule_id}",
-        f"    class: {CLASS_PLACEHOLDER}  # a class id from rules/classes.yaml (qwen-triage rules list)",
+        f"    class: {CLASS_PLACEHOLDER}  # a class id from rules/classes.yaml (qwen-triage rules classes)",
         f"    title: {_q(title)}",
         "    severity: error",
         "    status: experimental",
@@ -101,7 +117,7 @@ def draft_rule(item: Unrecognised, rule_id: str) -> Draft:
         lines.append("    extract: {" + ", ".join(f"{n}: str" for n in names) + "}")
     raised = f" (raised in {item.raised_by})" if item.raised_by else ""
     lines += [
-        f"    explain: {_q('Seen ' + str(item.count) + ' time(s)' + raised + ': ' + item.template[:120])}",
+        f"    explain: {_q('Seen ' + str(item.count) + ' time(s)' + raised + ': ' + _no_placeholder(item.template[:120]))}",
         "    examples:",
         f"      match: [{_q(item.evidence.text)}]",
         f"      no_match: [{_q(_near_miss(item.evidence.text, item.template))}]",
@@ -109,10 +125,17 @@ def draft_rule(item: Unrecognised, rule_id: str) -> Draft:
     return Draft(rule_id=rule_id, yaml="\n".join(lines) + "\n", template=item.template)
 
 
+def draftable(item: Unrecognised) -> bool:
+    """An error message a rule can key on: not a stall, not a traceback's structure."""
+    return item.kind in DRAFTED_KINDS and not is_structure(item.template) and not is_structure(item.evidence.text)
+
+
 def draft_rules(items: list[Unrecognised], prefix: str = "local") -> list[Draft]:
     seen: dict[str, int] = {}
     drafts = []
     for item in items:
+        if not draftable(item):
+            continue
         slug = _slug(item)
         seen[slug] = seen.get(slug, 0) + 1
         rule_id = f"{prefix}.{slug}" + (f"-{seen[slug]}" if seen[slug] > 1 else "")

@@ -303,6 +303,12 @@ class Correlator:
             )
         return out
 
+    def diagnosed_records(self) -> list[LineRecord]:
+        """The evidence lines of every diagnosis (observations are not causes): the lines an
+        unrecognised exception may carry, which makes it part of that diagnosis
+        (:meth:`qwen_triage.engine.unrecognised.Item.carries`) rather than an error no rule explains."""
+        return [rec for g in self.groups.values() for rec in g.evidence]
+
     def observations(self) -> list[Observation]:
         groups = sorted(self.observed.values(), key=lambda g: g.seq)
         return [Observation(**self._observation_fields(g)) for g in groups]

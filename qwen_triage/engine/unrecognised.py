@@ -10,36 +10,62 @@ raised it (the program, and for a traceback the library of the frame that
 raised). Lines the known-benign list (``rules/benign.yaml``) names are dropped:
 healthy servers print some error-looking lines every day.
 
+Only what says something failed is listed: a traceback's final exception,
+error lines, stalls. The rest of a traceback is its structure, not an error of
+its own, even where a logger puts an ``ERROR`` prefix on each of its lines (vLLM
+does): the ``Traceback (most recent call last):`` header, the chaining lines,
+the source lines and carets between frames, and the indented detail lines
+under the exception. Tracebacks are followed per process (input, process label,
+pid, rank), since ranks interleave theirs.
+
+An item keeps where its traceback chain started and where its detail lines
+end, so a line a rule diagnosed inside that span (or whose message it quotes)
+makes the item part of that diagnosis rather than an error no rule explains
+(:meth:`Collector.ordered`): ``ValidationError: 1 validation error for …`` is
+the wrapper of the diagnosed line under it.
+
 Bounded: at most ``MAX_TEMPLATES`` distinct templates per scan; at most one
-pending traceback frame per input.
+pending traceback frame per input; at most ``MAX_TRACES`` processes followed,
+``MAX_SPANS`` spans per item.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Sequence
 
 from qwen_triage.engine.records import LineRecord
 
 MAX_TEMPLATES = 200
 TAIL_LINES = 50  # heartbeats this close to the end of an input are where it stopped
 MAX_TEMPLATE_CHARS = 240
+MAX_TRACES = 512  # processes whose traceback is followed at once; the oldest goes first
+MAX_SPANS = 8  # occurrences of one item whose traceback span is kept
+TRACE_GAP = 2000  # lines between two seen lines of one traceback (frames between them are not seen)
+DETAIL_LINES = 20  # indented lines under an exception that may be its detail
+MIN_CARRIED = 20  # characters of a diagnosed message another line must quote to carry it
 
 # Signals, as prefilter patterns: wide (the prefilter sees raw lines with their wrappers);
 # the collector confirms each on the message with the precise patterns below.
 SIGNALS = {
     "frame": r'File "[^"]{1,500}", line \d+, in ',
-    "exception": r"[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Failure|Fault|Abort)\b",
+    "exception": r"[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Failure|Fault|Abort)\b|\bException: ",
     "error": (
         r"\b(?:ERROR|FATAL|CRITICAL|PANIC)\b|\blevel=(?:error|fatal|ERROR|FATAL)\b|\bpanic: |\bfatal error: "
         r"|\berror: |\bError: |terminate called after throwing"
+    ),
+    # a traceback's structure: seen so that its lines are not taken for errors of their own
+    "traceback": (
+        r"Traceback \(most recent call last\):|During handling of the above exception, another exception occurred"
+        r"|The above exception was the direct cause of the following exception"
     ),
 }
 
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]{1,500})", line \d+, in \S')
 _EXCEPTION = re.compile(
-    r"^(?P<exc>(?:[A-Za-z_]\w{0,60}\.){0,8}[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Failure|Fault|Abort))"
+    r"^(?P<exc>(?:[A-Za-z_]\w{0,60}\.){0,8}(?:[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Failure|Fault|Abort)"
+    r"|Exception))"  # Python's base class too: `raise Exception("…")`
     r"(?::\s?(?P<msg>.{0,400}))?$"
 )
 _ERROR = re.compile(
@@ -47,6 +73,15 @@ _ERROR = re.compile(
     r"|^(?:error|Error): |\bterminate called after throwing"
 )
 _ERROR_LEVELS = ("error", "critical", "fatal")
+# A traceback starts, or a chained one follows the exception before it (Python 3.11 groups: `+ Exception Group …`).
+_TRACE_START = re.compile(
+    r"^(?:\+\s*)?(?:Exception Group )?Traceback \(most recent call last\):"
+    r"|^During handling of the above exception, another exception occurred:"
+    r"|^The above exception was the direct cause of the following exception:"
+)
+_CHAINED = re.compile(r"^(?:During handling of the above|The above exception was the direct cause)")
+_CARETS = re.compile(r"^[\s^~]*\^[\s^~]*$|^[\s~]+$")  # Python 3.11+ marks the failing expression under a source line
+_SOURCE_RAISE = re.compile(r"^\s+raise\b")  # a traceback's source line, whatever prefix the logger added
 
 # Masks, most specific first: each variable part becomes a placeholder.
 _MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -88,6 +123,15 @@ def is_exception_line(message: str) -> bool:
     return _EXCEPTION.search(message.strip()) is not None
 
 
+def is_structure(message: str) -> bool:
+    """Whether a line is part of a traceback's structure, never an error of its own: a header or chaining
+    line, a frame, a source line that raises, a caret line (``rules suggest`` drafts no rule from one)."""
+    return bool(
+        _TRACE_START.match(message.strip()) or _FRAME.search(message) or _CARETS.match(message)
+        or _SOURCE_RAISE.match(message) or message.strip().startswith("raise ")
+    )
+
+
 def library_of(frame_file: str) -> str:
     """``…/site-packages/vllm/worker/x.py`` → ``vllm``; a file outside any package → its name."""
     m = _LIBRARY.search(frame_file)
@@ -95,6 +139,37 @@ def library_of(frame_file: str) -> str:
         return m["lib"]
     name = frame_file.replace("\\", "/").rsplit("/", 1)[-1]
     return name[:-3] if name.endswith(".py") else name
+
+
+Key = tuple[int, "str | None", "int | None", "int | None"]  # input, process label, pid, rank
+
+
+def key_of(rec: LineRecord) -> Key:
+    """Whose line it is: lines of one process make one traceback, whatever other ranks print between them."""
+    return (rec.source_index, rec.process, rec.pid, rec.rank)
+
+
+@dataclass
+class Span:
+    """Where one occurrence of an item sits: its traceback chain, its line, the end of its detail lines."""
+
+    key: Key
+    start: int  # the first header of its traceback chain (its own line when it has none)
+    line: int
+    end: int  # the last line that may be one of its indented detail lines
+    indent: int = 0  # its message's own indentation: a detail line is indented deeper
+
+    def holds(self, rec: LineRecord) -> bool:
+        """Whether ``rec`` belongs to this occurrence: inside its traceback chain, or an indented detail under it."""
+        if key_of(rec) != self.key:
+            return False
+        return self.start <= rec.line <= self.line or (
+            self.line < rec.line <= self.end and indent_of(rec.message) > self.indent)
+
+
+def indent_of(message: str) -> int:
+    """Leading whitespace of a message; compared within one process only (a `[rank3]: ` prefix leaves a space)."""
+    return len(message) - len(message.lstrip())
 
 
 @dataclass
@@ -109,6 +184,47 @@ class Item:
     raised_by: str | None = None  # the library of the frame that raised, for exceptions
     exception: str | None = None  # the exception's class name
     hint: str | None = None  # for a stall: what usually hangs there
+    spans: list[Span] = field(default_factory=list)  # its first occurrences, for what it carries
+
+    def carries(self, diagnosed: Sequence[LineRecord]) -> bool:
+        """Whether a diagnosed line is part of this item: in its traceback or detail lines, or quoted by it."""
+        text = None
+        for rec in diagnosed:
+            if any(span.holds(rec) for span in self.spans):
+                return True
+            quoted = _carried_text(rec.message)
+            if quoted is not None:
+                text = _fold(self.first.message) if text is None else text
+                if quoted in text:
+                    return True
+        return False
+
+
+def _fold(text: str) -> str:
+    return _SPACES.sub(" ", text).strip()
+
+
+def _carried_text(message: str) -> str | None:
+    """What another line must quote to carry this diagnosed message: its text without the exception name."""
+    text = message.strip()
+    m = _EXCEPTION.search(text)
+    if m is not None and m["msg"]:
+        text = m["msg"]
+    text = _fold(text)
+    return text if len(text) >= MIN_CARRIED else None
+
+
+@dataclass
+class _Trace:
+    """One process's traceback as the collector follows it."""
+
+    start: int  # the first header of the chain
+    last: int  # the latest line of it seen
+    indent: int  # the header's indentation (then that of the line that ended it): its body is indented deeper
+    open: bool = True  # inside the body: header seen, final line not yet
+    header: LineRecord | None = None  # an error-level header: listed if the traceback never ends
+    span: Span | None = None  # the latest line of its own, while its detail lines may follow
+    details: bool = False  # that line ended a traceback: indented lines under it are its detail, not errors
 
 
 @dataclass
@@ -126,13 +242,14 @@ MIN_BEATS = 3  # a heartbeat repeated this often, at the end of the input, is a 
 
 @dataclass
 class Collector:
-    """Signals of one scan, deduplicated by template; the benign ones dropped."""
+    """Signals of one scan, deduplicated by template; the benign ones and a traceback's structure dropped."""
 
     benign: tuple[re.Pattern[str], ...] = ()
     stages: dict[str, dict] = field(default_factory=dict)  # stage id -> its data (rank, label, resets, hint…)
     items: dict[str, Item] = field(default_factory=dict)
     dropped: int = 0  # distinct templates beyond MAX_TEMPLATES
     progress_of: dict[int, Progress] = field(default_factory=dict)  # source -> where its launch got to
+    traces: dict[Key, _Trace] = field(default_factory=dict)  # process -> its latest traceback
 
     def heartbeat(self, rec: LineRecord, stage_before: Callable[[], str | None]) -> None:
         """A line a stuck launch repeats; a new run of them looks up the stage it repeats in."""
@@ -163,31 +280,115 @@ class Collector:
 
     def signal(self, rec: LineRecord) -> None:
         """A candidate line no rule matched: kept when it says something failed and is not known benign."""
-        message = rec.message.strip()
-        if not message:
+        message = rec.message
+        stripped = message.strip()
+        if not stripped or _CARETS.match(message):
             return
-        m = _EXCEPTION.search(message)
-        if m is None and rec.level not in _ERROR_LEVELS and not _ERROR.search(message):
+        span = self._follow(rec, message, stripped)
+        if span is None:
             return
-        if any(p.search(message) for p in self.benign):
+        m = _EXCEPTION.search(stripped)
+        if m is None and rec.level not in _ERROR_LEVELS and not _ERROR.search(stripped):
+            return
+        if _SOURCE_RAISE.match(message) or any(p.search(stripped) for p in self.benign):
             return
         kind = "exception" if m else "error"
         exception = m["exc"].rsplit(".", 1)[-1] if m else None
-        self.add(kind, message, rec, raised_by=rec.raised_by, exception=exception)
+        self.add(kind, stripped, rec, raised_by=rec.raised_by, exception=exception, span=span)
+
+    def explained(self, rec: LineRecord) -> None:
+        """A candidate line a rule took: not listed, but it may end a traceback the collector follows."""
+        message = rec.message
+        if message.strip():
+            self._follow(rec, message, message.strip())
+
+    def _follow(self, rec: LineRecord, message: str, stripped: str) -> Span | None:
+        """Move the line's process through its traceback; the line's span, or None when it is structure."""
+        key = key_of(rec)
+        trace = self.traces.get(key)
+        if trace is not None and rec.line - trace.last > TRACE_GAP:
+            self._expire(key, trace)
+            trace = None
+        indent = indent_of(message)
+        if _TRACE_START.match(stripped):
+            # a chained traceback continues the chain of the exception just before it
+            chained = trace is not None and (trace.open or (trace.details and _CHAINED.match(stripped) is not None))
+            if trace is not None and trace.span is not None:
+                trace.span.end = min(trace.span.end, rec.line - 1)
+            if trace is None or not chained:
+                if trace is not None:
+                    self._expire(key, trace)
+                trace = _Trace(start=rec.line, last=rec.line, indent=indent)
+                self._keep(key, trace)
+            trace.open, trace.last, trace.span, trace.details = True, rec.line, None, False
+            trace.indent = min(trace.indent, indent)
+            if trace.header is None and rec.level in _ERROR_LEVELS:
+                trace.header = rec
+            return None
+        if trace is not None and trace.open:
+            trace.last = rec.line
+            if indent > trace.indent:
+                return None  # a source line, a caret, a group's inner line: the traceback's body
+            trace.open, trace.header, trace.details, trace.indent = False, None, True, indent  # its final line
+            # an exception line is the traceback's own; any other line ends it without taking its chain
+            start = trace.start if _EXCEPTION.search(stripped) else rec.line
+            trace.span = Span(key, start, rec.line, rec.line + DETAIL_LINES, indent)
+            return trace.span
+        deeper = trace is not None and indent > trace.indent
+        if trace is not None and trace.span is not None and rec.line <= trace.span.end:
+            if deeper and trace.details:
+                trace.last = rec.line
+                return None  # a detail line of the exception above: part of it
+            if not deeper:
+                trace.span.end = rec.line - 1  # a line of its own ends the details of the one before
+        span = Span(key, rec.line, rec.line, rec.line + DETAIL_LINES, indent)
+        if not deeper:  # a line of its own: lines under it may be its detail (skipped under an exception only)
+            if trace is None:
+                trace = _Trace(start=rec.line, last=rec.line, indent=indent, open=False)
+                self._keep(key, trace)
+            trace.last, trace.span, trace.indent = rec.line, span, indent
+            trace.details = _EXCEPTION.search(stripped) is not None
+        return span
+
+    def _keep(self, key: Key, trace: _Trace) -> None:
+        if len(self.traces) >= MAX_TRACES:
+            oldest = next(iter(self.traces))
+            self._expire(oldest, self.traces[oldest])
+        self.traces[key] = trace
+
+    def _expire(self, key: Key, trace: _Trace) -> None:
+        """A traceback left behind: an error-level header whose traceback never ended is all there is of it."""
+        self.traces.pop(key, None)
+        if trace.open and trace.header is not None:
+            self.add("error", trace.header.message.strip(), trace.header)
 
     def add(self, kind: str, message: str, rec: LineRecord, *, raised_by: str | None = None,
-            exception: str | None = None) -> None:
+            exception: str | None = None, span: Span | None = None) -> None:
         template = template_of(message)
         item = self.items.get(template)
-        if item is not None:
-            item.count += 1
-            return
-        if len(self.items) >= MAX_TEMPLATES:
-            self.dropped += 1
-            return
-        self.items[template] = Item(template, kind, 1, rec, rec.program, raised_by, exception)
+        if item is None:
+            if len(self.items) >= MAX_TEMPLATES:
+                self.dropped += 1
+                return
+            item = self.items[template] = Item(template, kind, 0, rec, rec.program, raised_by, exception)
+        item.count += 1
+        if span is not None and len(item.spans) < MAX_SPANS:
+            item.spans.append(span)
 
-    def ordered(self) -> list[Item]:
-        """Exceptions first (the likeliest cause), then by first appearance."""
+    def ordered(self, diagnosed: Sequence[LineRecord] = ()) -> list[Item]:
+        """Exceptions first (the likeliest cause), then by first appearance; none that carries a diagnosed line.
+
+        ``diagnosed``: the evidence lines of the diagnoses; an item that carries one of them (a wrapper
+        exception around it, the exception whose detail it is) is part of that diagnosis.
+        """
+        items = list(self.items.values())
+        # tracebacks still open: an error-level header with nothing after it is the only sign of them
+        for trace in self.traces.values():
+            if trace.open and trace.header is not None:
+                template = template_of(trace.header.message)
+                if template not in self.items:
+                    items.append(Item(template, "error", 1, trace.header, trace.header.program))
+        if diagnosed:
+            items = [i for i in items if not i.carries(diagnosed)]
         rank = {"exit": 0, "exception": 1, "error": 2, "stall": 3}
-        return sorted(self.items.values(), key=lambda i: (rank.get(i.kind, 3), i.first.source_index, i.first.line))
+        return sorted(items, key=lambda i: (rank.get(i.kind, 3), i.first.source_index, i.first.line))

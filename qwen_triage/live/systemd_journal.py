@@ -234,6 +234,7 @@ def journal_main(
         print(f"qwen-triage: journalctl failed (status {proc.returncode}): {stderr or 'no message'}", file=sys.stderr)
         return EXIT_ERROR
     if inp.source.lines_read == 0:
+        report.nothing_read = True  # not "no diagnosis": there was nothing to read
         hint = "" if os.geteuid() == 0 else " (not root: add yourself to the systemd-journal group, or use sudo)"
         report.notes.append(f"the journal has no entries for {u} {window}{hint}")
         if stderr:

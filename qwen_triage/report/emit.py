@@ -11,22 +11,17 @@ from qwen_triage.report.summary import NO_DIAGNOSIS, stats_line
 FORMATS = ("text", "json", "markdown")
 
 
-PLAIN_WIDTH = 80  # rich's width when it writes to a pipe: shorter lines come out as they are
-
-
 def plain_summary(report: Report) -> str | None:
     """What ``report.text.print_text`` writes to a pipe for a clean scan, without importing rich.
 
-    The common scheduled health check: two plain lines. None when there is anything
-    rich would style or lay out — a diagnosis, an observation, an unrecognised error,
-    a note, or a line rich would wrap (a test keeps the two byte-identical).
+    The common scheduled health check: two plain lines (never wrapped: nothing written to a
+    pipe is). None when there is anything rich would style or lay out — a diagnosis, an
+    observation, an unrecognised error, a note, an input with nothing in it (a test keeps
+    the two byte-identical).
     """
-    if report.diagnoses or report.observations or report.unrecognised or report.notes:
+    if report.diagnoses or report.observations or report.unrecognised or report.notes or report.nothing_read:
         return None
-    lines = [f"No diagnosis: {NO_DIAGNOSIS}", stats_line(report.stats)]
-    if any(len(line) > PLAIN_WIDTH for line in lines):
-        return None
-    return "\n".join(lines) + "\n"
+    return f"No diagnosis: {NO_DIAGNOSIS}\n{stats_line(report.stats)}\n"
 
 
 def _isatty(stream: IO[str]) -> bool:
@@ -47,13 +42,13 @@ def emit_report(report: Report, fmt: str, stream: IO[str] | None = None) -> None
 
         stream.write(to_markdown(report))
     else:
-        plain = None if _isatty(stream) else plain_summary(report)
+        terminal = _isatty(stream)
+        plain = None if terminal else plain_summary(report)
         if plain is not None:  # nothing to lay out: the same bytes rich would write, without importing it
             stream.write(plain)
         else:
-            from rich.console import Console
+            from qwen_triage.report.text import print_text, text_console
 
-            from qwen_triage.report.text import print_text
-
-            print_text(report, Console(file=stream, highlight=False, soft_wrap=False))
+            # wrapped to the width only on a terminal: a pipe or a file gets whole lines, for grep
+            print_text(report, text_console(stream, terminal), boxed=terminal)
     stream.flush()

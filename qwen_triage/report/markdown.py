@@ -10,6 +10,7 @@ import re
 from collections.abc import Sequence
 
 from qwen_triage.report.model import Diagnosis, Observation, Report
+from qwen_triage.report.summary import NO_DIAGNOSIS, NOTHING_READ, OBSERVATIONS
 from qwen_triage.report.text import MAX_SHOWN, action_note, evidence_line
 from qwen_triage.textsafe import clean
 
@@ -64,8 +65,10 @@ def to_markdown(report: Report) -> str:
     out.append("")
     if not report.diagnoses and report.unrecognised:
         out += ["**No known failure matched**, but these logs report errors no rule explains.", ""]
+    elif not report.diagnoses and report.nothing_read:
+        out += [f"**Nothing to read**: {NOTHING_READ}", ""]
     elif not report.diagnoses:
-        out += ["**No diagnosis**: nothing in these logs matches a known failure.", ""]
+        out += [f"**No diagnosis**: {NO_DIAGNOSIS}", ""]
     for i, d in enumerate(report.diagnoses, 1):
         out.append(f"## {i}. {esc(d.title)} ({d.severity.value})")
         out.append("")
@@ -100,7 +103,7 @@ def to_markdown(report: Report) -> str:
                 out.append(f"  hint: {esc(u.hint)}")
         out.append("")
     if report.observations:
-        out += ["## Observations", ""]
+        out += ["## Observations", "", f"{OBSERVATIONS[0].upper()}{OBSERVATIONS[1:]}.", ""]
         for o in report.observations:
             out.append(f"- {esc(o.title)}: {esc(o.summary)} ({o.count}x)")
         out.append("")

@@ -167,11 +167,15 @@ class Report:
     diagnoses: list[Diagnosis] = field(default_factory=list)
     """root causes, most important first"""
     observations: list[Observation] = field(default_factory=list)
-    """benign findings worth knowing"""
+    """findings that are not a cause on their own: notices, and lines that only relay an error printed before
+    them (a symptom, never a sign of health)"""
     notes: list[str] = field(default_factory=list)
     """things about the scan itself"""
     unrecognised: list[Unrecognised] = field(default_factory=list)
     """error lines no rule explains, most telling first (added in 0.2)"""
+    nothing_read: bool = False
+    """no input held a log line or journal entry (empty, or journalctl's `-- No entries --` only): the report
+    says nothing about health, whatever it lacks"""
     stats: Stats
 
     def to_json(self, indent: int | None = 2) -> str:

@@ -5,6 +5,11 @@ from __future__ import annotations
 from qwen_triage.report.model import Stats
 
 NO_DIAGNOSIS = "nothing in these logs matches a known failure."
+NOTHING_READ = (
+    "the input held no log line (empty, or journalctl found no entries): this says nothing about the server's "
+    "health."
+)
+OBSERVATIONS = "not a cause on their own: notices, and lines that only relay an error printed before them"
 
 
 def stats_line(s: Stats) -> str:

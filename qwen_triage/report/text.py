@@ -1,7 +1,9 @@
 """Diagnoses and observations as text: the one place that words them for a terminal or a plain log.
 
 Three layouts of the same models, for three readers: a panel per diagnosis
-(``scan``, and the live commands as each diagnosis appears), a compact list
+(``scan``, and the live commands as each diagnosis appears; unboxed and never
+wrapped when the text goes to a pipe or a file, so that ``grep`` finds whole
+lines: :func:`text_console`), a compact list
 (preflight's ``plan``, ``check-model`` and ``doctor``, under their own tables),
 and a brief two-line form (``relaunch``'s plain transcript). Formatting only:
 no decisions here; what to show is the caller's choice.
@@ -10,6 +12,7 @@ no decisions here; what to show is the caller's choice.
 from __future__ import annotations
 
 from collections.abc import Container, Sequence
+from typing import IO
 
 from rich.console import Console, Group
 from rich.markup import escape as _markup_escape
@@ -17,7 +20,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from qwen_triage.report.model import Diagnosis, Evidence, Observation, Report, Unrecognised
-from qwen_triage.report.summary import NO_DIAGNOSIS, stats_line
+from qwen_triage.report.summary import NO_DIAGNOSIS, NOTHING_READ, OBSERVATIONS, stats_line
 from qwen_triage.rulepack.severity import Severity
 from qwen_triage.textsafe import clean
 
@@ -31,6 +34,14 @@ SEVERITY_STYLE = {"critical": "bold white on red", "error": "bold red", "warning
 def escape(text: str) -> str:
     """Outside text for rich markup: no markup, no control character."""
     return _markup_escape(clean(text))
+
+
+def text_console(stream: IO[str], terminal: bool) -> Console:
+    """The console a text report is printed on: laid out for the terminal's width on a terminal;
+    elsewhere (a pipe, a file) every line whole, as long as it is, so ``grep`` finds it."""
+    if terminal:
+        return Console(file=stream, highlight=False, soft_wrap=False)
+    return Console(file=stream, highlight=False, soft_wrap=True, force_terminal=False)
 
 
 # --- words shared by every layout (and by Markdown) ----------------------------------------
@@ -60,7 +71,8 @@ def symptom_line(severity: Severity, title: str, class_: str, root: Diagnosis | 
 # --- panels: scan and live -----------------------------------------------------------------
 
 
-def diagnosis_renderable(d: Diagnosis | Observation, number: int | None = None) -> Panel:
+def diagnosis_renderable(d: Diagnosis | Observation, number: int | None = None, boxed: bool = True) -> Panel | Group:
+    """A diagnosis as a panel; ``boxed=False``: the same lines without the box, the body indented, none wrapped."""
     parts: list[Text | str] = []
     head = Text()
     if number is not None:
@@ -90,6 +102,8 @@ def diagnosis_renderable(d: Diagnosis | Observation, number: int | None = None) 
                 parts.append(Text(clean(f"  {i}. {f.step}{'  ' + note if note else ''}"), overflow="fold"))
     if d.references:
         parts.append(Text(clean("references: " + " ".join(d.references)), style="dim"))
+    if not boxed:
+        return Group(parts[0], *(Text.assemble("   ", p) for p in parts[1:]))
     return Panel(Group(*parts), border_style=SEVERITY_STYLE.get(d.severity.value, ""), expand=True)
 
 
@@ -102,8 +116,11 @@ def unrecognised_line(u: Unrecognised) -> str:
     return clean(f"[{u.kind}{who}] {u.template} ({u.count}x) — {evidence_line(u.evidence)}")
 
 
-def print_text(report: Report, console: Console, shown: Container[str] = ()) -> None:
-    """The report as panels. ``shown``: classes whose panel the reader has just seen (live): one line each."""
+def print_text(report: Report, console: Console, shown: Container[str] = (), boxed: bool = True) -> None:
+    """The report as panels. ``shown``: classes whose panel the reader has just seen (live): one line each.
+
+    ``boxed=False`` (a pipe or a file): diagnoses without their box, for a console that does not wrap.
+    """
     if report.diagnoses:
         console.print(f"[bold]{len(report.diagnoses)} diagnosis(es), root cause first[/bold]")
         for i, d in enumerate(report.diagnoses, 1):
@@ -111,9 +128,11 @@ def print_text(report: Report, console: Console, shown: Container[str] = ()) -> 
                 line = clean(f"{i}. [{d.severity.value}] {d.title} ({d.class_}, seen {d.count}x) — panel shown above")
                 console.print(Text(line, overflow="fold"))
             else:
-                console.print(diagnosis_renderable(d, i))
+                console.print(diagnosis_renderable(d, i, boxed))
     elif report.unrecognised:
         console.print("[bold yellow]No known failure matched[/bold yellow], but these logs report errors no rule explains:")
+    elif report.nothing_read:
+        console.print(f"[bold yellow]Nothing to read:[/bold yellow] {NOTHING_READ}")
     else:
         console.print(f"[green]No diagnosis:[/green] {NO_DIAGNOSIS}")
     if report.unrecognised:
@@ -126,7 +145,7 @@ def print_text(report: Report, console: Console, shown: Container[str] = ()) -> 
         if not report.diagnoses:
             console.print("  [dim]`qwen-triage rules suggest LOG` drafts a rule for each of them.[/dim]")
     if report.observations:
-        console.print("[bold]observations[/bold] (benign, worth knowing):")
+        console.print(f"[bold]observations[/bold] ({OBSERVATIONS}):")
         for o in report.observations:
             first = f" — {evidence_line(o.evidence[0])}" if o.evidence else ""
             console.print(Text(clean(f"  • {o.title}: {o.summary} ({o.count}x){first}"), overflow="fold"))

@@ -1,0 +1,173 @@
+"""What "errors no rule explains" holds: final exceptions, error lines and stalls, never a traceback's structure,
+never a relay line called benign, never the wrapper of an error already diagnosed (issue 18 §3)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+P = "(EngineCore_0 pid=7) ERROR 11-29 10:00:01 [core.py:700] "  # vLLM's prefix, on every line of a traceback
+QUUX_LOG = f"""\
+(APIServer pid=1) INFO 11-29 10:00:00 [api_server.py:1043] vLLM API server version 0.11.0
+{P}EngineCore failed to start.
+{P}Traceback (most recent call last):
+{P}  File "/opt/venv/lib/python3.12/site-packages/vllm/v1/engine/core.py", line 691, in run_engine_core
+{P}    engine_core = EngineCoreProc(*args, **kwargs)
+{P}                  ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+{P}  File "/opt/venv/lib/python3.12/site-packages/quux/loader.py", line 42, in load
+{P}    raise QuuxError(f"quux table {{name}} is not aligned to {{align}} bytes")
+{P}quux.loader.QuuxError: quux table emb is not aligned to 64 bytes
+(EngineCore_0 pid=7) Process EngineCore_0:
+(APIServer pid=1) Traceback (most recent call last):
+(APIServer pid=1)   File "/opt/venv/bin/vllm", line 10, in <module>
+(APIServer pid=1)     sys.exit(main())
+(APIServer pid=1)   File "/opt/venv/lib/python3.12/site-packages/vllm/v1/engine/utils.py", line 870, in wait_for_engine_startup
+(APIServer pid=1)     raise RuntimeError(
+(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {{}}
+"""
+
+
+def qt(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "qwen_triage", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=120)
+
+
+def scan_json(*args: str) -> dict:
+    proc = qt("scan", "--format", "json", *args)
+    assert proc.returncode in (0, 1), proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.fixture()
+def quux_log(tmp_path: Path) -> Path:
+    p = tmp_path / "quux.log"
+    p.write_text(QUUX_LOG)
+    return p
+
+
+def test_an_error_prefixed_traceback_lists_only_its_exception(quux_log: Path) -> None:
+    report = scan_json(str(quux_log))
+    assert report["diagnoses"] == []
+    templates = [u["template"] for u in report["unrecognised"]]
+    assert templates == ["quux.loader.QuuxError: quux table emb is not aligned to <N> bytes"]
+    (item,) = report["unrecognised"]
+    assert item["kind"] == "exception" and item["raised_by"] == "quux" and item["evidence"]["line"] == 9
+    text = qt("scan", str(quux_log)).stdout
+    for noise in ("Traceback (most recent call last)", "raise QuuxError", "engine_core = ", "^^^^"):
+        assert noise not in text.split("observations")[0], noise
+
+
+def test_relay_lines_are_never_called_benign_nor_listed_as_unexplained(quux_log: Path) -> None:
+    report = scan_json(str(quux_log))
+    relays = ("EngineCore failed to start", "Engine core initialization failed")
+    assert not any(r in u["evidence"]["text"] for u in report["unrecognised"] for r in relays)
+    (relay,) = report["observations"]  # what the relay rule says: the cause is an earlier error
+    assert relay["rule"] == "vllm.engine-start-failed-wrapper" and "only relays it" in relay["summary"]
+    for fmt in ("text", "markdown"):
+        out = qt("scan", "--format", fmt, str(quux_log)).stdout
+        assert "benign" not in out.lower(), out
+        assert "relay an error printed before them" in out
+    schema = json.loads(qt("schema").stdout)
+    assert "benign" not in schema["properties"]["observations"]["description"]
+
+
+def test_an_open_traceback_with_nothing_after_it_is_still_reported(tmp_path: Path) -> None:
+    """A log cut inside a traceback: its header is all there is, and a failing log is never silent."""
+    log = tmp_path / "cut.log"
+    log.write_text("".join(QUUX_LOG.splitlines(keepends=True)[:8]))
+    (item,) = scan_json(str(log))["unrecognised"]
+    assert item["template"] == "Traceback (most recent call last):" and item["evidence"]["line"] == 3
+
+
+def test_the_readme_example_lists_no_wrapper_of_its_diagnosis() -> None:
+    report = scan_json(str(ROOT / "fixtures" / "logs" / "examples" / "qwen32b-tp6-vllm.log"))
+    assert [d["class"] for d in report["diagnoses"]] == ["config.tp_indivisible"]
+    assert report["unrecognised"] == []  # the ValidationError is the wrapper of the diagnosed line under it
+    text = qt("scan", str(ROOT / "fixtures" / "logs" / "examples" / "qwen32b-tp6-vllm.log")).stdout
+    assert "ValidationError" not in text and "other errors no rule explains" not in text
+
+
+HEADS = "Total number of attention heads (40) must be divisible by tensor parallel size (6)."
+
+
+def test_a_chained_wrapper_of_a_diagnosed_exception_is_part_of_it(tmp_path: Path) -> None:
+    log = tmp_path / "chain.log"
+    log.write_text(
+        f"{P}Traceback (most recent call last):\n"
+        f'{P}  File "/opt/venv/lib/python3.12/site-packages/vllm/config/parallel.py", line 300, in verify\n'
+        f"{P}    raise ValueError(\n"
+        f"{P}ValueError: {HEADS}\n"
+        f"{P}\n"
+        f"{P}The above exception was the direct cause of the following exception:\n"
+        f"{P}\n"
+        f"{P}Traceback (most recent call last):\n"
+        f'{P}  File "/opt/venv/lib/python3.12/site-packages/vllm/v1/engine/core.py", line 691, in run_engine_core\n'
+        f"{P}    raise FrobError('engine setup did not complete') from exc\n"
+        f"{P}vllm.v1.FrobError: engine setup did not complete\n"
+        "(EngineCore_1 pid=8) ERROR 11-29 10:00:02 [core.py:700] vllm.v1.BarError: the bar is closed\n"
+    )
+    report = scan_json(str(log))
+    assert [d["class"] for d in report["diagnoses"]] == ["config.tp_indivisible"]
+    # pid 7's FrobError was raised from the diagnosed error; pid 8's BarError has no such chain: it stays listed
+    (item,) = report["unrecognised"]
+    assert item["exception"] == "BarError" and item["evidence"]["line"] == 12
+
+
+ANCHORED_RULE = """\
+rules:
+  - id: local.disk-on-fire
+    class: node.storage_error
+    title: A disk is on fire
+    severity: error
+    sources: [any]
+    match:
+      any:
+        - '^DiskFireError: disk on fire in bay (?P<bay>\\d+)'
+    extract: {bay: int}
+    explain: "Bay {bay} is on fire."
+    examples:
+      match: ["DiskFireError: disk on fire in bay 7"]
+      no_match: ["DiskFireError: disk cool in bay 7"]
+"""
+
+
+def test_any_exception_that_quotes_a_diagnosed_message_is_part_of_it(tmp_path: Path) -> None:
+    """Not a ValidationError special case: a wrapper that carries the diagnosed text, anywhere in the log."""
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "local.yaml").write_text(ANCHORED_RULE)
+    log = tmp_path / "wrap.log"
+    log.write_text(
+        "DiskFireError: disk on fire in bay 7 of the west rack\n"
+        "INFO 11-29 10:00:05 [engine.py:80] unrelated progress\n"
+        "storage.StorageFailure: giving up: DiskFireError: disk on fire in bay 7 of the west rack\n"
+        "ERROR 11-29 10:00:05 [engine.py:88] Widget pool drained on host 10.0.0.2:4455\n"
+    )
+    report = scan_json("--rules", str(rules), str(log))
+    assert [d["class"] for d in report["diagnoses"]] == ["node.storage_error"]
+    # the wrapper is part of the diagnosis; an error that quotes nothing diagnosed stays listed
+    assert [u["template"] for u in report["unrecognised"]] == ["Widget pool drained on host <IP>"]
+
+
+def test_detail_lines_under_an_exception_belong_to_it_and_a_line_of_its_own_ends_them(tmp_path: Path) -> None:
+    log = tmp_path / "detail.log"
+    log.write_text(
+        f"{P}pydantic_core._pydantic_core.ValidationError: 1 validation error for VllmConfig\n"
+        f"{P}  Value error, the frobnicator knob must be set [type=value_error, input_value=3, input_type=int]\n"
+        f"{P}ERROR widget pool drained\n"
+        f"{P}  Value error, {HEADS} [type=value_error, input_value=ArgsKwargs((), {{}}), input_type=ArgsKwargs]\n"
+    )
+    report = scan_json(str(log))
+    assert [d["class"] for d in report["diagnoses"]] == ["config.tp_indivisible"]
+    # the first detail line is the ValidationError's own (not listed on its own); the diagnosed detail line
+    # sits under the error line, which carries it; that line of its own ended the ValidationError's details,
+    # so the ValidationError does not carry the diagnosed line and stays listed
+    (item,) = report["unrecognised"]
+    assert item["exception"] == "ValidationError" and item["evidence"]["line"] == 1
+    assert "frobnicator" not in json.dumps(report["unrecognised"])
