@@ -83,6 +83,10 @@ def test_an_open_traceback_with_nothing_after_it_is_still_reported(tmp_path: Pat
     log.write_text("".join(QUUX_LOG.splitlines(keepends=True)[:8]))
     (item,) = scan_json(str(log))["unrecognised"]
     assert item["template"] == "Traceback (most recent call last):" and item["evidence"]["line"] == 3
+    # beside a diagnosis (or any other error to list) the header of a cut traceback is noise
+    log.write_text(f"(VllmWorker rank=0 pid=9) ERROR 11-29 10:00:00 [x.py:1] ValueError: {HEADS}\n" + log.read_text())
+    report = scan_json(str(log))
+    assert [d["class"] for d in report["diagnoses"]] == ["config.tp_indivisible"] and report["unrecognised"] == []
 
 
 def test_the_readme_example_lists_no_wrapper_of_its_diagnosis() -> None:

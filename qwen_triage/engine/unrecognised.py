@@ -250,6 +250,7 @@ class Collector:
     dropped: int = 0  # distinct templates beyond MAX_TEMPLATES
     progress_of: dict[int, Progress] = field(default_factory=dict)  # source -> where its launch got to
     traces: dict[Key, _Trace] = field(default_factory=dict)  # process -> its latest traceback
+    unfinished: list[LineRecord] = field(default_factory=list)  # error-level headers of tracebacks that never ended
 
     def heartbeat(self, rec: LineRecord, stage_before: Callable[[], str | None]) -> None:
         """A line a stuck launch repeats; a new run of them looks up the stage it repeats in."""
@@ -359,8 +360,8 @@ class Collector:
     def _expire(self, key: Key, trace: _Trace) -> None:
         """A traceback left behind: an error-level header whose traceback never ended is all there is of it."""
         self.traces.pop(key, None)
-        if trace.open and trace.header is not None:
-            self.add("error", trace.header.message.strip(), trace.header)
+        if trace.open and trace.header is not None and len(self.unfinished) < MAX_TRACES:
+            self.unfinished.append(trace.header)
 
     def add(self, kind: str, message: str, rec: LineRecord, *, raised_by: str | None = None,
             exception: str | None = None, span: Span | None = None) -> None:
@@ -382,12 +383,18 @@ class Collector:
         exception around it, the exception whose detail it is) is part of that diagnosis.
         """
         items = list(self.items.values())
-        # tracebacks still open: an error-level header with nothing after it is the only sign of them
-        for trace in self.traces.values():
-            if trace.open and trace.header is not None:
-                template = template_of(trace.header.message)
-                if template not in self.items:
-                    items.append(Item(template, "error", 1, trace.header, trace.header.program))
+        # tracebacks that never ended (the log was cut inside one): when nothing else is to be said, an
+        # error-level header is the only sign of them (never silent); beside anything else it is noise
+        headers = [] if diagnosed or items else [
+            *self.unfinished, *(t.header for t in self.traces.values() if t.open and t.header)]
+        cut: dict[str, Item] = {}
+        for header in headers:
+            template = template_of(header.message)
+            if template in cut:
+                cut[template].count += 1
+            elif template not in self.items:
+                cut[template] = Item(template, "error", 1, header, header.program)
+        items += cut.values()
         if diagnosed:
             items = [i for i in items if not i.carries(diagnosed)]
         rank = {"exit": 0, "exception": 1, "error": 2, "stall": 3}
