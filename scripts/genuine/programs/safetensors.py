@@ -1,0 +1,69 @@
+"""The safetensors reader on damaged weight files: what a loader built on it prints when a shard is truncated,
+its header length is absurd, its JSON header is broken, or the file is a Git LFS pointer. Each case writes a
+valid file with the library itself, damages it, then opens it with ``safe_open`` (numpy framework: no torch).
+"""
+
+from case import Case, Program, Release
+
+WRITE = """\
+import json, os, struct, sys
+import numpy as np
+from safetensors.numpy import save_file
+tensors = dict(embed=np.arange(4096, dtype=np.float32).reshape(64, 64), norm=np.ones(64, dtype=np.float32))
+save_file(tensors, "model-00001-of-00002.safetensors", metadata=dict(format="np"))
+p = "model-00001-of-00002.safetensors"
+raw = open(p, "rb").read()
+"""
+
+OPEN = """
+from safetensors import safe_open
+print("loading", p)
+with safe_open(p, framework="np") as f:
+    for k in f.keys():
+        print(k, f.get_tensor(k).shape)
+"""
+
+
+def _case(id: str, expect: list[str], damage: str, note: str, exit: str = "fail") -> Case:
+    return Case(
+        id=id,
+        expect=expect,
+        argv=["{python}", "load.py"],
+        files={"load.py": WRITE + damage + "\n" + OPEN},
+        input="transformers",
+        note=note,
+        exit=exit,
+        timeout=60,
+    )
+
+
+CASES = [
+    _case("open-ok-healthy", [], "", "healthy: a valid file opens and every tensor reads", exit="ok"),
+    _case("truncated-data", ["model.shard_corrupt"], "open(p, 'wb').write(raw[: len(raw) - 5000])",
+          "the tensor data is cut short (an interrupted download)"),
+    _case("header-too-small", ["model.shard_corrupt"], "open(p, 'wb').write(raw[:5])",
+          "the file is 5 bytes: not even the 8-byte header length"),
+    _case("header-too-large", ["model.shard_corrupt"],
+          "open(p, 'wb').write(struct.pack('<Q', 1 << 40) + raw[8:])",
+          "the header length field says 1 TiB"),
+    _case("header-cut", ["model.shard_corrupt"], "n = struct.unpack('<Q', raw[:8])[0]; open(p, 'wb').write(raw[: 8 + n // 2])",
+          "the file stops in the middle of its JSON header"),
+    _case("header-not-json", ["model.shard_corrupt"],
+          "n = struct.unpack('<Q', raw[:8])[0]; open(p, 'wb').write(raw[:8] + b'#' * n + raw[8 + n:])",
+          "the JSON header is overwritten with garbage of the same length"),
+    _case("lfs-pointer", ["model.shard_corrupt"],
+          "open(p, 'w').write('version https://git-lfs.github.com/spec/v1\\noid sha256:'"
+          " + '4d1c0d3f' * 8 + '\\nsize 2147483648\\n')",
+          "the shard is a Git LFS pointer file (cloned without git-lfs)"),
+    _case("file-missing", ["model.shard_missing"], "os.unlink(p)",
+          "the shard named by the index is not on disk"),
+]
+
+PROGRAM = Program(
+    name="safetensors",
+    releases=[
+        Release(label="0.4.5", requirements=["safetensors==0.4.5", "numpy"]),
+        Release(label="0.8.0", requirements=["safetensors==0.8.0", "numpy"]),
+    ],
+    cases=CASES,
+)
