@@ -13,12 +13,14 @@ from tests.conftest import FIXTURES, ROOT
 
 # our own logs in the real formats, and real vLLM (CPU) captures
 CASES = load_cases(FIXTURES) + load_cases(ROOT / "fixtures" / "vllm-cpu")
+# genuine output of real releases (scripts/genuine/run.py; their diagnoses are tested in test_genuine.py)
+GENUINE_CASES = load_cases(ROOT / "fixtures" / "genuine")
 
 
 def test_there_are_fixtures_for_every_class() -> None:
     from qwen_triage.rulepack.pack import load_pack
 
-    covered = {c for _, case in CASES for c in case.expect}
+    covered = {c for _, case in CASES + GENUINE_CASES for c in case.expect}
     missing = set(load_pack().classes) - covered
     assert not missing, f"classes without an end-to-end fixture: {sorted(missing)}"
     assert any(not case.expect for _, case in CASES), "no healthy fixture"

@@ -19,7 +19,8 @@ class Case:
     """One way to drive a program into a failure (or into a healthy start with its scary warnings).
 
     ``argv`` and ``env`` values may use ``{python}`` (the release's venv python), ``{bin}`` (its bin
-    folder) and ``{work}`` (the case's work directory, the command's cwd); ``files`` are written into
+    folder), ``{work}`` (the case's work directory, the command's cwd), ``{port}`` and ``{port2}`` (free ports
+    in 29400-29999, picked per run, for ranks on 127.0.0.1); ``files`` are written into
     ``{work}`` first (text, or bytes for damaged binaries), with the same placeholders in text.
     """
 
@@ -32,6 +33,8 @@ class Case:
     input: str = "mixed"
     note: str = ""
     releases: tuple[str, ...] | None = None  # labels of Program.releases to run on; None: every release
+    # a release whose build reaches another root cause (a CPU-only torch, say): its label -> expected classes
+    expect_by: dict[str, list[str]] = field(default_factory=dict)
     timeout: float = 180.0
     exit: str = "fail"  # "fail": must exit non-zero, "ok": must exit 0, "timeout": must be killed, "any"
 
@@ -42,6 +45,10 @@ class Release:
 
     label: str
     requirements: list[str]
+    # installed before ``requirements`` (an sdist that imports torch in its setup.py needs it first)
+    first: list[str] = field(default_factory=list)
+    pip_args: list[str] = field(default_factory=list)  # e.g. --no-build-isolation
+    pip_env: dict[str, str] = field(default_factory=dict)  # e.g. DS_BUILD_OPS=0 while building
 
 
 @dataclass(frozen=True)

@@ -1,21 +1,381 @@
-"""torch.distributed as users launch it: torchrun, elastic rendezvous, c10d TCPStore, gloo, NCCL asked for on CPU."""
+"""torch.distributed as users launch it: torchrun, elastic rendezvous, c10d TCPStore, gloo, NCCL asked for on CPU.
+
+Every rank runs on 127.0.0.1 with ports the harness picked free ({port}, {port2}); tensors are tiny and every
+wait has a short timeout, so one case takes seconds on two shared CPU cores. The worker scripts are the
+smallest programs that reach each failure the way a training script does.
+"""
 
 from case import Case, Program, Release
 
+# one worker script for every torchrun case: argv[1] says which failure it walks into
+WORKER = '''\
+import datetime
+import os
+import signal
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+mode = sys.argv[1] if len(sys.argv) > 1 else "allreduce"
+rank = int(os.environ.get("RANK", "0"))
+local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+print(f"[worker] rank {rank} local_rank {local_rank} world_size {os.environ.get('WORLD_SIZE')} mode {mode}", flush=True)
+
+if mode == "allreduce":
+    dist.init_process_group("gloo")
+    t = torch.ones(4) * (rank + 1)
+    dist.all_reduce(t)
+    print(f"[worker] rank {rank}: all_reduce -> {t.tolist()}", flush=True)
+    dist.barrier()
+    dist.destroy_process_group()
+elif mode == "cuda-device":
+    # the first line of most DDP scripts
+    torch.cuda.set_device(local_rank)
+    dist.init_process_group("nccl")
+elif mode == "nccl":
+    dist.init_process_group(backend="nccl")
+    t = torch.ones(4)
+    dist.all_reduce(t)
+elif mode in ("sigkill", "sigsegv"):
+    dist.init_process_group("gloo")
+    dist.barrier()
+    if rank == 1:
+        time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGKILL if mode == "sigkill" else signal.SIGSEGV)
+    time.sleep(30)
+elif mode == "gloo-timeout":
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=5))
+    t = torch.ones(4)
+    if rank == 1:
+        time.sleep(30)  # this rank never reaches the collective
+    dist.all_reduce(t)
+elif mode == "monitored-barrier":
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=20))
+    if rank == 1:
+        time.sleep(30)
+    dist.monitored_barrier(timeout=datetime.timedelta(seconds=4))
+'''
+
+# one process, no launcher: what init_process_group does with a tcp:// or env:// store
+STORE = '''\
+import datetime
+import os
+import sys
+
+import torch.distributed as dist
+
+mode = sys.argv[1]
+port = int(sys.argv[2])
+if mode == "client-refused":
+    # rank 1 of 2; nobody listens on the master port
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=1, world_size=2,
+                            timeout=datetime.timedelta(seconds=6))
+elif mode == "wait-clients":
+    # rank 0 of 3; the other two ranks are never started
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=3,
+                            timeout=datetime.timedelta(seconds=6))
+elif mode == "bad-host":
+    # MASTER_ADDR names a host that does not resolve (a typo in a hostfile)
+    dist.init_process_group("gloo", init_method=f"tcp://master-node.invalid:{port}", rank=1, world_size=2,
+                            timeout=datetime.timedelta(seconds=6))
+elif mode == "env-missing":
+    dist.init_process_group("gloo")
+elif mode == "two-ranks-ok":
+    import torch
+    import torch.multiprocessing as mp
+
+    def run(rank):
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2,
+                                timeout=datetime.timedelta(seconds=30))
+        t = torch.arange(4.0) + rank
+        dist.all_reduce(t)
+        print(f"rank {rank}: {t.tolist()}", flush=True)
+        dist.destroy_process_group()
+
+    if __name__ == "__main__":
+        mp.spawn(run, nprocs=2)
+'''
+
+# another server holds the port (it accepts and hangs up, like a foreign service) while the launcher
+# behind it tries to listen there
+HOLD = '''\
+import socket
+import subprocess
+import sys
+import threading
+
+port = int(sys.argv[1])
+sock = socket.socket()
+sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+sock.bind(("0.0.0.0", port))
+sock.listen(16)
+
+
+def serve():
+    while True:
+        conn, _ = sock.accept()
+        conn.close()
+
+
+threading.Thread(target=serve, daemon=True).start()
+sys.exit(subprocess.call(sys.argv[2:]))
+'''
+
+FILES = {"worker.py": WORKER, "store.py": STORE, "hold.py": HOLD}
+TORCHRUN = "{bin}/torchrun"
+LOCAL = ["--master-addr", "127.0.0.1", "--master-port", "{port}"]
+
+
+def torchrun(*args: str, launcher: list[str] | None = None) -> list[str]:
+    return [*(launcher or [TORCHRUN]), *args]
+
+
 PROGRAM = Program(
     name="torch",
+    dist="torch",
     releases=[
         Release(label="2.13.0", requirements=["torch==2.13.0", "numpy"]),
         Release(label="2.14.1", requirements=["torch==2.14.1", "numpy"]),
     ],
     cases=[
+        # --- healthy starts with their usual warnings --------------------------------------------------
         Case(
-            id="import-ok",
+            id="torchrun-gloo-allreduce-ok",
             expect=[],
-            argv=["{python}", "-c", "import torch, torch.distributed as dist; print(torch.__version__, dist.is_available())"],
+            argv=torchrun("--nproc-per-node", "2", *LOCAL, "worker.py", "allreduce"),
+            files=FILES,
+            input="torchrun",
             exit="ok",
+            timeout=90,
+            note="healthy: two CPU ranks all-reduce over gloo; torchrun warns that it set OMP_NUM_THREADS=1",
+        ),
+        Case(
+            id="torchrun-c10d-rdzv-ok",
+            expect=[],
+            argv=torchrun(
+                "--nnodes", "1", "--nproc-per-node", "2", "--rdzv-backend", "c10d",
+                "--rdzv-endpoint", "127.0.0.1:{port}", "--rdzv-id", "job1", "worker.py", "allreduce",
+                launcher=["{python}", "-m", "torch.distributed.run"],
+            ),
+            files=FILES,
+            input="torchrun",
+            exit="ok",
+            timeout=90,
+            note="healthy: python -m torch.distributed.run with the c10d rendezvous backend, two gloo ranks",
+        ),
+        Case(
+            id="spawn-tcp-init-ok",
+            expect=[],
+            argv=["{python}", "store.py", "two-ranks-ok", "{port}"],
+            files=FILES,
+            exit="ok",
+            timeout=90,
+            note="healthy: mp.spawn of two ranks meeting through a tcp:// TCPStore",
+        ),
+        # --- ranks that never met ----------------------------------------------------------------------
+        Case(
+            id="torchrun-c10d-rdzv-timeout",
+            expect=["dist.rendezvous_failed"],
+            argv=torchrun(
+                "--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
+                "--rdzv-endpoint", "127.0.0.1:{port}", "--rdzv-id", "job1", "--rdzv-conf", "join_timeout=8",
+                "worker.py", "allreduce",
+            ),
+            files=FILES,
+            input="torchrun",
+            timeout=90,
+            note="--nnodes 2 but only this node was started: the c10d rendezvous times out (RendezvousTimeoutError)",
+        ),
+        Case(
+            id="torchrun-c10d-rdzv-unreachable",
+            expect=["dist.rendezvous_failed"],
+            argv=torchrun(
+                "--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
+                "--rdzv-endpoint", "127.0.0.1:{port}", "--rdzv-id", "job1",
+                "--rdzv-conf", "is_host=false,read_timeout=5,join_timeout=8", "worker.py", "allreduce",
+            ),
+            files=FILES,
+            input="torchrun",
+            timeout=120,
+            note="a second node whose rendezvous endpoint has no store listening: RendezvousConnectionError",
+        ),
+        Case(
+            id="torchrun-static-rdzv-timeout",
+            expect=["dist.rendezvous_failed"],
+            argv=torchrun(
+                "--nnodes", "2", "--node-rank", "0", "--nproc-per-node", "1", *LOCAL,
+                "--rdzv-conf", "timeout=8", "worker.py", "allreduce",
+            ),
+            files=FILES,
+            input="torchrun",
+            timeout=90,
+            note="static rendezvous on node 0 of 2, node 1 never started: the master store waits for the other agent",
+        ),
+        Case(
+            id="torchrun-static-node1-no-master",
+            expect=["dist.rendezvous_failed"],
+            argv=torchrun(
+                "--nnodes", "2", "--node-rank", "1", "--nproc-per-node", "1", *LOCAL,
+                "--rdzv-conf", "timeout=8", "worker.py", "allreduce",
+            ),
+            files=FILES,
+            input="torchrun",
+            timeout=90,
+            note="node 1 of a static rendezvous started while no master listens: its store client never connects",
+        ),
+        Case(
+            id="tcpstore-client-refused",
+            expect=["dist.rendezvous_failed"],
+            argv=["{python}", "store.py", "client-refused", "{port}"],
+            files=FILES,
             timeout=60,
-            note="healthy: torch imports and has torch.distributed",
+            note="rank 1 of a tcp:// init whose master port nobody listens on: connect refused until the timeout",
+        ),
+        Case(
+            id="tcpstore-waiting-for-clients",
+            expect=["dist.rendezvous_failed"],
+            argv=["{python}", "store.py", "wait-clients", "{port}"],
+            files=FILES,
+            timeout=60,
+            note="rank 0 of world_size 3 started alone: the store waits for ranks that were never launched",
+        ),
+        # --- the launch itself -------------------------------------------------------------------------
+        Case(
+            id="torchrun-master-port-in-use",
+            expect=["server.port_in_use"],
+            argv=["{python}", "hold.py", "{port}", TORCHRUN, "--nproc-per-node", "2", *LOCAL, "worker.py", "allreduce"],
+            files=FILES,
+            input="torchrun",
+            timeout=90,
+            note="the master port is held by another process: the agent's TCPStore cannot listen (EADDRINUSE)",
+        ),
+        Case(
+            id="torchrun-rdzv-endpoint-in-use",
+            # the c10d backend takes a taken port for another agent's store and joins it as a client: what the
+            # log shows is a store it cannot validate, and the ranks never meet
+            expect=["dist.rendezvous_failed"],
+            argv=[
+                "{python}", "hold.py", "{port}", TORCHRUN, "--nnodes", "1", "--nproc-per-node", "2",
+                "--rdzv-backend", "c10d", "--rdzv-endpoint", "127.0.0.1:{port}", "worker.py", "allreduce",
+            ],
+            files=FILES,
+            input="torchrun",
+            timeout=90,
+            note="another service holds the c10d rendezvous endpoint's port: the agent cannot validate it as a store",
+        ),
+        Case(
+            id="torchrun-unknown-flag",
+            expect=["config.bad_argument"],
+            argv=torchrun("--nproc_per_nodes", "2", "worker.py"),
+            files=FILES,
+            input="torchrun",
+            timeout=60,
+            note="a misspelt launcher flag: torchrun's argparse rejects it",
+        ),
+        Case(
+            id="torchrun-unknown-rdzv-backend",
+            expect=["config.bad_argument"],
+            argv=torchrun("--nnodes", "1", "--nproc-per-node", "1", "--rdzv-backend", "etcd2", "worker.py"),
+            files=FILES,
+            input="torchrun",
+            timeout=60,
+            note="a rendezvous backend name torchrun does not register",
+        ),
+        Case(
+            id="tcpstore-master-unresolvable",
+            expect=["dist.rendezvous_failed"],
+            argv=["{python}", "store.py", "bad-host", "{port}"],
+            files=FILES,
+            timeout=60,
+            note="the master address does not resolve: the store client cannot reach any address of it",
+        ),
+        Case(
+            id="env-init-without-launcher",
+            expect=["config.bad_argument"],
+            argv=["{python}", "store.py", "env-missing", "{port}"],
+            files=FILES,
+            timeout=60,
+            note="init_process_group() with the env:// default run without torchrun: RANK/MASTER_ADDR unset",
+        ),
+        # --- GPU asked for on a machine without one ----------------------------------------------------
+        Case(
+            id="torchrun-nccl-without-gpu",
+            expect=["runtime.no_gpu_visible"],
+            argv=torchrun("--nproc-per-node", "2", *LOCAL, "worker.py", "nccl"),
+            files=FILES,
+            input="torchrun",
+            timeout=90,
+            note="init_process_group(backend='nccl') on a machine without a GPU; torchrun's ChildFailedError report",
+            # the CPU wheel has no NCCL at all: a CPU-only build where a GPU build was meant
+            expect_by={"2.13.0": ["runtime.backend_mismatch"]},
+        ),
+        Case(
+            id="torchrun-set-device-without-gpu",
+            expect=["runtime.no_gpu_visible"],
+            argv=torchrun("--nproc-per-node", "2", *LOCAL, "worker.py", "cuda-device"),
+            files=FILES,
+            input="torchrun",
+            timeout=90,
+            note="torch.cuda.set_device(local_rank) where torch sees no GPU; torchrun reports the failed ranks",
+            expect_by={"2.13.0": ["runtime.backend_mismatch"]},
+        ),
+        Case(
+            id="torchrun-nproc-gpu-without-gpu",
+            expect=["runtime.no_gpu_visible"],
+            argv=torchrun("--nproc-per-node", "gpu", *LOCAL, "worker.py", "allreduce"),
+            files=FILES,
+            input="torchrun",
+            timeout=60,
+            note="--nproc-per-node gpu on a machine where torch sees no CUDA device",
+        ),
+        # --- ranks that died ---------------------------------------------------------------------------
+        Case(
+            id="torchrun-worker-sigkill",
+            expect=["memory.host_oom"],
+            argv=torchrun("--nproc-per-node", "2", *LOCAL, "worker.py", "sigkill"),
+            files=FILES,
+            input="torchrun",
+            timeout=90,
+            note="rank 1 is killed with SIGKILL (what the OOM killer does); torchrun's ChildFailedError names signal 9",
+        ),
+        Case(
+            id="torchrun-worker-sigsegv",
+            expect=["process.segfault"],
+            argv=torchrun("--nproc-per-node", "2", *LOCAL, "worker.py", "sigsegv"),
+            files=FILES,
+            input="torchrun",
+            timeout=90,
+            note="rank 1 dies of SIGSEGV; torchrun reports signal 11",
+        ),
+        Case(
+            id="torchrun-gloo-collective-timeout",
+            expect=["nccl.timeout"],
+            argv=torchrun("--nproc-per-node", "2", *LOCAL, "worker.py", "gloo-timeout"),
+            files=FILES,
+            input="torchrun",
+            timeout=90,
+            note="rank 1 never reaches the all_reduce: gloo's 5 s timeout fires on rank 0",
+        ),
+        Case(
+            id="torchrun-monitored-barrier-timeout",
+            expect=["nccl.timeout"],
+            argv=torchrun("--nproc-per-node", "2", *LOCAL, "worker.py", "monitored-barrier"),
+            files=FILES,
+            input="torchrun",
+            timeout=90,
+            note="monitored_barrier names the rank that did not arrive within 4 s",
+        ),
+        Case(
+            id="torchrun-gloo-bad-ifname",
+            expect=["nccl.network"],
+            argv=torchrun("--nproc-per-node", "2", *LOCAL, "worker.py", "allreduce"),
+            env={"GLOO_SOCKET_IFNAME": "eth9"},
+            files=FILES,
+            input="torchrun",
+            timeout=90,
+            note="GLOO_SOCKET_IFNAME names an interface this host does not have",
         ),
     ],
 )

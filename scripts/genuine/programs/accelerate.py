@@ -1,0 +1,163 @@
+"""accelerate: its config files, `accelerate launch` flags, and what it refuses on a CPU machine.
+
+Each case runs with its own empty HOME, so no default config of this machine leaks in; a config file the
+case needs is written into the work directory and passed with --config_file.
+"""
+
+from case import Case, Program, Release
+
+TRAIN = '''\
+import sys
+
+import torch
+from accelerate import Accelerator
+
+mp = sys.argv[1] if len(sys.argv) > 1 else None
+acc = Accelerator(mixed_precision=mp) if mp else Accelerator()
+model = torch.nn.Linear(4, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+model, opt = acc.prepare(model, opt)
+x = torch.randn(8, 4, device=acc.device)
+loss = model(x).sum()
+acc.backward(loss)
+opt.step()
+acc.print(f"step ok on {acc.device}, {acc.num_processes} processes, mixed_precision={acc.mixed_precision}")
+'''
+
+# another server holds the port while the launcher behind it checks it
+HOLD = '''\
+import socket
+import subprocess
+import sys
+
+sock = socket.socket()
+sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+sock.bind(("0.0.0.0", int(sys.argv[1])))
+sock.listen(16)
+sys.exit(subprocess.call(sys.argv[2:]))
+'''
+
+BASE = "compute_environment: LOCAL_MACHINE\nmachine_rank: 0\nnum_machines: 1\nmain_training_function: main\nuse_cpu: true\n"
+FILES = {
+    "train.py": TRAIN,
+    "hold.py": HOLD,
+    "unknown_key.yaml": BASE + "distributed_type: 'NO'\nnum_processes: 1\nmixed_precision: 'no'\ngpu_idz: all\n",
+    "no_type.yaml": "compute_environment: LOCAL_MACHINE\nnum_processes: 2\nmixed_precision: 'no'\n",
+    "bad_type.yaml": BASE + "distributed_type: MULTI_GPUS\nnum_processes: 2\nmixed_precision: 'no'\n",
+    "bad_precision.yaml": BASE + "distributed_type: 'NO'\nnum_processes: 1\nmixed_precision: fp32\n",
+}
+ACC = "{bin}/accelerate"
+
+PROGRAM = Program(
+    name="accelerate",
+    dist="accelerate",
+    releases=[
+        Release(label="0.34.2", requirements=["torch==2.13.0", "accelerate==0.34.2", "numpy<2"]),
+        Release(label="1.15.0", requirements=["torch==2.13.0", "accelerate==1.15.0", "numpy"]),
+    ],
+    cases=[
+        # --- healthy starts with their usual warnings --------------------------------------------------
+        Case(
+            id="launch-defaults-ok",
+            expect=[],
+            argv=[ACC, "launch", "train.py"],
+            files=FILES,
+            exit="ok",
+            timeout=120,
+            note="healthy: no config file; accelerate lists the defaults it used instead",
+        ),
+        Case(
+            id="launch-multi-gpu-on-cpu-ok",
+            expect=[],
+            argv=[ACC, "launch", "--multi_gpu", "--num_processes", "2", "--main_process_port", "{port}", "train.py"],
+            files=FILES,
+            exit="ok",
+            timeout=150,
+            note="healthy: --multi_gpu on a machine without GPUs runs two gloo CPU ranks through torchrun",
+        ),
+        Case(
+            id="env-ok",
+            expect=[],
+            argv=[ACC, "env"],
+            exit="ok",
+            timeout=60,
+            note="healthy: accelerate env with no config file",
+        ),
+        # --- config files --------------------------------------------------------------------------------
+        Case(
+            id="config-unknown-key",
+            expect=["config.bad_argument"],
+            argv=[ACC, "launch", "--config_file", "unknown_key.yaml", "train.py"],
+            files=FILES,
+            timeout=90,
+            note="a config key accelerate does not know (a typo or another release's key)",
+        ),
+        Case(
+            id="config-no-distributed-type",
+            expect=["config.bad_argument"],
+            argv=[ACC, "launch", "--config_file", "no_type.yaml", "train.py"],
+            files=FILES,
+            timeout=90,
+            note="a config file without distributed_type",
+        ),
+        Case(
+            id="config-bad-distributed-type",
+            expect=["config.bad_argument"],
+            argv=[ACC, "launch", "--config_file", "bad_type.yaml", "train.py"],
+            files=FILES,
+            timeout=90,
+            note="distributed_type MULTI_GPUS: not a DistributedType",
+        ),
+        Case(
+            id="config-bad-mixed-precision",
+            expect=["config.bad_argument"],
+            argv=[ACC, "launch", "--config_file", "bad_precision.yaml", "train.py"],
+            files=FILES,
+            timeout=90,
+            note="mixed_precision fp32 in the config file: not a PrecisionType",
+        ),
+        # --- launcher flags ------------------------------------------------------------------------------
+        Case(
+            id="flags-cpu-and-multi-gpu",
+            expect=["config.bad_argument"],
+            argv=[ACC, "launch", "--cpu", "--multi_gpu", "train.py"],
+            files=FILES,
+            timeout=90,
+            note="two launch modes at once",
+        ),
+        Case(
+            id="flags-multi-gpu-one-process",
+            expect=["config.bad_argument"],
+            argv=[ACC, "launch", "--multi_gpu", "--num_processes", "1", "train.py"],
+            files=FILES,
+            timeout=90,
+            note="--multi_gpu with a single process",
+        ),
+        Case(
+            id="flags-unknown-mixed-precision",
+            expect=["config.bad_argument"],
+            argv=[ACC, "launch", "--mixed_precision", "bf32", "train.py"],
+            files=FILES,
+            timeout=90,
+            note="--mixed_precision value outside its choices: argparse rejects it",
+        ),
+        Case(
+            id="launch-port-in-use",
+            expect=["server.port_in_use"],
+            argv=["{python}", "hold.py", "{port}", ACC, "launch", "--multi_gpu", "--num_processes", "2",
+                  "--main_process_port", "{port}", "train.py"],
+            files=FILES,
+            timeout=90,
+            note="the main process port is held by another server; accelerate checks it before launching",
+        ),
+        # --- mixed precision this machine cannot do ------------------------------------------------------
+        Case(
+            id="fp8-not-available",
+            expect=["config.dtype_unsupported"],
+            argv=[ACC, "launch", "--mixed_precision", "fp8", "train.py"],
+            files=FILES,
+            timeout=90,
+            note="fp8 mixed precision without Transformer Engine / MS-AMP / torchao",
+        ),
+    ],
+)

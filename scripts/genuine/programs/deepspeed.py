@@ -1,0 +1,147 @@
+"""DeepSpeed built without its ops (DS_BUILD_OPS=0) on the CPU torch: ZeRO config validation, the launcher and
+its hostfile, and ops that need a JIT build.
+
+The installed sdist needs torch while it builds, so torch goes in first and pip builds without isolation.
+"""
+
+from case import Case, Program, Release
+
+TRAIN = '''\
+import argparse
+
+import deepspeed
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--local_rank", type=int, default=-1)
+parser.add_argument("--mode", default="ok")
+parser = deepspeed.add_config_arguments(parser)
+args = parser.parse_args()
+
+deepspeed.init_distributed(dist_backend="gloo")
+model = torch.nn.Linear(8, 2)
+optimizer = None
+if args.mode == "cpu_adam":
+    from deepspeed.ops.adam import DeepSpeedCPUAdam
+
+    optimizer = DeepSpeedCPUAdam(model.parameters(), lr=1e-3)
+elif args.mode == "fused_adam":
+    from deepspeed.ops.adam import FusedAdam
+
+    optimizer = FusedAdam(model.parameters(), lr=1e-3)
+engine, optimizer, _, _ = deepspeed.initialize(
+    args=args, model=model, model_parameters=model.parameters(), optimizer=optimizer
+)
+x = torch.randn(4, 8)
+loss = engine(x).sum()
+engine.backward(loss)
+engine.step()
+print(f"rank {engine.global_rank}: step ok, loss {loss.item():.4f}", flush=True)
+'''
+
+
+OK_CONFIG = '{"train_batch_size": 4, "optimizer": {"type": "Adam", "params": {"lr": 0.001}}, "zero_optimization": {"stage": 1}}'
+
+FILES = {
+    "train.py": TRAIN,
+    "ds_ok.json": OK_CONFIG,
+    # ZeRO stage 4 does not exist
+    "ds_stage.json": '{"train_batch_size": 4, "optimizer": {"type": "Adam", "params": {"lr": 0.001}}, "zero_optimization": {"stage": 4}}',
+    # a key of another release (offload_optimizer is a dict now, cpu_offload went away)
+    "ds_extra.json": '{"train_batch_size": 4, "optimizer": {"type": "Adam", "params": {"lr": 0.001}}, "zero_optimization": {"stage": 2, "cpu_offload": true, "offload_optimizer_device": "cpu"}}',
+    # the three batch numbers that must multiply out
+    "ds_batch.json": '{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1, "optimizer": {"type": "Adam", "params": {"lr": 0.001}}}',
+    "ds_json_broken.json": '{"train_batch_size": 4, "zero_optimization": {"stage": 1},}',
+    "ds_cpu_offload.json": '{"train_batch_size": 4, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}, "optimizer": {"type": "Adam", "params": {"lr": 0.001}}}',
+    "hostfile_bad": "worker-0 slots=2\nworker-1 slot=2\n",
+    "hostfile_ok": "localhost slots=1\n",
+}
+
+DS = "{bin}/deepspeed"
+LOCAL = ["--master_addr", "127.0.0.1", "--master_port", "{port}"]
+ENV = {"DS_ACCELERATOR": "cpu"}
+
+
+def release(label: str) -> Release:
+    return Release(
+        label=label,
+        first=["torch==2.13.0", "numpy", "setuptools", "wheel", "packaging", "psutil", "py-cpuinfo"],
+        requirements=[f"deepspeed=={label}"],
+        pip_args=["--no-build-isolation"],
+        pip_env={"DS_BUILD_OPS": "0"},
+    )
+
+
+PROGRAM = Program(
+    name="deepspeed",
+    dist="deepspeed",
+    releases=[release("0.16.9"), release("0.19.8")],
+    cases=[
+        Case(
+            id="launch-zero1-ok",
+            expect=[],
+            argv=[DS, "--num_gpus", "1", *LOCAL, "train.py", "--deepspeed_config", "ds_ok.json"],
+            files=FILES,
+            env=ENV,
+            exit="ok",
+            timeout=180,
+            note="healthy: one CPU rank, ZeRO stage 1, Adam; the launcher's and ds_report-style warnings",
+        ),
+        Case(
+            id="zero-stage-invalid",
+            expect=["config.bad_argument"],
+            argv=[DS, "--num_gpus", "1", *LOCAL, "train.py", "--deepspeed_config", "ds_stage.json"],
+            files=FILES,
+            env=ENV,
+            timeout=180,
+            note="zero_optimization.stage 4: the ZeRO config model rejects it",
+        ),
+        Case(
+            id="zero-config-unknown-key",
+            expect=["config.bad_argument"],
+            argv=[DS, "--num_gpus", "1", *LOCAL, "train.py", "--deepspeed_config", "ds_extra.json"],
+            files=FILES,
+            env=ENV,
+            timeout=180,
+            note="zero_optimization keys of another release: validation names them",
+        ),
+        Case(
+            id="batch-size-mismatch",
+            expect=["config.bad_argument"],
+            argv=[DS, "--num_gpus", "1", *LOCAL, "train.py", "--deepspeed_config", "ds_batch.json"],
+            files=FILES,
+            env=ENV,
+            timeout=180,
+            note="train_batch_size != micro batch x grad accumulation x world size",
+        ),
+        Case(
+            id="hostfile-bad-entry",
+            expect=["config.bad_argument"],
+            argv=[DS, "--hostfile", "hostfile_bad", *LOCAL, "train.py", "--deepspeed_config", "ds_ok.json"],
+            files=FILES,
+            env=ENV,
+            timeout=120,
+            note="a hostfile line with slot= instead of slots=",
+        ),
+        Case(
+            id="include-host-not-in-hostfile",
+            expect=["config.bad_argument"],
+            argv=[DS, "--hostfile", "hostfile_ok", "--include", "worker-9", *LOCAL, "train.py",
+                  "--deepspeed_config", "ds_ok.json"],
+            files=FILES,
+            env=ENV,
+            timeout=120,
+            note="--include names a host the hostfile does not list",
+        ),
+        Case(
+            id="cpu-adam-jit-no-ninja",
+            expect=["runtime.backend_mismatch"],
+            argv=[DS, "--num_gpus", "1", *LOCAL, "train.py", "--deepspeed_config", "ds_cpu_offload.json",
+                  "--mode", "cpu_adam"],
+            files=FILES,
+            env=ENV,
+            timeout=240,
+            note="DS_BUILD_OPS=0: DeepSpeedCPUAdam must JIT-build cpu_adam and there is no ninja",
+        ),
+    ],
+)
