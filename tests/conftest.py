@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -8,6 +11,56 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "logs"
 CORPUS = ROOT.parent / "shared" / "corpus"
+
+
+# What a site configures and the product (or the Slurm wrapper) reads: never the host's in a test.
+SITE_ENV = (
+    "QWEN_TRIAGE", "QWEN_TRIAGE_RULES", "QWEN_TRIAGE_RESUME", "QWEN_TRIAGE_UNITS", "QWEN_TRIAGE_TEXTFILE",
+    "QWEN_TRIAGE_HOLD", "QWEN_TRIAGE_LOG", "QWEN_TRIAGE_JOURNALCTL", "SLURMD_NODENAME", "SLURM_CONF",
+    "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR",
+)
+
+
+def _isolate_from_the_host() -> None:
+    """Every test and every process it starts sees a host of its own, set up before anything is collected.
+
+    A host configured as docs/fleet.md says (``/etc/default/qwen-triage`` with a node name and
+    ``--slurm-drain``, ``QWEN_TRIAGE_RULES`` in the environment, a Slurm cluster, a journal)
+    must not change what a test does, nor be touched by one:
+
+    * home and XDG directories are temporary (caches, state, run logs);
+    * the Slurm wrapper reads no ``/etc/default/qwen-triage`` (``QWEN_TRIAGE_DEFAULTS``);
+    * ``check`` keeps its state in a temporary directory unless told otherwise (``QWEN_TRIAGE_STATE``),
+      and ``--kernel`` reads an empty kernel log (``QWEN_TRIAGE_KMSG``) and a boot id of its own;
+    * a stray ``scontrol`` reads an empty ``SLURM_CONF`` and fails at once: it can reach no controller.
+
+    The real vLLM that scripts/setup-vllm.sh installs under the real home is still found (its paths
+    are taken before the home directory moves). Tests that need a source of their own set it.
+    """
+    real_home = Path.home()
+    os.environ.setdefault("QWEN_TRIAGE_VLLM_VENV", str(real_home / ".cache/qwen-triage/vllm-venv"))
+    os.environ.setdefault("QWEN_TRIAGE_TINY_MODEL", str(real_home / ".cache/qwen-triage/tiny-qwen2"))
+    root = Path(tempfile.mkdtemp(prefix="qwen-triage-tests-"))
+    atexit.register(shutil.rmtree, root, True)
+    for name in SITE_ENV:
+        os.environ.pop(name, None)
+    for name, sub in (("HOME", "home"), ("XDG_CONFIG_HOME", "config"), ("XDG_CACHE_HOME", "cache"),
+                      ("XDG_STATE_HOME", "state"), ("XDG_DATA_HOME", "data")):
+        (root / sub).mkdir()
+        os.environ[name] = str(root / sub)
+    (root / "kmsg").write_bytes(b"")
+    (root / "boot_id").write_text("00000000-0000-4000-8000-000000000000\n")
+    (root / "slurm.conf").write_bytes(b"")
+    os.environ.update({
+        "QWEN_TRIAGE_DEFAULTS": os.devnull,
+        "QWEN_TRIAGE_STATE": str(root / "check-state"),
+        "QWEN_TRIAGE_KMSG": str(root / "kmsg"),
+        "QWEN_TRIAGE_BOOT_ID_FILE": str(root / "boot_id"),
+        "SLURM_CONF": str(root / "slurm.conf"),
+    })
+
+
+_isolate_from_the_host()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -12,7 +12,12 @@ import click
 EXIT_OK, EXIT_PROBLEM, EXIT_UNKNOWN = 0, 1, 2
 
 
+STATE_ENV = "QWEN_TRIAGE_STATE"  # the state directory, as the Slurm wrapper's setting of the same name
+
+
 def default_state_dir() -> str:
+    if os.environ.get(STATE_ENV):
+        return os.environ[STATE_ENV]
     if os.geteuid() == 0:
         return "/var/lib/qwen-triage"
     from platformdirs import user_state_dir
@@ -26,8 +31,8 @@ def default_state_dir() -> str:
 @click.option("--file", "files", metavar="PATH", multiple=True, help="Read a log file (repeatable); rotation and "
               "truncation are followed.")
 @click.option("--state", "state_dir", metavar="DIR", default=None,
-              help="Where positions and active diagnoses are kept [default: /var/lib/qwen-triage as root, else the "
-                   "user state directory].")
+              help="Where positions and active diagnoses are kept [default: $QWEN_TRIAGE_STATE, else "
+                   "/var/lib/qwen-triage as root, else the user state directory].")
 @click.option("--format", "fmt", type=click.Choice(["npd", "text", "json"]), default="text", show_default=True,
               help="npd: node-problem-detector custom plugin (exit 0 OK, 1 problem, 2 unknown; one short line).")
 @click.option("--textfile", metavar="FILE", type=click.Path(dir_okay=False),
@@ -110,7 +115,9 @@ def _check(kernel, units, files, state_dir, fmt, textfile, slurm_drain, slurm_re
         # (seconds), not on every run, even where the home directory is read-only or absent (containers).
         os.environ["XDG_CACHE_HOME"] = os.path.join(state_path, "cache")
     try:
-        compiled = _compile(rule_dirs)
+        # --timeout covers loading too: a fresh node's first checks answer "unknown" in time, keep what they
+        # validated in the cache and continue from it, so a check under node-problem-detector warms up
+        compiled = _compile(rule_dirs, deadline=started + max(timeout - 1.0, timeout / 2))
     except Exception as exc:  # a broken rule pack must still answer "unknown", not crash the plugin
         return failed(f"cannot load the rules: {exc}")
     boot_id = read_boot_id()
@@ -165,10 +172,10 @@ def _age(now: float) -> float:
         return 0.0
 
 
-def _compile(rule_dirs: tuple[str, ...]):  # type: ignore[no-untyped-def]
+def _compile(rule_dirs: tuple[str, ...], deadline: float | None = None):  # type: ignore[no-untyped-def]
     from qwen_triage.engine.scanner import compile_pack
 
-    return compile_pack(rule_dirs)
+    return compile_pack(rule_dirs, deadline=deadline)
 
 
 def _text(result, slurm_line: str) -> str:  # type: ignore[no-untyped-def]

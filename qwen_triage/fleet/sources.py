@@ -602,7 +602,13 @@ class DmesgReader(Reader):
 
 
 def kernel_reader() -> Reader:
-    """The best kernel log this machine offers: the journal, else /dev/kmsg, else dmesg."""
+    """The best kernel log this machine offers: the journal, else /dev/kmsg, else dmesg.
+
+    ``QWEN_TRIAGE_JOURNALCTL`` (a journalctl to run) and then ``QWEN_TRIAGE_KMSG`` (a file in
+    /dev/kmsg's format) choose one outright: containers, and tests, which never read the host's log.
+    """
+    if os.environ.get(JOURNALCTL_ENV):
+        return JournalReader(None)
     if os.environ.get(KMSG_ENV):
         return KmsgReader()
     if journalctl_path() and journal_present():

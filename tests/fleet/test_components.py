@@ -24,6 +24,7 @@ from typing import Callable, Iterator
 import pytest
 
 from .conftest import BootId, XID79, QUIET, run_check_cli
+from tests.timelimits import scaled
 
 pytestmark = pytest.mark.components
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,7 +47,7 @@ def tail(path: Path, n: int = 15) -> str:
 
 
 def wait_for(pred: Callable[[], object], timeout: float, interval: float = 0.2) -> object:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while True:
         value = pred()
         if value:

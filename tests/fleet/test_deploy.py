@@ -243,18 +243,23 @@ def fake_check(tmp_path: Path, rc: int) -> Path:
 @pytest.mark.parametrize("rc", [0, 1, 2])
 def test_wrapper_runs_the_drain_check_and_always_exits_0(tmp_path: Path, rc: int) -> None:
     assert WRAPPER.stat().st_mode & stat.S_IXUSR
+    defaults = tmp_path / "default-qwen-triage"  # the wrapper's /etc/default/qwen-triage, never the host's
+    defaults.write_text('QWEN_TRIAGE_HOLD=77\nQWEN_TRIAGE_UNITS="nvidia-fabricmanager ollama"\n')
+    log = tmp_path / "healthcheck.log"
     env = {"PATH": os.environ["PATH"], "QWEN_TRIAGE": str(fake_check(tmp_path, rc)),
-           "QWEN_TRIAGE_STATE": str(tmp_path / "state"), "QWEN_TRIAGE_UNITS": "nvidia-fabricmanager ollama",
-           "SLURMD_NODENAME": "gpu-7"}
+           "QWEN_TRIAGE_STATE": str(tmp_path / "state"), "QWEN_TRIAGE_DEFAULTS": str(defaults),
+           "QWEN_TRIAGE_LOG": str(log), "SLURMD_NODENAME": "gpu-7"}
     proc = subprocess.run(["sh", str(WRAPPER)], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0
+    assert "hardware.xid_fatal" in log.read_text()  # what the check said, where there is no syslog
     args = (tmp_path / "args").read_text().splitlines()
+    assert args[args.index("--hold") + 1] == "77"
     assert args[:2] == ["check", "--kernel"]
     assert args[args.index("--state") + 1] == str(tmp_path / "state")
     assert "--slurm-drain" in args and "--slurm-resume" not in args
     assert args[args.index("--node-name") + 1] == "gpu-7"
     assert [args[i + 1] for i, a in enumerate(args) if a == "--journal"] == ["nvidia-fabricmanager", "ollama"]
-    env["QWEN_TRIAGE_RESUME"] = "1"
+    defaults.write_text(defaults.read_text() + "QWEN_TRIAGE_RESUME=1\n")
     env["QWEN_TRIAGE_TEXTFILE"] = str(tmp_path / "qwen_triage.prom")
     subprocess.run(["sh", str(WRAPPER)], env=env, capture_output=True, text=True, timeout=60, check=True)
     args = (tmp_path / "args").read_text().splitlines()
@@ -262,3 +267,14 @@ def test_wrapper_runs_the_drain_check_and_always_exits_0(tmp_path: Path, rc: int
     from qwen_triage.cli import fleet as fleet_cli
     ctx = fleet_cli.check.make_context("check", args[1:])
     assert ctx.params["slurm_drain"] and ctx.params["slurm_resume"]
+
+
+def test_wrapper_sets_the_path_slurm_does_not_give(tmp_path: Path) -> None:
+    """slurmd starts the program with no PATH: scontrol and journalctl must still be found."""
+    fake = tmp_path / "fake-qwen-triage"
+    fake.write_text(f'#!/bin/sh\necho "$PATH" > "{tmp_path}/path"\n')
+    fake.chmod(0o755)
+    env = {"QWEN_TRIAGE": str(fake), "QWEN_TRIAGE_DEFAULTS": os.devnull, "QWEN_TRIAGE_LOG": str(tmp_path / "log")}
+    subprocess.run(["/bin/sh", str(WRAPPER)], env=env, capture_output=True, text=True, timeout=60, check=True)
+    path = (tmp_path / "path").read_text().strip().split(":")
+    assert {"/usr/bin", "/usr/sbin", "/bin", "/usr/local/bin"} <= set(path)

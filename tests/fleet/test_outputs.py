@@ -15,6 +15,7 @@ from qwen_triage.fleet.state import ActiveDiagnosis
 from qwen_triage.fleet.textfile import render, write_textfile
 
 from .conftest import OOM, QUIET, XID79, run_check_cli
+from tests.timelimits import scaled
 
 
 def diag(cls: str = "hardware.xid_fatal", severity: str = "critical", source: str = "kernel", **kw) -> ActiveDiagnosis:  # type: ignore[no-untyped-def]
@@ -95,7 +96,7 @@ def test_a_locked_state_answers_from_the_stored_state(tmp_path: Path, boot, warm
     assert cp.returncode == 1, cp.stderr
     out = json.loads(cp.stdout)
     assert [d["class"] for d in out["active"]] == ["hardware.xid_fatal"]  # the OOM is for the next run to read
-    assert any("locked" in n for n in out["notes"]) and waited < 4
+    assert any("locked" in n for n in out["notes"]) and waited < scaled(4)
     assert (state / "state.json").read_bytes() == before
 
 
@@ -108,7 +109,7 @@ def test_quiet_node_check_is_well_inside_npd_timeout(tmp_path: Path, boot, warm_
     cp = run_check_cli("--file", str(log), "--state", state, "--format", "npd", "--kernel")
     elapsed = time.perf_counter() - t
     assert cp.returncode in (0, 1), cp.stdout + cp.stderr
-    assert elapsed < 2.5, elapsed
+    assert elapsed < scaled(2.5), elapsed
 
 
 # -- textfile ---------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from typing import Callable
 import psutil
 
 from tests.conftest import ROOT
+from tests.timelimits import scaled
 
 LIVE = ROOT / "fixtures" / "live"
 RULES = LIVE / "rules"
@@ -58,7 +59,7 @@ class Stream:
             return next((t for t, line in self.lines if needle in line), None)
 
     def wait_for(self, needle: str, timeout: float = 10.0) -> float:
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         while time.monotonic() < deadline:
             t = self.first(needle)
             if t is not None:
@@ -67,7 +68,7 @@ class Stream:
         raise AssertionError(f"{needle!r} did not appear within {timeout} s; got:\n{self.text[-4000:]}")
 
     def join(self, timeout: float = 10.0) -> None:
-        self.thread.join(timeout)
+        self.thread.join(scaled(timeout))
 
 
 class Live:
@@ -89,7 +90,7 @@ class Live:
         self.err = Stream(self.proc.stderr)
 
     def wait(self, timeout: float = 30.0) -> int:
-        rc = self.proc.wait(timeout)
+        rc = self.proc.wait(scaled(timeout))
         self.out.join()
         self.err.join()
         return rc
@@ -105,7 +106,7 @@ class Live:
 
 
 def read_pids(pidfile: Path, count: int, timeout: float = 10.0) -> dict[int, str]:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while time.monotonic() < deadline:
         if pidfile.exists():
             pairs = [line.split(" ", 1) for line in pidfile.read_text().splitlines() if " " in line]
@@ -121,7 +122,7 @@ def running(pid: int) -> bool:
 
 
 def assert_all_gone(pids: dict[int, str], timeout: float = 3.0) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while time.monotonic() < deadline:
         left = {p: r for p, r in pids.items() if running(p)}
         if not left:
@@ -157,7 +158,7 @@ def env_with(**extra: str) -> dict[str, str]:
 
 
 def eventually(check: Callable[[], bool], timeout: float = 5.0, step: float = 0.02) -> bool:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while time.monotonic() < deadline:
         if check():
             return True

@@ -14,6 +14,7 @@ import pytest
 
 from qwen_triage.live import pump
 from qwen_triage.live.pump import Pump, PumpLink, record, take_records
+from tests.timelimits import scaled
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the pump's kernel path is Linux's")
 
@@ -95,7 +96,7 @@ class Rig:
         return [r[0] for r in self.records]
 
     def wait_sunk(self, n: int, timeout: float = 10) -> None:
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         while len(self.sunk) < n and time.monotonic() < deadline:
             time.sleep(0.01)
 
@@ -197,7 +198,7 @@ def test_a_terminal_sink_gets_the_bytes_unchanged(tmp_path) -> None:
     with Rig(tmp_path, sink_fd=slave) as rig:
         data = b"".join(b"tty line %05d\n" % i for i in range(20_000))
         pump.write_all(rig.out_w, data)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + scaled(10)
         while len(got) < len(data) and time.monotonic() < deadline:
             time.sleep(0.02)
         os.close(rig.out_w)
@@ -224,7 +225,7 @@ def test_the_pump_process_ignores_ctrl_c_and_ends_with_the_pipes(tmp_path) -> No
         assert link.proc.poll() is None
         os.close(out_w)
         kinds: list[int] = []
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + scaled(10)
         while pump.EOF not in kinds and time.monotonic() < deadline:
             kinds += [r[0] for r in link.receive(0.2) or []]
         assert pump.EOF in kinds
@@ -253,7 +254,7 @@ def test_a_pump_that_dies_is_started_again_and_output_keeps_flowing(tmp_path) ->
 
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + scaled(10)
     while b"step 3\n" not in got and time.monotonic() < deadline:
         time.sleep(0.01)
     link = sup._link

@@ -9,6 +9,7 @@ import socket
 import struct
 import time
 from pathlib import Path
+from tests.timelimits import scaled
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures" / "runner"
@@ -131,7 +132,7 @@ def marked_processes(marker: str) -> list[tuple[int, str]]:
 
 def wait_no_marked(marker: str, timeout: float = 10.0) -> list[tuple[int, str]]:
     """Wait until no process carries the marker; what is left (empty: clean)."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     left = marked_processes(marker)
     while left and time.monotonic() < deadline:
         time.sleep(0.2)

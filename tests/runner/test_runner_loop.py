@@ -34,6 +34,7 @@ from tests.runner.helpers import (
     make_model,
     wait_no_marked,
 )
+from tests.timelimits import scaled
 
 
 @pytest.fixture(scope="module")
@@ -188,7 +189,7 @@ def test_engine_death_after_ready_is_seen_by_readiness_and_restarted(h, models, 
     result = {}
     t = threading.Thread(target=lambda: result.setdefault("r", run.go()))
     t.start()
-    deadline = time.monotonic() + 40
+    deadline = time.monotonic() + scaled(40)
     while time.monotonic() < deadline and h.text.count("is ready after") < 2:
         time.sleep(0.1)
     run.deps.stop.set()  # Ctrl-C

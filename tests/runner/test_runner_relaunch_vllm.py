@@ -40,6 +40,7 @@ from tests.runner.helpers import (
     split_model,
     wait_no_marked,
 )
+from tests.timelimits import scaled
 
 pytestmark = pytest.mark.vllm
 
@@ -163,7 +164,7 @@ class Runner:
         return "".join(self.err)
 
     def wait_for(self, needle: str, count: int = 1, timeout: float = RUN_TIMEOUT) -> None:
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         while self.text.count(needle) < count:
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise AssertionError(f"no {needle!r} (x{count}) in:\n{self.text}")
@@ -205,7 +206,7 @@ def marker():
     yield m
     for r in RUNNERS:
         r.abort()
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + scaled(15)
     left = wait_no_marked(m, timeout=15)
     tree = [p for r in RUNNERS for p in r.tree.alive()]
     while tree and time.monotonic() < deadline:
