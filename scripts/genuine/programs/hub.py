@@ -1,0 +1,176 @@
+"""huggingface_hub's download tools (``huggingface-cli download`` / ``hf download``, ``hf_hub_download``) with no
+way to the hub: offline mode with an empty cache, a closed port, a server that accepts and never answers, and a
+tiny local stand-in for the hub (stdlib http.server, started by the case) that answers 401/403/404/500 with the
+hub's error headers, or cuts a file short. Healthy cases: a file served from the cache in offline mode, and a
+complete download from the local stand-in.
+"""
+
+from case import Case, Program, Release
+
+REPO = "tiny-org/tiny-model"
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+# A stand-in for the hub's resolve endpoint. MODE decides the answer; the port goes to ./port.
+FAKEHUB = """\
+import http.server, socket, sys, time
+MODE = sys.argv[1]
+BODY = b'{"model_type": "qwen2", "hidden_size": 64}' + b" " * 4000
+COMMIT = "%s"
+
+
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def _err(self, code, error_code, message):
+        self.send_response(code)
+        self.send_header("X-Error-Code", error_code)
+        self.send_header("X-Error-Message", message)
+        self.send_header("Content-Type", "application/json")
+        body = ('{"error": "%%s"}' %% message).encode()
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _ok_headers(self, size):
+        self.send_response(200)
+        self.send_header("X-Repo-Commit", COMMIT)
+        self.send_header("ETag", '"5d41402abc4b2a76b9719d911017c592"')
+        self.send_header("Content-Length", str(size))
+        self.send_header("Accept-Ranges", "bytes")
+        self.end_headers()
+
+    def do_HEAD(self):
+        self.handle_any(head=True)
+
+    def do_GET(self):
+        self.handle_any(head=False)
+
+    def handle_any(self, head):
+        if MODE == "gated":
+            return self._err(403, "GatedRepo", "Access to model tiny-org/tiny-model is restricted and you are not in"
+                             " the authorized list. Visit https://huggingface.co/tiny-org/tiny-model to ask for access.")
+        if MODE == "unauthorized":
+            return self._err(401, "RepoNotFound", "Invalid username or password.")
+        if MODE == "notfound":
+            return self._err(404, "RepoNotFound", "Repository not found")
+        if MODE == "entrynotfound":
+            return self._err(404, "EntryNotFound", "Entry not found")
+        if MODE == "servererror":
+            return self._err(500, "", "Internal Error - We're working hard to fix this as soon as possible!")
+        if head or MODE == "ok":
+            self._ok_headers(len(BODY))
+            if not head:
+                self.wfile.write(BODY)
+            return
+        if MODE == "short":  # a complete response that is smaller than the HEAD said
+            self.send_response(200)
+            self.send_header("Content-Length", "1000")
+            self.end_headers()
+            self.wfile.write(BODY[:1000])
+            return
+        if MODE == "cut":  # the connection drops half way
+            self._ok_headers(len(BODY))
+            self.wfile.write(BODY[:1000])
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+            self.close_connection = True
+
+
+if MODE == "hang":  # accepts connections and never answers
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(64)
+    open("port", "w").write(str(s.getsockname()[1]))
+    conns = []
+    while True:
+        c, _ = s.accept()
+        conns.append(c)
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+open("port", "w").write(str(srv.server_address[1]))
+srv.serve_forever()
+""" % COMMIT
+
+CLI = 'if [ -x {bin}/hf ]; then HFCLI="{bin}/hf"; else HFCLI="{bin}/huggingface-cli"; fi; '
+WITH_SERVER = (
+    "{python} fakehub.py %s >/dev/null 2>&1 & SRV=$!; "
+    "for i in $(seq 100); do [ -s port ] && break; sleep 0.1; done; "
+    "export HF_ENDPOINT=http://127.0.0.1:$(cat port); "
+)
+STOP = "; rc=$?; kill $SRV; exit $rc"
+
+BASE_ENV = {"HF_HOME": "{work}/hf-home", "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HUB_ETAG_TIMEOUT": "3",
+            "HF_HUB_DOWNLOAD_TIMEOUT": "3", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+
+PYDL = """\
+from huggingface_hub import hf_hub_download
+path = hf_hub_download("%s", "config.json")
+print(path)
+""" % REPO
+
+# A hub cache laid out as huggingface_hub writes it, for the healthy offline case.
+CACHED = {
+    f"hf-home/hub/models--tiny-org--tiny-model/refs/main": COMMIT,
+    f"hf-home/hub/models--tiny-org--tiny-model/snapshots/{COMMIT}/config.json": '{"model_type": "qwen2"}\n',
+}
+
+
+def _cli(id: str, expect: list[str], mode: str | None, note: str, env: dict | None = None, exit: str = "fail",
+         files: dict | None = None, what: str = "config.json", bound: int = 0) -> Case:
+    # bound: the user gives up after that many seconds (SIGINT, as Ctrl-C would)
+    run = f"timeout -s INT {bound} " if bound else ""
+    cmd = CLI + (WITH_SERVER % mode if mode else "") + run + f'"$HFCLI" download {REPO} {what}' + (STOP if mode else "")
+    return Case(id=id, expect=expect, argv=["bash", "-c", cmd], files={"fakehub.py": FAKEHUB, **(files or {})},
+                env={**BASE_ENV, **(env or {})}, input="mixed", note=note, exit=exit, timeout=150)
+
+
+def _py(id: str, expect: list[str], mode: str | None, note: str, env: dict | None = None, exit: str = "fail",
+        bound: int = 0) -> Case:
+    run = f"timeout -s INT {bound} " if bound else ""
+    cmd = (WITH_SERVER % mode if mode else "") + run + "{python} download.py" + (STOP if mode else "")
+    return Case(id=id, expect=expect, argv=["bash", "-c", cmd], files={"fakehub.py": FAKEHUB, "download.py": PYDL},
+                env={**BASE_ENV, **(env or {})}, input="mixed", note=note, exit=exit, timeout=150)
+
+
+CASES = [
+    _cli("cli-cached-offline-healthy", [], None, "healthy: offline mode, the file is in the cache",
+         env={"HF_HUB_OFFLINE": "1"}, exit="ok", files=CACHED),
+    _cli("cli-download-ok-healthy", [], "ok", "healthy: a complete download from a local stand-in for the hub",
+         exit="ok"),
+    _cli("cli-offline-not-cached", ["download.incomplete"], None, "HF_HUB_OFFLINE=1 and nothing in the cache",
+         env={"HF_HUB_OFFLINE": "1"}),
+    _py("py-offline-not-cached", ["download.incomplete"], None, "hf_hub_download, HF_HUB_OFFLINE=1, empty cache",
+        env={"HF_HUB_OFFLINE": "1"}),
+    _cli("cli-connection-refused", ["download.incomplete"], None, "HF_ENDPOINT is a closed local port",
+         env={"HF_ENDPOINT": "http://127.0.0.1:9"}),
+    _py("py-connection-refused", ["download.incomplete"], None, "hf_hub_download against a closed local port",
+        env={"HF_ENDPOINT": "http://127.0.0.1:9"}),
+    _cli("cli-read-timeout", ["download.incomplete"], "hang",
+         "the endpoint accepts the connection and never answers (3 s timeouts); the user interrupts after 100 s",
+         bound=100),
+    _py("py-read-timeout", ["download.incomplete"], "hang",
+        "hf_hub_download against an endpoint that accepts and never answers (3 s timeouts); interrupted after 100 s",
+        bound=100),
+    _cli("cli-gated", ["download.incomplete"], "gated", "403 GatedRepo: the account has not been granted access"),
+    _cli("cli-unauthorized", ["config.bad_argument"], "unauthorized",
+         "401 with RepoNotFound: a private or misspelt repo id without a valid token"),
+    _py("py-repo-not-found", ["config.bad_argument"], "notfound", "404 RepoNotFound: the repo id does not exist"),
+    _cli("cli-entry-not-found", ["config.bad_argument"], "entrynotfound",
+         "404 EntryNotFound: the file name is not in the repo"),
+    _cli("cli-server-error", ["download.incomplete"], "servererror", "the hub answers 500 on every request"),
+    _py("py-size-mismatch", ["download.incomplete"], "short",
+        "the file arrives smaller than the hub announced (consistency check)"),
+    _cli("cli-connection-cut", ["download.incomplete"], "cut", "the connection drops half way through the file"),
+]
+
+PROGRAM = Program(
+    name="hub",
+    releases=[
+        Release(label="0.26.5", requirements=["huggingface_hub==0.26.5"]),
+        Release(label="2.4.0", requirements=["huggingface_hub==2.4.0"]),
+    ],
+    cases=CASES,
+)

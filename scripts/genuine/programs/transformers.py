@@ -1,0 +1,250 @@
+"""transformers as users call it: from_pretrained on a local checkpoint that is missing, damaged or mismatched,
+AutoTokenizer without the files or libraries it needs, Trainer arguments that cannot run on this machine, and
+hub look-ups with no way to the hub. Every model is a tiny random Qwen2 that ``scripts/make_tiny_qwen.py``
+writes inside the case (no downloads); damage is done by the case's own script before the real call.
+"""
+
+from pathlib import Path
+
+from case import Case, Program, Release
+
+MAKE_TINY = (Path(__file__).resolve().parents[2] / "make_tiny_qwen.py").read_text()
+
+# Build the tiny model quietly, then run the user's script: only the script's output is the case.
+BUILD = "{python} make_tiny_qwen.py {work}/tiny {shards} >/dev/null 2>&1 || {{ echo 'tiny model build failed'; exit 97; }}; "
+
+# A closed local port: "no network to the hub" without touching the network.
+CLOSED = "http://127.0.0.1:9"
+
+OFFLINE_ENV = {"HF_HOME": "{work}/hf-home", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+def _script_case(id: str, expect: list[str], script: str, *, shards: int = 1, env: dict | None = None,
+                 note: str = "", exit: str = "fail", model: bool = True, extra: dict | None = None,
+                 timeout: float = 240.0, releases: tuple[str, ...] | None = None) -> Case:
+    """A case that builds the tiny model (unless ``model`` is false) and runs ``main.py`` with the venv python."""
+    files: dict[str, str | bytes] = {"main.py": script}
+    if model:
+        files["make_tiny_qwen.py"] = MAKE_TINY
+    files.update(extra or {})
+    prefix = BUILD.format(python="{python}", work="{work}", shards=f"--shards {shards}") if model else ""
+    return Case(
+        id=id,
+        expect=expect,
+        argv=["bash", "-c", prefix + "exec {python} main.py"],
+        files=files,
+        env={"HF_HOME": "{work}/hf-home", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", **(env or {})},
+        input="transformers",
+        note=note,
+        exit=exit,
+        timeout=timeout,
+        releases=releases,
+    )
+
+
+LOAD = """\
+from transformers import AutoModelForCausalLM
+model = AutoModelForCausalLM.from_pretrained("{work}/tiny")
+print(model.config.model_type)
+"""
+
+
+def _damage_then_load(damage: str, load: str = LOAD) -> str:
+    return "import json, os, pathlib\nM = pathlib.Path('{work}/tiny')\n" + damage + "\n" + load
+
+
+CASES = [
+    _script_case(
+        "load-ok-healthy",
+        [],
+        "from transformers import AutoModelForCausalLM, AutoTokenizer\n"
+        "tok = AutoTokenizer.from_pretrained('{work}/tiny')\n"
+        "model = AutoModelForCausalLM.from_pretrained('{work}/tiny')\n"
+        "ids = tok('the quick brown fox', return_tensors='pt').input_ids\n"
+        "out = model.generate(ids, max_new_tokens=4, do_sample=False)\n"
+        "print(tok.decode(out[0]))\n",
+        exit="ok",
+        note="healthy: a tiny local Qwen2 loads and generates (generation-config warnings only)",
+    ),
+    _script_case(
+        "seqcls-newly-initialized-healthy",
+        [],
+        "from transformers import AutoModelForSequenceClassification\n"
+        "model = AutoModelForSequenceClassification.from_pretrained('{work}/tiny', num_labels=3)\n"
+        "print(type(model).__name__)\n",
+        exit="ok",
+        note="healthy: a classification head on a causal LM checkpoint is new by design: 'Some weights of ... were"
+        " not initialized ... You should probably TRAIN this model' is the normal start of fine-tuning",
+    ),
+    _script_case(
+        "no-config",
+        ["model.format_mismatch"],
+        _damage_then_load("(M / 'config.json').unlink()"),
+        note="the model directory has no config.json",
+    ),
+    _script_case(
+        "config-not-json",
+        ["model.format_mismatch"],
+        _damage_then_load("(M / 'config.json').write_bytes(b'GGUF\\x03\\x00\\x00\\x00' + bytes(64))"),
+        note="config.json holds binary (a GGUF header), not JSON",
+    ),
+    _script_case(
+        "no-weights",
+        ["model.file_missing"],
+        _damage_then_load("(M / 'model.safetensors').unlink()"),
+        note="config.json is there, the weight file is not",
+    ),
+    _script_case(
+        "missing-shard",
+        ["model.shard_missing"],
+        _damage_then_load("(M / 'model-00002-of-00002.safetensors').unlink()"),
+        shards=2,
+        note="two-shard checkpoint, the second shard deleted (the index still names it)",
+    ),
+    _script_case(
+        "truncated-safetensors",
+        ["model.shard_corrupt"],
+        _damage_then_load("p = M / 'model.safetensors'; b = p.read_bytes(); p.write_bytes(b[: len(b) // 3])"),
+        note="model.safetensors cut to a third of its size (an interrupted copy)",
+    ),
+    _script_case(
+        "lfs-pointer-safetensors",
+        ["model.shard_corrupt"],
+        _damage_then_load(
+            "(M / 'model.safetensors').write_text('version https://git-lfs.github.com/spec/v1\\n'"
+            " 'oid sha256:4d1c0d3f3b2e8e5a6f7b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f\\nsize 1048576\\n')"
+        ),
+        note="model.safetensors is a Git LFS pointer (cloned without git-lfs)",
+    ),
+    _script_case(
+        "size-mismatch",
+        ["model.weights_mismatch"],
+        _damage_then_load(
+            "c = json.loads((M / 'config.json').read_text()); c['intermediate_size'] = 384\n"
+            "(M / 'config.json').write_text(json.dumps(c))"
+        ),
+        note="config.json's intermediate_size (384) does not match the checkpoint's MLP weights (256)",
+    ),
+    _script_case(
+        "unknown-model-type",
+        ["model.arch_unsupported"],
+        _damage_then_load(
+            "c = json.loads((M / 'config.json').read_text()); c['model_type'] = 'qwen9_moe'\n"
+            "(M / 'config.json').write_text(json.dumps(c))"
+        ),
+        note="config.json names a model_type this transformers release does not know",
+    ),
+    _script_case(
+        "trust-remote-code",
+        ["model.arch_unsupported"],
+        _damage_then_load(
+            "c = json.loads((M / 'config.json').read_text()); c['model_type'] = 'tinycustom'\n"
+            "c['auto_map'] = {'AutoConfig': 'configuration_tiny.TinyConfig',"
+            " 'AutoModelForCausalLM': 'modeling_tiny.TinyForCausalLM'}\n"
+            "(M / 'config.json').write_text(json.dumps(c))\n"
+            "(M / 'configuration_tiny.py').write_text('from transformers import PretrainedConfig\\n"
+            "class TinyConfig(PretrainedConfig):\\n    model_type = \"tinycustom\"\\n')"
+        ),
+        note="a custom-code architecture (auto_map) loaded without trust_remote_code, stdin not a terminal",
+    ),
+    _script_case(
+        "flash-attn-missing",
+        ["runtime.backend_mismatch"],
+        "from transformers import AutoModelForCausalLM\n"
+        "model = AutoModelForCausalLM.from_pretrained('{work}/tiny', attn_implementation='flash_attention_2')\n",
+        note="attn_implementation='flash_attention_2' where flash-attn is not installed (and no GPU)",
+    ),
+    _script_case(
+        "tokenizer-files-missing",
+        ["model.format_mismatch"],
+        _damage_then_load(
+            "for f in ('tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'chat_template.jinja'):\n"
+            "    if (M / f).exists(): (M / f).unlink()",
+            "from transformers import AutoTokenizer\ntok = AutoTokenizer.from_pretrained('{work}/tiny')\nprint(tok)\n",
+        ),
+        note="the checkpoint has weights but no tokenizer files (5.x builds an empty tokenizer instead of failing)",
+        releases=("4.46.3",),
+    ),
+    _script_case(
+        "sentencepiece-missing",
+        ["runtime.backend_mismatch"],
+        "import pathlib\n"
+        "M = pathlib.Path('{work}/spm'); M.mkdir()\n"
+        "(M / 'tokenizer.model').write_bytes(bytes(range(256)) * 4)\n"
+        "(M / 'tokenizer_config.json').write_text('{\"tokenizer_class\": \"LlamaTokenizer\"}')\n"
+        "(M / 'config.json').write_text('{\"model_type\": \"llama\"}')\n"
+        "from transformers import AutoTokenizer\n"
+        "tok = AutoTokenizer.from_pretrained(str(M))\n",
+        model=False,
+        note="a SentencePiece tokenizer (tokenizer.model, no tokenizer.json) in a venv without sentencepiece",
+    ),
+    _script_case(
+        "trainer-fp16-and-bf16",
+        ["config.bad_argument"],
+        "from transformers import TrainingArguments\n"
+        "args = TrainingArguments(output_dir='{work}/out', fp16=True, bf16=True, report_to=[], use_cpu=True)\n",
+        model=False,
+        note="fp16 and bf16 mixed precision both switched on",
+    ),
+    _script_case(
+        "trainer-train-healthy",
+        [],
+        "import torch\n"
+        "from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer, TrainingArguments\n"
+        "tok = AutoTokenizer.from_pretrained('{work}/tiny')\n"
+        "model = AutoModelForCausalLM.from_pretrained('{work}/tiny', torch_dtype=torch.float32)\n"
+        "rows = [tok('the quick brown fox jumps over the lazy dog')['input_ids']] * 8\n"
+        "data = [dict(input_ids=r, attention_mask=[1] * len(r), labels=r) for r in rows]\n"
+        "args = TrainingArguments(output_dir='{work}/out', max_steps=2, per_device_train_batch_size=2,"
+        " logging_steps=1, report_to=[], use_cpu=True, save_strategy='no')\n"
+        "Trainer(model=model, args=args, train_dataset=data).train()\n",
+        exit="ok",
+        note="healthy: two Trainer steps of the tiny model on CPU (start-up and logging lines only)",
+    ),
+    _script_case(
+        "trainer-strategy-mismatch",
+        ["config.bad_argument"],
+        "from transformers import TrainingArguments\n"
+        "args = TrainingArguments(output_dir='{work}/out', eval_strategy='steps', save_strategy='epoch',"
+        " load_best_model_at_end=True, report_to=[], use_cpu=True)\n",
+        model=False,
+        note="load_best_model_at_end with save and eval strategies that differ",
+    ),
+    _script_case(
+        "trainer-bad-scheduler",
+        ["config.bad_argument"],
+        "from transformers import TrainingArguments\n"
+        "args = TrainingArguments(output_dir='{work}/out', lr_scheduler_type='cosine_with_warmup', report_to=[],"
+        " use_cpu=True)\n",
+        model=False,
+        note="an lr_scheduler_type that is not one of SchedulerType's values",
+    ),
+    _script_case(
+        "offline-not-cached",
+        ["download.incomplete"],
+        "from transformers import AutoModelForCausalLM\n"
+        "model = AutoModelForCausalLM.from_pretrained('Qwen/Qwen2.5-0.5B-Instruct')\n",
+        model=False,
+        env=OFFLINE_ENV,
+        note="HF_HUB_OFFLINE=1 and an empty cache: a hub model id cannot be resolved",
+    ),
+    _script_case(
+        "hub-unreachable",
+        ["download.incomplete"],
+        "from transformers import AutoConfig\n"
+        "config = AutoConfig.from_pretrained('Qwen/Qwen2.5-0.5B-Instruct')\n",
+        model=False,
+        env={"HF_HUB_OFFLINE": "0", "HF_ENDPOINT": CLOSED, "HF_HUB_ETAG_TIMEOUT": "3", "HF_HUB_DOWNLOAD_TIMEOUT": "3"},
+        note="HF_ENDPOINT points at a closed local port: connection refused, nothing cached",
+    ),
+]
+
+PROGRAM = Program(
+    name="transformers",
+    releases=[
+        # transformers first: its version names the program (program: transformers X)
+        Release(label="4.46.3", requirements=["transformers==4.46.3", "torch==2.13.0", "accelerate==1.15.0"]),
+        Release(label="5.24.0", requirements=["transformers==5.24.0", "torch==2.13.0", "accelerate==1.15.0"]),
+    ],
+    cases=CASES,
+)
