@@ -1,12 +1,14 @@
 """Slurm `HealthCheckProgram` mode: drain this node on node-level diagnoses, and only its own drains undone.
 
 Rules of conduct:
-- drain (``scontrol update NodeName=N State=DRAIN Reason="qwen-triage: <class>"``)
+- drain (``scontrol update NodeName=N State=DRAIN Reason="xid_fatal (qwen-triage: hardware.xid_fatal)"``:
+  the condition first, because ``sinfo -R`` shows only a reason's first 20 characters)
   only for node-level classes: a bad GPU, link or bus, a driver/library
   mismatch, fabric manager down, or ``node.*`` — never for a job's own mistake;
 - never touch a node that is drained or down for a reason that is not ours
   (someone else's drain stays theirs, with their reason);
-- resume (opt-in) only a drain whose reason starts with ``qwen-triage:``, once
+- resume (opt-in) only a drain whose reason is one of ours (that form, or the older
+  ``qwen-triage: <class>``), once
   no node-level diagnosis is active any more;
 - every scontrol call has a timeout (Slurm kills a health check after 60 s).
 """
@@ -23,6 +25,8 @@ from typing import Callable, Sequence
 from qwen_triage.fleet.state import ActiveDiagnosis
 
 REASON_PREFIX = "qwen-triage:"
+# a reason this module wrote: "xid_fatal (qwen-triage: hardware.xid_fatal, node.nic_error)"
+OUR_REASON = re.compile(r"[a-z0-9_]{1,64} \(qwen-triage: [a-z0-9_.]{1,80}(?:, [a-z0-9_.]{1,80}){0,20}\)")
 NODE_CLASSES = frozenset(
     {
         "hardware.xid_fatal",
@@ -91,7 +95,8 @@ class NodeInfo:
 
     @property
     def ours(self) -> bool:
-        return reason_text(self.reason).startswith(REASON_PREFIX)
+        text = reason_text(self.reason)
+        return text.startswith(REASON_PREFIX) or OUR_REASON.fullmatch(text) is not None
 
 
 @dataclass
@@ -116,12 +121,14 @@ def show_node(node: str, runner: Runner) -> NodeInfo:
 
 
 def drain_reason(classes: list[str]) -> str:
-    text = f"{REASON_PREFIX} {classes[0]}"
+    """``xid_fatal (qwen-triage: hardware.xid_fatal, …)``: the condition in the first 20 characters
+    (what ``sinfo -R`` shows), every class and who drained it after."""
+    head = f"{classes[0].rsplit('.', 1)[-1]} ({REASON_PREFIX} {classes[0]}"
     for c in classes[1:]:
-        if len(text) + len(c) + 2 > MAX_REASON:
+        if len(head) + len(c) + 3 > MAX_REASON:
             break
-        text += f", {c}"
-    return text
+        head += f", {c}"
+    return head + ")"
 
 
 def apply(

@@ -395,12 +395,14 @@ def test_slurm_xid79_drains_the_node_and_resumes_when_enabled(slurm_cluster: Slu
     t0 = time.monotonic()
     with open(log, "a") as fh:
         fh.write(XID79)
-    drained = wait_for(lambda: s.node().get("Reason", "").startswith("qwen-triage: hardware.xid_fatal"), 90)
+    drained = wait_for(lambda: s.node().get("Reason", "").startswith("xid_fatal (qwen-triage: hardware.xid_fatal)"), 90)
     drain_delay = time.monotonic() - t0
     node = s.node()
     assert drained and "DRAIN" in node["State"], f"{node}\n{tail(s.root / 'hc.log')}"
     out = s.scontrol("show", "node", NODE).stdout
-    assert "Reason=qwen-triage: hardware.xid_fatal" in out
+    assert "Reason=xid_fatal (qwen-triage: hardware.xid_fatal)" in out
+    sinfo = subprocess.run(["sinfo", "-R", "-h", "-n", NODE], capture_output=True, text=True, timeout=20, env=s.env)
+    assert sinfo.stdout.split()[:1] == ["xid_fatal"], sinfo.stdout  # the 20 characters sinfo -R shows
 
     # without --slurm-resume the drain stays, even once the condition has cleared (a reboot)
     s.boot.reboot()

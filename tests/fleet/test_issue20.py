@@ -38,7 +38,10 @@ def kmsg_file(path: Path, *messages: str) -> Path:
 
 
 def check_json(*args: str, env: dict[str, str] | None = None) -> dict:
-    cp = run_check_cli(*args, "--format", "json", env=env)
+    # a generous --timeout: these tests are about what is read, not how fast (a cold rule cache compiles first)
+    if "--timeout" not in args:
+        args = (*args, "--timeout", "120")
+    cp = run_check_cli(*args, "--format", "json", env=env, timeout=300)
     assert cp.returncode in (0, 1), cp.stderr
     return json.loads(cp.stdout)
 
@@ -46,6 +49,11 @@ def check_json(*args: str, env: dict[str, str] | None = None) -> dict:
 def node_classes(result: dict) -> list[str]:
     return [d["class"] for d in result["active"]
             if d["class"] in NODE_CLASSES or d["class"].startswith(("hardware.", "node."))]
+
+
+def cli(*args: str, **kw):  # type: ignore[no-untyped-def]
+    """The check as a subprocess, with a --timeout that a cold rule cache on a busy machine meets."""
+    return run_check_cli(*args, "--timeout", "120", timeout=300, **kw)
 
 
 class NoScontrol:
@@ -158,13 +166,13 @@ def test_a_symlinked_state_directory_is_refused_and_its_target_untouched(tmp_pat
     link.symlink_to(target)
     log = tmp_path / "x.log"
     log.write_text(XID79)
-    cp = run_check_cli("--file", str(log), "--state", str(link), "--format", "npd")
+    cp = cli("--file", str(log), "--state", str(link), "--format", "npd")
     assert cp.returncode == 2
     assert "is a symlink" in cp.stderr
     assert target.stat().st_mode & 0o777 == 0o755 and list(target.iterdir()) == []
     dangling = tmp_path / "dangling"
     dangling.symlink_to(tmp_path / "nowhere")
-    cp = run_check_cli("--file", str(log), "--state", str(dangling))
+    cp = cli("--file", str(log), "--state", str(dangling))
     assert cp.returncode == 2 and not (tmp_path / "nowhere").exists()
 
 
@@ -175,7 +183,7 @@ def test_a_state_directory_of_another_user_is_refused(tmp_path: Path, boot: Boot
     os.chown(theirs, 12345, 12345)
     log = tmp_path / "x.log"
     log.write_text(XID79)
-    cp = run_check_cli("--file", str(log), "--state", str(theirs))
+    cp = cli("--file", str(log), "--state", str(theirs))
     assert cp.returncode == 2 and "belongs to uid 12345" in cp.stderr
     assert list(theirs.iterdir()) == []
 
@@ -207,7 +215,7 @@ def test_a_file_path_that_is_not_utf8_is_checked_and_saved(tmp_path: Path, boot:
     textfile = str(tmp_path / "qwen_triage.prom")
     for _ in range(2):
         cp = subprocess.run([sys.executable, "-m", "qwen_triage", "check", "--file", path, "--state", state,
-                             "--textfile", textfile, "--format", "npd"], capture_output=True, timeout=120,
+                             "--textfile", textfile, "--format", "npd", "--timeout", "120"], capture_output=True, timeout=120,
                             stdin=subprocess.DEVNULL)
         assert cp.returncode == 1, cp.stderr
     assert b"hardware.xid_fatal" in cp.stdout
@@ -220,12 +228,12 @@ def test_a_state_file_with_impossible_times_is_rebuilt(tmp_path: Path, boot: Boo
     log = tmp_path / "x.log"
     log.write_text(XID79)
     state = tmp_path / "st"
-    run_check_cli("--file", str(log), "--state", str(state))
+    cli("--file", str(log), "--state", str(state))
     saved = json.loads((state / "state.json").read_text())
     for d in saved["active"].values():
         d["first_seen"], d["last_seen"] = 1e300, -5e18
     (state / "state.json").write_text(json.dumps(saved))
-    cp = run_check_cli("--file", str(log), "--state", str(state), "--format", "text")
+    cp = cli("--file", str(log), "--state", str(state), "--format", "text")
     assert cp.returncode in (0, 1), cp.stderr
     assert "is corrupt" in cp.stdout and "Traceback" not in cp.stderr
 
@@ -241,7 +249,7 @@ def test_deeply_nested_yaml_is_a_clean_refusal(tmp_path: Path, boot: BootId, dep
     (rules / "deep.yaml").write_text(nested_yaml(depth))
     log = tmp_path / "x.log"
     log.write_text(XID79)
-    cp = run_check_cli("--rules", str(rules), "--file", str(log), "--state", str(tmp_path / "st"))
+    cp = cli("--rules", str(rules), "--file", str(log), "--state", str(tmp_path / "st"))
     assert cp.returncode == 2
     assert "nested deeper than 32 levels" in cp.stderr and "Traceback" not in cp.stderr
 
@@ -265,7 +273,7 @@ def test_a_huge_table_is_refused_naming_the_limit(tmp_path: Path, boot: BootId, 
     (rules / "codes.yaml").write_text(table_rule(rows))
     log = tmp_path / "x.log"
     log.write_text(XID79)
-    cp = run_check_cli("--rules", str(rules), "--file", str(log), "--state", str(tmp_path / "st"))
+    cp = cli("--rules", str(rules), "--file", str(log), "--state", str(tmp_path / "st"))
     assert cp.returncode == 2
     assert limit in cp.stderr, cp.stderr
 
@@ -312,3 +320,33 @@ def test_secrets_do_not_reach_a_report(tmp_path: Path) -> None:
     assert cp.stdout, cp.stderr
     for _, secrets in forms:
         assert not any(s in cp.stdout for s in secrets)
+
+
+# -- the suite on a host configured as docs/fleet.md says ------------------------------------------------------
+
+def test_the_suite_sees_no_site_configuration(tmp_path: Path) -> None:
+    """With /etc/default/qwen-triage, QWEN_TRIAGE_RULES and a Slurm cluster on the host, a test sees none."""
+    for name in ("QWEN_TRIAGE_RULES", "QWEN_TRIAGE_RESUME", "QWEN_TRIAGE_UNITS", "SLURMD_NODENAME"):
+        assert name not in os.environ
+    assert os.environ["QWEN_TRIAGE_DEFAULTS"] == os.devnull
+    assert Path(os.environ["SLURM_CONF"]).read_bytes() == b""
+    assert Path.home() != Path("/root") and not str(Path.home()).startswith("/home/")
+    from qwen_triage.cli.fleet import default_state_dir
+
+    assert not default_state_dir().startswith("/var/lib")
+    if subprocess.run(["sh", "-c", "command -v scontrol"], capture_output=True).returncode == 0:
+        # a stray scontrol answers at once, from no controller
+        cp = subprocess.run(["scontrol", "show", "node", "gpu-7"], capture_output=True, text=True, timeout=30,
+                            stdin=subprocess.DEVNULL)
+        assert cp.returncode != 0
+
+
+def test_the_wrapper_run_by_a_test_reads_no_host_defaults(tmp_path: Path) -> None:
+    from .test_deploy import WRAPPER, fake_check
+
+    env = {**os.environ, "QWEN_TRIAGE": str(fake_check(tmp_path, 1)), "QWEN_TRIAGE_LOG": str(tmp_path / "log"),
+           "QWEN_TRIAGE_STATE": str(tmp_path / "state")}
+    subprocess.run(["sh", str(WRAPPER)], env=env, capture_output=True, text=True, timeout=60, check=True)
+    args = (tmp_path / "args").read_text().splitlines()
+    assert "--slurm-resume" not in args and "--journal" not in args and "--node-name" not in args
+    assert args[args.index("--hold") + 1] == "3600"

@@ -209,9 +209,17 @@ def test_drains_on_a_node_level_class() -> None:
     out = slurm.apply([diag(), diag(cls="memory.gpu_oom", severity="error")], "gpu1", fake)
     assert out.action == "drained"
     assert fake.updates == [["scontrol", "update", "NodeName=gpu1", "State=DRAIN",
-                             "Reason=qwen-triage: hardware.xid_fatal"]]
+                             "Reason=xid_fatal (qwen-triage: hardware.xid_fatal)"]]
     out = slurm.apply([diag()], "gpu1", fake)  # already ours with the same reason: nothing to do
     assert out.action == "none" and len(fake.updates) == 1
+
+
+@pytest.mark.parametrize("cls", sorted(slurm.NODE_CLASSES | {"node.storage_error", "node.nic_error",
+                                                               "node.kernel_hang", "node.kernel_panic"}))
+def test_the_first_20_characters_of_the_reason_name_the_condition(cls: str) -> None:
+    """`sinfo -R` prints 20 characters of a reason: "qwen-triage: hardwar" named nothing."""
+    shown = slurm.drain_reason([cls, "node.nic_error"])[:20]
+    assert shown.startswith(cls.rsplit(".", 1)[1][:20])
 
 
 def test_job_level_classes_do_not_drain() -> None:
@@ -229,8 +237,10 @@ def test_never_touches_someone_elses_drain(state: str) -> None:
     assert out.action == "none" and fake.updates == []
 
 
-def test_resume_only_when_enabled_and_only_our_drain() -> None:
-    fake = FakeScontrol(state="IDLE+DRAIN", reason="qwen-triage: hardware.xid_fatal")
+@pytest.mark.parametrize("reason", ["xid_fatal (qwen-triage: hardware.xid_fatal)",
+                                    "qwen-triage: hardware.xid_fatal"], ids=["ours", "ours-before-issue-20"])
+def test_resume_only_when_enabled_and_only_our_drain(reason: str) -> None:
+    fake = FakeScontrol(state="IDLE+DRAIN", reason=reason)
     assert slurm.apply([], "gpu1", fake, resume=False).action == "none"
     assert fake.updates == []
     out = slurm.apply([], "gpu1", fake, resume=True)
