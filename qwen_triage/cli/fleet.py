@@ -55,10 +55,13 @@ def default_state_dir() -> str:
 @click.option("--from-end", is_flag=True, help="A file never read before is read from its end, not its start.")
 @click.option("--rules", "rule_dirs", metavar="DIR", multiple=True, type=click.Path(exists=True),
               help="Extra rule directory (repeatable); QWEN_TRIAGE_RULES adds more.")
+@click.option("--clear", "clear_patterns", metavar="GLOB", multiple=True,
+              help="After a repair without a reboot: let go of the active diagnoses whose class matches (e.g. "
+                   "'hardware.*'); the lines already read stay read, new evidence raises them again.")
 def check(kernel: bool, units: tuple[str, ...], files: tuple[str, ...], state_dir: str | None, fmt: str,
           textfile: str | None, slurm_drain: bool, slurm_resume: bool, node_name: str | None, hold: float,
           max_bytes: int, timeout: float, max_output: int, class_patterns: tuple[str, ...], from_end: bool,
-          rule_dirs: tuple[str, ...]) -> None:
+          rule_dirs: tuple[str, ...], clear_patterns: tuple[str, ...]) -> None:
     """Read what is new in the node's logs since the last check and report the active diagnoses.
 
     Exit status: 0 nothing active, 1 an active diagnosis, 2 could not check (as node-problem-detector reads it).
@@ -66,14 +69,15 @@ def check(kernel: bool, units: tuple[str, ...], files: tuple[str, ...], state_di
     now = time.time()
     started = time.perf_counter() - _age(now)  # --timeout counts from the process start, imports included
     code, text = _check(kernel, units, files, state_dir, fmt, textfile, slurm_drain, slurm_resume, node_name, hold,
-                        max_bytes, timeout, max_output, class_patterns, from_end, rule_dirs, started, now)
+                        max_bytes, timeout, max_output, class_patterns, from_end, rule_dirs, started, now,
+                        clear_patterns)
     if text:
         click.echo(text)
     sys.exit(code)
 
 
 def _check(kernel, units, files, state_dir, fmt, textfile, slurm_drain, slurm_resume, node_name, hold,  # type: ignore[no-untyped-def]
-           max_bytes, timeout, max_output, class_patterns, from_end, rule_dirs, started, now):
+           max_bytes, timeout, max_output, class_patterns, from_end, rule_dirs, started, now, clear_patterns=()):
     from qwen_triage.fleet import npd
     from qwen_triage.fleet.check import CheckConfig, run_check, stored_result
     from qwen_triage.fleet.sources import FileReader, JournalReader, Reader, kernel_reader
@@ -124,9 +128,12 @@ def _check(kernel, units, files, state_dir, fmt, textfile, slurm_drain, slurm_re
     try:
         with store.locked(timeout=min(1.5, timeout / 2)):
             state = store.load()
+            by_hand = clear_by_hand(state, clear_patterns)
             result = run_check(readers, state, compiled, CheckConfig(hold=hold, max_bytes=max_bytes, timeout=timeout),
                                boot_id, now=now, started=started)
             result.notes[:0] = store.notes
+            result.cleared[:0] = by_hand
+            result.notes += [f"cleared by hand: {d.class_} from {d.source}" for d in by_hand]
             store.save(state)
     except StateLocked as exc:
         # another check (an NPD condition of its own, the Slurm health check) is reading right now: answer
@@ -160,6 +167,22 @@ def _check(kernel, units, files, state_dir, fmt, textfile, slurm_drain, slurm_re
     if fmt == "json":
         return code, shown.model_dump_json(by_alias=True, indent=2)
     return code, _text(shown, slurm_line)
+
+
+def clear_by_hand(state, patterns: tuple[str, ...]):  # type: ignore[no-untyped-def]
+    """Drop the active diagnoses whose class matches one of ``patterns``; the dropped ones.
+
+    For a node repaired without a reboot (a GPU reset, a reseated cable): hardware classes are
+    otherwise held until the boot id changes. Positions are kept, so the evidence already read
+    is not read again; a new Xid raises the class again.
+    """
+    from fnmatch import fnmatchcase
+
+    dropped = []
+    for key, d in list(state.active.items()):
+        if any(fnmatchcase(d.class_, p) for p in patterns):
+            dropped.append(state.active.pop(key))
+    return dropped
 
 
 def _age(now: float) -> float:

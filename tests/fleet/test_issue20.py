@@ -350,3 +350,40 @@ def test_the_wrapper_run_by_a_test_reads_no_host_defaults(tmp_path: Path) -> Non
     args = (tmp_path / "args").read_text().splitlines()
     assert "--slurm-resume" not in args and "--journal" not in args and "--node-name" not in args
     assert args[args.index("--hold") + 1] == "3600"
+
+
+# -- docs: a hardware condition clears at the next boot, or by hand after a repair ----------------------------
+
+def test_a_held_hardware_class_clears_by_hand_and_comes_back_on_new_evidence(tmp_path: Path, boot: BootId) -> None:
+    log = tmp_path / "kern.log"
+    log.write_text(XID79)
+    state = str(tmp_path / "st")
+    assert node_classes(check_json("--file", str(log), "--state", state, "--hold", "0")) == ["hardware.xid_fatal"]
+    assert node_classes(check_json("--file", str(log), "--state", state, "--hold", "0")) == ["hardware.xid_fatal"]
+    cleared = check_json("--file", str(log), "--state", state, "--hold", "0", "--clear", "hardware.*")
+    assert node_classes(cleared) == [] and [d["class"] for d in cleared["cleared"]] == ["hardware.xid_fatal"]
+    assert node_classes(check_json("--file", str(log), "--state", state, "--hold", "0")) == []  # read already
+    with open(log, "a") as fh:
+        fh.write(XID79)
+    assert node_classes(check_json("--file", str(log), "--state", state, "--hold", "0")) == ["hardware.xid_fatal"]
+    boot.reboot()
+    assert node_classes(check_json("--file", str(log), "--state", state, "--hold", "0")) == []
+
+
+def test_the_timer_units_run_a_check_the_cli_accepts() -> None:
+    import configparser
+    import shlex
+
+    from qwen_triage.cli import fleet as fleet_cli
+
+    units = Path(__file__).resolve().parents[2] / "deploy" / "systemd"
+    service = configparser.ConfigParser(strict=True, interpolation=None)
+    service.read_string((units / "qwen-triage-check.service").read_text())
+    timer = configparser.ConfigParser(strict=True, interpolation=None)
+    timer.read_string((units / "qwen-triage-check.timer").read_text())
+    assert service["Service"]["Type"] == "oneshot" and "1" in service["Service"]["SuccessExitStatus"].split()
+    argv = shlex.split(service["Service"]["ExecStart"])
+    assert argv[0].startswith("/") and argv[1] == "check"  # a full path: no PATH to rely on
+    ctx = fleet_cli.check.make_context("check", argv[2:])
+    assert ctx.params["kernel"] and ctx.params["textfile"].endswith(".prom")
+    assert timer["Timer"]["OnUnitActiveSec"] and timer["Install"]["WantedBy"] == "timers.target"
