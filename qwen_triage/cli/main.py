@@ -218,6 +218,27 @@ def rules_show(rule_id: str, rule_dirs: tuple[str, ...]) -> None:
     click.echo(json.dumps(lr.rule.shown(), indent=2))
 
 
+@rules.command("warm")
+@rules_option
+def rules_warm(rule_dirs: tuple[str, ...]) -> None:
+    """Validate and compile the pack into the cache now (an image build), so no later run pays for it.
+
+    The cache is the user cache directory, or $XDG_CACHE_HOME/qwen-triage; `check` uses
+    <state>/cache/qwen-triage when XDG_CACHE_HOME is not set.
+    """
+    from qwen_triage.engine.scanner import cache_dir, load_compiled
+
+    compiled = load_compiled(rule_dirs, engine="hyperscan" if _hyperscan() else "literal")
+    click.echo(f"{len(compiled.rules)} rules, {len(compiled.patterns)} patterns "
+               f"({compiled.prefilter.name} prefilter) cached in {cache_dir()}")
+
+
+def _hyperscan() -> bool:
+    from qwen_triage.engine.prefilter import hyperscan_available
+
+    return hyperscan_available()
+
+
 @rules.command("lint")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
 @click.option("--strict", is_flag=True, help="Warnings fail too.")

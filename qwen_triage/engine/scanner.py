@@ -24,9 +24,21 @@ def cache_dir() -> Path:
 
 
 def compile_pack(
-    rule_dirs: Iterable[str] = (), engine: str = "auto", pack: RulePack | None = None
+    rule_dirs: Iterable[str] = (), engine: str = "auto", pack: RulePack | None = None, deadline: float | None = None
 ) -> CompiledPack:
-    pack = pack or load_pack(extra_rule_dirs(list(rule_dirs)), cache_dir=cache_dir())
+    """``deadline`` (``time.perf_counter()``): loading stops there with rulepack.pack.LoadDeadline, and a
+    detached child (engine.detached) finishes the load and the Hyperscan database for the next run."""
+    if pack is None:
+        from qwen_triage.rulepack.pack import LoadDeadline
+
+        dirs = extra_rule_dirs(list(rule_dirs))
+        try:
+            pack = load_pack(dirs, cache_dir=cache_dir(), deadline=deadline)
+        except LoadDeadline:
+            from qwen_triage.engine.detached import start_pack_load
+
+            start_pack_load(cache_dir(), dirs, bundled=True)
+            raise
     return CompiledPack.build(pack, engine=engine, cache_dir=cache_dir())
 
 

@@ -107,12 +107,12 @@ class Cache:
                 pass
             return False
 
-    def prune(self, prefix: str, keep: str) -> None:
-        """Remove entries named ``prefix*`` beyond the newest few, never ``keep``."""
+    def prune(self, prefix: str, keep: str, keep_newest: int = KEEP_PER_KIND) -> None:
+        """Remove entries named ``prefix*`` beyond the newest ``keep_newest``, never ``keep``."""
         try:
             entries = [p for p in self.path.iterdir() if p.name.startswith(prefix) and p.name != keep]
             entries.sort(key=lambda p: p.stat().st_mtime, reverse=True)
-            for old in entries[KEEP_PER_KIND:]:
+            for old in entries[keep_newest:]:
                 old.unlink()
         except OSError:
             pass
