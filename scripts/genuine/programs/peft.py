@@ -1,0 +1,116 @@
+"""PEFT (LoRA) as fine-tuning scripts use it: target modules that the base model does not have, an adapter loaded
+onto a base of another size, an adapter directory without its config or its weights. The base models are tiny
+random Qwen2 models built in the case's own script from a config (no files, no downloads).
+"""
+
+from case import Case, Program, Release
+
+# Builds a tiny Qwen2 base (random weights) and saves a LoRA adapter for it in ./adapter.
+BASE = """\
+import os, pathlib, torch
+from transformers import Qwen2Config, Qwen2ForCausalLM
+from peft import LoraConfig, PeftModel, get_peft_model
+torch.manual_seed(0)
+
+
+def tiny(hidden=64, inter=128):
+    cfg = Qwen2Config(vocab_size=256, hidden_size=hidden, intermediate_size=inter, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128)
+    return Qwen2ForCausalLM(cfg)
+
+
+def save_adapter(path="adapter"):
+    m = get_peft_model(tiny(), LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"],
+                                          task_type="CAUSAL_LM"))
+    m.save_pretrained(path)
+    return pathlib.Path(path)
+"""
+
+
+# The hub's answer for a repo id that does not exist (401 RepoNotFound), from a local stand-in, so that a local
+# path that is not a complete adapter gets the same answer it gets online. The port goes to ./port.
+NOHUB = """\
+import http.server
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+    def answer(self):
+        self.send_response(401)
+        self.send_header("X-Error-Code", "RepoNotFound")
+        self.send_header("X-Error-Message", "Repository not found")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    do_HEAD = do_GET = answer
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+open("port", "w").write(str(srv.server_address[1]))
+srv.serve_forever()
+"""
+WITH_HUB = (
+    "{python} nohub.py >/dev/null 2>&1 & SRV=$!; for i in $(seq 100); do [ -s port ] && break; sleep 0.1; done; "
+    "HF_ENDPOINT=http://127.0.0.1:$(cat port) {python} train.py; rc=$?; kill $SRV; exit $rc"
+)
+
+
+def _case(id: str, expect: list[str], body: str, note: str, exit: str = "fail", online: bool = False) -> Case:
+    return Case(
+        id=id,
+        expect=expect,
+        argv=["bash", "-c", WITH_HUB] if online else ["{python}", "train.py"],
+        files={"train.py": BASE + "\n" + body, **({"nohub.py": NOHUB} if online else {})},
+        env={"HF_HUB_DISABLE_TELEMETRY": "1"} if online else {"HF_HUB_OFFLINE": "1"},
+        input="transformers",
+        note=note,
+        exit=exit,
+        timeout=180,
+    )
+
+
+CASES = [
+    _case(
+        "lora-ok-healthy",
+        [],
+        "m = get_peft_model(tiny(), LoraConfig(r=8, target_modules=['q_proj', 'k_proj', 'v_proj', 'o_proj'],"
+        " task_type='CAUSAL_LM'))\nm.print_trainable_parameters()\nm.save_pretrained('adapter')\n"
+        "print(PeftModel.from_pretrained(tiny(), 'adapter').active_adapter)\n",
+        "healthy: LoRA on the attention projections, saved and loaded back",
+        exit="ok",
+    ),
+    _case(
+        "target-modules-not-found",
+        ["config.bad_argument"],
+        "m = get_peft_model(tiny(), LoraConfig(r=8, target_modules=['query_key_value', 'dense'],"
+        " task_type='CAUSAL_LM'))\n",
+        "target_modules named for another architecture (Falcon/BLOOM names on a Qwen2 model)",
+    ),
+    _case(
+        "adapter-size-mismatch",
+        ["model.weights_mismatch"],
+        "save_adapter()\nm = PeftModel.from_pretrained(tiny(hidden=128, inter=256), 'adapter')\n",
+        "an adapter trained on a hidden-64 base loaded onto a hidden-128 base",
+    ),
+    _case(
+        "adapter-config-missing",
+        ["model.format_mismatch"],
+        "a = save_adapter()\n(a / 'adapter_config.json').unlink()\nm = PeftModel.from_pretrained(tiny(), str(a))\n",
+        "the adapter directory has weights but no adapter_config.json",
+    ),
+    _case(
+        "adapter-weights-missing",
+        ["model.file_missing"],
+        "a = save_adapter()\nfor f in a.glob('adapter_model.*'):\n    f.unlink()\n"
+        "m = PeftModel.from_pretrained(tiny(), str(a))\n",
+        "the adapter directory has its config but no adapter_model weights (online: the hub knows no such repo)",
+        online=True,
+    ),
+]
+
+PROGRAM = Program(
+    name="peft",
+    releases=[
+        Release(label="0.13.2", requirements=["peft==0.13.2", "transformers==4.46.3", "torch==2.13.0",
+                                              "accelerate==1.15.0"]),
+        Release(label="0.21.2", requirements=["peft==0.21.2", "transformers==5.24.0", "torch==2.13.0",
+                                              "accelerate==1.15.0"]),
+    ],
+    cases=CASES,
+)
