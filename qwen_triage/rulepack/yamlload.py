@@ -106,7 +106,9 @@ def load_yaml(path: str | Path, text: str | None = None) -> LoadedYaml:
     yaml = YAML(typ="safe", pure=True)
     try:
         depth = events = 0
+        seen: list[Any] = []
         for event in yaml.parse(text):
+            seen.append(event)
             mark = event.start_mark
             events += 1
             if events > MAX_YAML_EVENTS:
@@ -123,7 +125,7 @@ def load_yaml(path: str | Path, text: str | None = None) -> LoadedYaml:
                 raise RuleFileError(path, mark.line + 1, mark.column + 1, "aliases are not allowed in rule files")
             if isinstance(event, (ScalarEvent, CollectionStartEvent)) and event.anchor:
                 raise RuleFileError(path, mark.line + 1, mark.column + 1, "anchors are not allowed in rule files")
-        node = yaml.compose(text)
+        node = _compose(yaml, text, seen)
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
@@ -138,6 +140,40 @@ def load_yaml(path: str | Path, text: str | None = None) -> LoadedYaml:
         return LoadedYaml(path, None, {(): Position(1, 1)})
     data = _to_python(yaml, path, node, (), positions)
     return LoadedYaml(path, data, positions)
+
+
+class _Replay:
+    """The checking pass's events, handed to the composer in place of a parser: the text is parsed once
+    (pure-Python parsing is most of what loading a pack costs), not once to check and again to compose."""
+
+    def __init__(self, events: list[Any]):
+        self.events, self.at = events, 0
+
+    def check_event(self, *choices: Any) -> bool:
+        if self.at >= len(self.events):
+            return False
+        return not choices or isinstance(self.events[self.at], choices)
+
+    def peek_event(self) -> Any:
+        return self.events[self.at] if self.at < len(self.events) else None
+
+    def get_event(self) -> Any:
+        event = self.events[self.at]
+        self.at += 1
+        return event
+
+    def dispose(self) -> None:
+        pass
+
+
+def _compose(yaml: YAML, text: str, events: list[Any]) -> Node | None:
+    """``yaml.compose(text)`` from the events already parsed."""
+    yaml.get_constructor_parser(text)  # the loader's state for this document; nothing is parsed here
+    yaml._parser = _Replay(events)  # type: ignore[attr-defined]  # ruamel's composer reads loader._parser
+    try:
+        return yaml.composer.get_single_node()
+    finally:
+        del yaml._parser  # type: ignore[attr-defined]
 
 
 def _to_python(yaml: YAML, path: str, node: Node, at: Path_, positions: dict[Path_, Position]) -> Any:
