@@ -96,7 +96,6 @@ CASES = [
         _damage_then_load("(M / 'model.safetensors').unlink()"),
         note="config.json is there, the weight file is not (the message is the one a folder of only GGUF/other"
         " weights gets: no weights in a format transformers loads)",
-        also=["model.file_missing"],
     ),
     _script_case(
         "missing-shard",
