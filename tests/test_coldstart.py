@@ -162,3 +162,14 @@ def test_the_npd_image_warms_the_cache_where_check_reads_it() -> None:
     env = next(i for i, line in enumerate(lines) if line.startswith("ENV XDG_CACHE_HOME="))
     warm = next(i for i, line in enumerate(lines) if line.strip() == "RUN qwen-triage rules warm")
     assert install < warm and env < warm  # after the install, into the cache `check` uses at run time
+
+
+def test_a_big_input_compiles_first_a_small_one_never_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    from qwen_triage.engine.prefilter import INLINE_ABOVE, engine_for_input
+
+    monkeypatch.setenv(BUILD_ENV, "background")
+    assert engine_for_input("auto", 10_000) == "auto"  # literal now, the database built for the next run
+    assert engine_for_input("auto", INLINE_ABOVE) == ("hyperscan" if hyperscan_available() else "auto")
+    assert engine_for_input("literal", INLINE_ABOVE) == "literal"
+    monkeypatch.setenv(BUILD_ENV, "off")
+    assert engine_for_input("auto", INLINE_ABOVE) == "auto"

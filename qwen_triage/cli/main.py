@@ -99,7 +99,7 @@ def scan(ctx: click.Context, paths: tuple[str, ...], fmt: str, rule_dirs: tuple[
         if follow:
             fail("--follow reads one stream; it does not go with --jobs / --format jsonl")
         _scan_batch(paths, rule_dirs, engine, max_line, jobs)
-    compiled = load_compiled(rule_dirs, engine)
+    compiled = load_compiled(rule_dirs, _engine_for(engine, paths))
     from qwen_triage.rulepack.stray import stray_rules_warning
 
     stray = stray_rules_warning(compiled.pack, Path.cwd())  # a rule added to a clone, not installed
@@ -135,6 +135,23 @@ def scan(ctx: click.Context, paths: tuple[str, ...], fmt: str, rule_dirs: tuple[
     sys.exit(EXIT_FOUND if failed else EXIT_CLEAN)
 
 
+
+
+def _engine_for(engine: str, paths: tuple[str, ...]) -> str:
+    """A small scan never waits for Hyperscan to compile (the literal prefilter runs at once); a big one
+    compiles first, as that pays back within the run (engine.prefilter.engine_for_input)."""
+    if engine != "auto":
+        return engine
+    from qwen_triage.engine.prefilter import engine_for_input
+
+    total = 0
+    for p in paths:
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue  # the scan itself says why
+        total += st.st_size * (8 if p.endswith(".gz") else 1)  # gzip: about what a log compresses by
+    return engine_for_input(engine, total)
 
 
 def _scan_batch(paths: tuple[str, ...], rule_dirs: tuple[str, ...], engine: str, max_line: int,
