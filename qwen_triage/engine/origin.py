@@ -38,10 +38,11 @@ APP_FORMATS = frozenset({"vllm", "vllm-process", "logfmt", "nccl", "glog", "mpi"
 
 # What the kernel puts before a message: an optional syslog tag, timestamps, then up to
 # four "device or subsystem:" parts of at most three words each ("pcieport 0000:00:03.0: ",
-# "mlx5_core 0000:3b:00.0 enp59s0f0: ", "NVRM: GPU 0000:41:00.0: ", "INFO: ", "mce: [Hardware Error]: "),
+# "mlx5_core 0000:3b:00.0 enp59s0f0: ", "NVRM: GPU 0000:41:00.0: ", "INFO: ", "mce: [Hardware Error]: ",
+# the CPER record number GHES puts first: "{1}[Hardware Error]: "),
 # and at most two words of the next (the driver before the device a pattern names: "nvme nvme2: …").
 KERNEL_HEAD = regex.compile(
-    r"\s*(?:kernel: )?(?:\[[^\]\n]{0,40}\] ?){0,2}(?:\S{1,64}(?: \S{1,64}){0,2}: ){0,4}(?:\S{1,64} ){0,2}\s*"
+    r"\s*(?:kernel: )?(?:\{\d{1,4}\})?(?:\[[^\]\n]{0,40}\] ?){0,2}(?:\S{1,64}(?: \S{1,64}){0,2}: ){0,4}(?:\S{1,64} ){0,2}\s*"
 )
 MAX_HEAD = 240
 # Messages a driver prints whole, wrapping long sentences over several lines of its own: what
