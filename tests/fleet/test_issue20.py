@@ -387,3 +387,43 @@ def test_the_timer_units_run_a_check_the_cli_accepts() -> None:
     ctx = fleet_cli.check.make_context("check", argv[2:])
     assert ctx.params["kernel"] and ctx.params["textfile"].endswith(".prom")
     assert timer["Timer"]["OnUnitActiveSec"] and timer["Install"]["WantedBy"] == "timers.target"
+
+
+# -- 1, in the engine: `sources:` is enforced for every rule --------------------------------------------------
+
+def fired_rules(compiled, text: str) -> set[str]:  # type: ignore[no-untyped-def]
+    import io
+
+    from qwen_triage.engine.scanner import Scanner
+    from qwen_triage.engine.sources import Source, iter_blocks
+
+    scanner = Scanner(compiled)
+    fired = set()
+    source = Source(name="x.log", stream=io.BytesIO(text.encode()))
+    scanner.add_source(source)
+    for block in iter_blocks(source):
+        fired |= {f.rule.rule.id for f in scanner.matcher.feed_block(block, source.name, source.index)}
+    fired |= {f.rule.rule.id for f in scanner.matcher.finish()}
+    return fired
+
+
+@pytest.mark.parametrize("line", [VLLM_PROMPT, OLLAMA_PROMPT, "[ 12.345678] " + SEGFAULT_XID,
+                                  "Dec  1 10:00:00 gpu-7 ollama[812]: [ 1234.567890] " + XID79.split("] ", 1)[1].strip()],
+                         ids=["vllm", "ollama", "segfault", "syslog-app-tag"])
+def test_kernel_rules_never_fire_on_text_the_kernel_did_not_put_there(compiled, line: str) -> None:  # type: ignore[no-untyped-def]
+    assert not {"kernel.xid", "kernel.gpu-fallen-off-bus"} & fired_rules(compiled, line + "\n")
+
+
+@pytest.mark.parametrize("line", [XID79, XID79.split("] ", 1)[1], "Dec  1 10:00:00 gpu-7 kernel: " + XID79.split("] ", 1)[1]],
+                         ids=["dmesg", "bare", "syslog"])
+def test_kernel_rules_still_fire_on_the_kernel_s_own_lines(compiled, line: str) -> None:  # type: ignore[no-untyped-def]
+    assert "kernel.xid" in fired_rules(compiled, line)
+
+
+def test_a_journal_entry_claiming_to_be_the_kernel_is_not(compiled, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    message = XID79.split("] ", 1)[1].strip()
+    spoof = {"__CURSOR": "s=1", "MESSAGE": message, "SYSLOG_IDENTIFIER": "kernel", "_TRANSPORT": "syslog",
+             "_PID": "4242", "_COMM": "logger"}
+    real = {**spoof, "__CURSOR": "s=2", "_TRANSPORT": "kernel"}
+    assert "kernel.xid" not in fired_rules(compiled, json.dumps(spoof) + "\n")
+    assert "kernel.xid" in fired_rules(compiled, json.dumps(real) + "\n")
