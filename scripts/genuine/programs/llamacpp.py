@@ -103,7 +103,8 @@ CASES = [
           "t = i + 4 + 8 * n_dims\n"
           "open('tiny.gguf', 'wb').write(raw[:t] + struct.pack('<I', 251) + raw[t + 4:])",
           "a tensor whose ggml type (251) no release defines"),
-    _case("missing-tensors", ["model.gguf_corrupt"], "", "the file lacks the tensors of block 0 (a broken conversion)",
+    _case("missing-tensors", ["model.gguf_unsupported"], "",
+          "the file lacks tensors this loader needs for its architecture (a conversion made for another llama.cpp)",
           env={"TINY_NO_BLOCKS": "1"}),
     _case("path-missing", ["model.file_missing"], "", "the model path does not exist", path="models/tiny-q4.gguf"),
 ]
