@@ -302,6 +302,8 @@ def run_case(case: Case, vdir: Path, base_env: dict[str, str]) -> dict:
     (work / "tmp").mkdir()
     for key, val in case.env.items():
         env[key] = fill(val, values)
+    tag = os.urandom(8).hex()
+    env["QWEN_GENUINE_CASE"] = tag
     argv = [fill(a, values) for a in case.argv]
     command = " ".join(
         [f"{k}={shlex.quote(fill(v, neutral_values))}" for k, v in case.env.items()]
@@ -336,6 +338,7 @@ def run_case(case: Case, vdir: Path, base_env: dict[str, str]) -> dict:
     _killpg(proc.pid, signal.SIGTERM)
     reader.join(timeout=3)
     _killpg(proc.pid, signal.SIGKILL)
+    _kill_tagged(tag)
     reader.join(timeout=5)
     elapsed = time.monotonic() - started
     data = bytes(head)
@@ -354,6 +357,27 @@ def run_case(case: Case, vdir: Path, base_env: dict[str, str]) -> dict:
         text += "\n"
     shutil.rmtree(work, ignore_errors=True)
     return {"text": text, "rc": rc, "timed_out": timed_out, "command": command, "seconds": elapsed}
+
+
+def _kill_tagged(tag: str) -> None:
+    """Kill every process that still carries this case's tag in its environment.
+
+    A case's process group goes at its end, but a server or rank that called setsid() left the group;
+    the tag (inherited by every descendant) still finds it. Linux /proc only; elsewhere a no-op.
+    """
+    needle = f"QWEN_GENUINE_CASE={tag}".encode()
+    for _round in range(2):
+        found = False
+        for entry in Path("/proc").glob("[0-9]*"):
+            try:
+                if needle in (entry / "environ").read_bytes().split(b"\0"):
+                    os.kill(int(entry.name), signal.SIGKILL)
+                    found = True
+            except (OSError, ValueError):
+                continue
+        if not found:
+            return
+        time.sleep(0.2)
 
 
 def _killpg(pid: int, sig: int) -> None:
