@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -93,6 +92,8 @@ def start_build(patterns: list[str], multiline: frozenset[int], cache_dir: Path,
 
 def _spawn(args: list[str]) -> bool:
     """This module as a detached child: its own session, no descriptor of ours (a pipe NPD reads stays closed)."""
+    import subprocess  # only when a child starts: not on a warm run's start-up path
+
     package_root = str(Path(__file__).resolve().parent.parent.parent)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
