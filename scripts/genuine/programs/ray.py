@@ -52,7 +52,10 @@ ray.shutdown()
 PROGRAM = Program(
     name="ray",
     dist="ray",
-    releases=[Release(label="2.60.0", requirements=["ray==2.60.0"])],
+    releases=[
+        Release(label="2.40.0", requirements=["ray==2.40.0"]),
+        Release(label="2.60.0", requirements=["ray==2.60.0"]),
+    ],
     cases=[
         Case(
             id="local-tasks-ok",
