@@ -49,6 +49,9 @@ class Release:
     first: list[str] = field(default_factory=list)
     pip_args: list[str] = field(default_factory=list)  # e.g. --no-build-isolation
     pip_env: dict[str, str] = field(default_factory=dict)  # e.g. DS_BUILD_OPS=0 while building
+    # commands run once in the built venv ({python}, {bin}, {venv} filled in), e.g. a JIT op built ahead so
+    # that no case records the build; rerun whenever they change, without reinstalling
+    after: list[list[str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

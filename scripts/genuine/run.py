@@ -175,6 +175,25 @@ def ensure_venv(prog: Program, rel: Release) -> Path | None:
     return vdir
 
 
+def ensure_after(vdir: Path, rel: Release) -> bool:
+    """Run the release's ``after`` commands once (again when they change); False when one failed."""
+    steps = list(getattr(rel, "after", []))
+    stamp = vdir / ".genuine-after"
+    want = json.dumps(steps)
+    if not steps or (stamp.is_file() and stamp.read_text() == want):
+        return True
+    values = {"python": str(vdir / "bin" / "python"), "bin": str(vdir / "bin"), "venv": str(vdir)}
+    env = {**os.environ, **getattr(rel, "pip_env", {})}
+    with (vdir / "after.log").open("w") as fh:
+        for step in steps:
+            print(f"[venv] {vdir.name}: after-step {' '.join(step)[:100]}", flush=True)
+            if subprocess.run([fill(a, values) for a in step], stdout=fh, stderr=subprocess.STDOUT, env=env).returncode:
+                print(f"[venv] after-step failed (log {vdir / 'after.log'})", flush=True)
+                return False
+    stamp.write_text(want)
+    return True
+
+
 def installed_version(vdir: Path, dist: str, fallback: str) -> str:
     proc = subprocess.run(
         [str(vdir / "bin" / "python"), "-c", "import importlib.metadata as m,sys; print(m.version(sys.argv[1]))", dist],
@@ -561,6 +580,8 @@ def main(argv: list[str] | None = None) -> int:
             if not todo:
                 continue
             vdir = ensure_venv(prog, rel)
+            if vdir is not None and not ensure_after(vdir, rel):
+                vdir = None
             if vdir is None:
                 misses += len(todo)
                 continue
