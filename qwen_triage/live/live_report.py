@@ -95,6 +95,8 @@ class LiveReporter:
         if width is None:
             width = shutil.get_terminal_size((100, 24)).columns if tty else 100
         self.width = max(60, min(width, 160))
+        # Boxes and wrapping only on a terminal: in a pipe or a file every line stays whole, so grep finds it.
+        self.boxed = tty
         self.quiet = quiet
         self.started = time.monotonic()
         self.shown: set[str] = set()  # classes whose diagnosis panel was printed live: the summary refers to them
@@ -113,7 +115,7 @@ class LiveReporter:
             color_system="standard" if self.color else None,
             width=self.width,
             highlight=False,
-            soft_wrap=False,
+            soft_wrap=not self.boxed,
         )
 
     def _render(self, *renderables) -> str:  # type: ignore[no-untyped-def]
@@ -139,7 +141,8 @@ class LiveReporter:
 
         if ev.kind == "diagnosis" and ev.item is not None:
             title = f"diagnosis {ev.number} [{ev.severity.value}] at +{ev.elapsed:.1f}s"
-            self.sink.write_block(self._render(self._rule(title), diagnosis_renderable(ev.item, ev.number)))
+            block = self._render(self._rule(title), diagnosis_renderable(ev.item, ev.number, boxed=self.boxed))
+            self.sink.write_block(block)
             self.shown.add(ev.item.class_)
         elif ev.kind == "symptom":
             rule = ev.finding.rule.rule
@@ -159,21 +162,23 @@ class LiveReporter:
         def safe(text: str) -> str:  # log text: no secret, no control character
             return clean(redact_text(text))
 
+        fold = "fold" if self.boxed else None  # off a terminal nothing is folded (nor cropped: soft wrap)
         body: list[Text] = [Text(safe(stall.describe()), style="bold")]
         if stall.stage is not None:
             since = f" (for {stall.stage_since:.0f} s)" if stall.stage_since is not None else ""
-            body.append(Text(safe(f"stage: {stall.stage.label}{since}, from: {stall.stage_line}"), overflow="fold"))
+            body.append(Text(safe(f"stage: {stall.stage.label}{since}, from: {stall.stage_line}"), overflow=fold))
             if stall.stage.hint:
-                body.append(Text(safe(f"hint: {stall.stage.hint}"), style="green", overflow="fold"))
+                body.append(Text(safe(f"hint: {stall.stage.hint}"), style="green", overflow=fold))
         if stall.processes is not None:
             body.append(Text(f"processes of the child still alive: {stall.processes}", style="dim"))
         if stall.last_lines:
             body.append(Text("last lines:", style="bold"))
-            body += [Text("  " + safe(line), overflow="fold") for line in stall.last_lines]
+            body += [Text("  " + safe(line), overflow=fold) for line in stall.last_lines]
         from rich.console import Group
 
         self.sink.write_block(
-            self._render(self._rule("stall", "bold yellow"), Panel(Group(*body), border_style="yellow"))
+            self._render(self._rule("stall", "bold yellow"),
+                         Panel(Group(*body), border_style="yellow") if self.boxed else Group(*body))
         )
 
     def note(self, message: str, always: bool = False) -> None:
@@ -195,5 +200,5 @@ class LiveReporter:
 
         console = self._console()
         console.print(self._rule(title))
-        print_text(report, console, shown=self.shown)
+        print_text(report, console, shown=self.shown, boxed=self.boxed)
         self.sink.write_block(console.file.getvalue())  # type: ignore[attr-defined]

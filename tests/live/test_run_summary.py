@@ -23,3 +23,18 @@ def test_panel_printed_once_when_the_child_exits_at_once(tmp_path) -> None:
     assert "summary" in err
     if "qwen-triage ▸ diagnosis" in err:  # shown live: the summary refers to it
         assert "panel shown above" in err
+
+
+def test_live_report_off_a_terminal_keeps_every_line_whole(tmp_path) -> None:
+    """On a pipe the live blocks are neither boxed nor wrapped: a long evidence line comes out on one line."""
+    long_oom = OOM + " of which 1.19 GiB is free. Process 4242 has 77.95 GiB memory in use. " + "x" * 160
+    script = f"print({long_oom!r}, flush=True); raise SystemExit(1)"
+    live = Live(qt_argv("run", "--stall", "0", "--log", str(tmp_path / "r.log"), "--", sys.executable, "-c", script))
+    try:
+        rc = live.wait(60)
+    finally:
+        live.kill()
+    err = live.err.text
+    assert rc == 1 and "memory.gpu_oom" in err
+    assert any(long_oom in line for line in err.splitlines()), err
+    assert "╭" not in err and "│" not in err, err  # no panel borders in a pipe
