@@ -107,6 +107,8 @@ def test_a_hang_is_reported_where_it_stopped(tmp_path: Path) -> None:
     (item,) = report["unrecognised"]
     assert item["kind"] == "stall" and item["count"] == 5 and item["evidence"]["line"] == 7
     assert "NCCL / distributed init" in item["template"] and "NCCL_P2P_DISABLE" in item["hint"]
+    text = qt("scan", str(log)).stdout
+    assert text.count("(5x)") == 1, text  # the count is said once, not in the template and again after it
 
 
 def test_heartbeats_the_launch_got_past_are_no_stall(tmp_path: Path) -> None:

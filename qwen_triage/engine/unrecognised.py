@@ -274,7 +274,7 @@ class Collector:
             if lines_read.get(src, 0) - last.line > TAIL_LINES:
                 continue  # the launch went on after the heartbeats
             where = f" in stage “{stage['label']}”" if stage else ""
-            template = f"no progress{where}: the input ends repeating “{p.beat_template}” ({p.beats}x)"
+            template = f"no progress{where}: the input ends repeating “{p.beat_template}”"  # its count: Item.count
             hint = (stage.get("hint") or None) if stage else None
             out.append(Item(template, "stall", p.beats, last, last.program, hint=hint))
         return out
