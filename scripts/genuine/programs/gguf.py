@@ -3,6 +3,7 @@ writes a tiny valid llama GGUF with the library's own ``GGUFWriter`` and then da
 inside its tensor data or its key-value table, a version from the future, a tensor of an unknown ggml type.
 """
 
+import gguf_damage as damage
 from case import Case, Program, Release
 
 # A tiny llama GGUF written by gguf-py itself; DAMAGE runs on its bytes afterwards.
@@ -46,24 +47,20 @@ def _case(id: str, expect: list[str], damage: str, note: str, exit: str = "fail"
 
 CASES = [
     _case("dump-ok-healthy", [], "", "healthy: gguf-dump lists the metadata and tensors of a valid file", exit="ok"),
-    _case("bad-magic", ["model.gguf_corrupt"], "open('tiny.gguf', 'wb').write(b'GGML' + raw[4:])",
+    _case("bad-magic", ["model.gguf_corrupt"], damage.BAD_MAGIC,
           "the first four bytes are not GGUF"),
     _case("html-instead-of-gguf", ["model.gguf_corrupt"],
-          "open('tiny.gguf', 'w').write('<!DOCTYPE html><html><head><title>404</title></head></html>\\n' * 4)",
+          damage.HTML_PAGE,
           "an HTML error page saved under the .gguf name (a failed download)"),
-    _case("truncated-data", ["model.gguf_corrupt"], "open('tiny.gguf', 'wb').write(raw[: len(raw) - 4096])",
+    _case("truncated-data", ["model.gguf_corrupt"], damage.truncated("len(raw) - 4096"),
           "the file stops inside its tensor data (an interrupted download)"),
-    _case("truncated-kv", ["model.gguf_corrupt"], "open('tiny.gguf', 'wb').write(raw[:120])",
+    _case("truncated-kv", ["model.gguf_corrupt"], damage.truncated("120"),
           "the file stops inside its key-value metadata"),
     _case("future-version", ["model.gguf_unsupported"],
-          "open('tiny.gguf', 'wb').write(raw[:4] + struct.pack('<I', 9) + raw[8:])",
+          damage.FUTURE_VERSION,
           "a GGUF version this reader does not know (9)"),
     _case("unknown-ggml-type", ["model.gguf_unsupported"],
-          # the type field of the first tensor info: after the name, n_dims and the dims
-          "i = raw.index(b'token_embd.weight') + len('token_embd.weight')\n"
-          "n_dims = struct.unpack('<I', raw[i:i + 4])[0]\n"
-          "t = i + 4 + 8 * n_dims\n"
-          "open('tiny.gguf', 'wb').write(raw[:t] + struct.pack('<I', 251) + raw[t + 4:])",
+          damage.UNKNOWN_GGML_TYPE,
           "a tensor whose ggml type (251) no release defines"),
 ]
 

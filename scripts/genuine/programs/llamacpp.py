@@ -8,6 +8,7 @@ Building the venv compiles llama.cpp with CMAKE_ARGS below (a minimal CPU build:
 cores); pip keeps the built wheel in its cache, so a rebuilt venv of the same pin reuses it.
 """
 
+import gguf_damage as damage
 from case import Case, Program, Release
 
 # a minimal CPU build of llama.cpp: no native tuning, OpenMP, curl, tests, examples, tools or server
@@ -83,25 +84,22 @@ def _case(id: str, expect: list[str], damage: str, note: str, exit: str = "fail"
 
 CASES = [
     _case("load-ok-healthy", [], "", "healthy: a tiny random llama GGUF loads and generates a few tokens", exit="ok"),
-    _case("bad-magic", ["model.gguf_corrupt"], "open('tiny.gguf', 'wb').write(b'GGML' + raw[4:])",
+    _case("bad-magic", ["model.gguf_corrupt"], damage.BAD_MAGIC,
           "the first four bytes are not GGUF"),
     _case("html-instead-of-gguf", ["model.gguf_corrupt"],
-          "open('tiny.gguf', 'w').write('<!DOCTYPE html><html><head><title>404</title></head></html>\\n' * 4)",
+          damage.HTML_PAGE,
           "an HTML error page saved under the .gguf name (a failed download)"),
-    _case("truncated-data", ["model.gguf_corrupt"], "open('tiny.gguf', 'wb').write(raw[: len(raw) - 20000])",
+    _case("truncated-data", ["model.gguf_corrupt"], damage.truncated("len(raw) - 20000"),
           "the file stops inside its tensor data (an interrupted download)"),
-    _case("truncated-kv", ["model.gguf_corrupt"], "open('tiny.gguf', 'wb').write(raw[:300])",
+    _case("truncated-kv", ["model.gguf_corrupt"], damage.truncated("300"),
           "the file stops inside its key-value metadata"),
     _case("future-version", ["model.gguf_unsupported"],
-          "open('tiny.gguf', 'wb').write(raw[:4] + struct.pack('<I', 9) + raw[8:])",
+          damage.FUTURE_VERSION,
           "a GGUF version this llama.cpp does not know (9)"),
     _case("unknown-architecture", ["model.gguf_unsupported"], "", "general.architecture names an architecture"
           " this llama.cpp does not have", env={"TINY_ARCH": "qwen9moe"}),
     _case("unknown-ggml-type", ["model.gguf_unsupported"],
-          "i = raw.index(b'token_embd.weight') + len('token_embd.weight')\n"
-          "n_dims = struct.unpack('<I', raw[i:i + 4])[0]\n"
-          "t = i + 4 + 8 * n_dims\n"
-          "open('tiny.gguf', 'wb').write(raw[:t] + struct.pack('<I', 251) + raw[t + 4:])",
+          damage.UNKNOWN_GGML_TYPE,
           "a tensor whose ggml type (251) no release defines"),
     _case("missing-tensors", ["model.gguf_unsupported"], "",
           "the file lacks tensors this loader needs for its architecture (a conversion made for another llama.cpp)",
