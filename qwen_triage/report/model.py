@@ -201,7 +201,7 @@ def _plain(obj: Any) -> Any:
 
     Building pydantic's serialiser for the report takes longer than scanning a small
     log, and a report holds only dataclasses, enums, lists, str-keyed dicts and
-    scalars; anything else falls back to pydantic (``tests/test_report_json.py``
+    scalars; anything else falls back to pydantic (``tests/report/test_report_json.py``
     checks both agree).
     """
     if obj is None or isinstance(obj, (str, bool, int)):

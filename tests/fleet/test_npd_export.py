@@ -355,7 +355,7 @@ def test_cli_reports_what_it_cannot_express_and_exports_the_rest(tmp_path: Path)
 
 def test_a_table_rule_exports_one_npd_rule_per_row(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from qwen_triage.fleet.npd_export import export_npd
-    from tests.test_rule_tables import TABLE_RULES
+    from tests.rulepack.test_rule_tables import TABLE_RULES
 
     rules = tmp_path / "rules"
     rules.mkdir()

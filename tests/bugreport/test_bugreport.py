@@ -18,7 +18,7 @@ from qwen_triage.cli.main import cli
 from qwen_triage.preflight.machine.nvml import ReplayProbe
 from qwen_triage.preflight.machine.software import SoftwareInfo
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOT = ROOT / "fixtures" / "preflight" / "snapshot-6x4090-pcie.json"
 
 SECRETS = [

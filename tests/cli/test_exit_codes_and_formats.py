@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tests.conftest import ROOT
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 SEGV = b"TESTSEGV signal: segmentation fault\n"
 
 

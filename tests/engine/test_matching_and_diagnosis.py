@@ -12,7 +12,7 @@ from qwen_triage.engine.matcher import CompiledPack
 from qwen_triage.rulepack.pack import load_pack
 from qwen_triage.engine.sources import Source
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 
 @pytest.fixture(scope="module", params=["hyperscan", "literal"])

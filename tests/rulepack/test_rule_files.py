@@ -107,7 +107,7 @@ def test_rules_env_variable_adds_a_directory(tmp_path) -> None:
 
 
 def test_lint_reports_hostile_pattern_and_missing_literal(tmp_path) -> None:
-    data = Path(__file__).parent / "data"
+    data = Path(__file__).parents[1] / "data"
     proc = run_cli("rules", "lint", str(data / "rules_hostile.yaml"))
     assert proc.returncode == 1
     assert b"timed out" in proc.stdout

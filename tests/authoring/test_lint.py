@@ -84,5 +84,5 @@ def test_rules_actions_lists_every_type() -> None:
 
 
 def test_docs_say_no_match_is_required() -> None:
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "writing-rules.md").read_text()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "writing-rules.md").read_text()
     assert "`examples.no_match` are both required" in doc

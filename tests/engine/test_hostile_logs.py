@@ -26,7 +26,7 @@ from qwen_triage.engine.sources import Block, InputError, Source, iter_blocks, j
 from qwen_triage.rulepack.pack import load_pack
 from qwen_triage.units import MAX_INT_DIGITS, bounded_int, port_number
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 BIG = "9" * 5000
 PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

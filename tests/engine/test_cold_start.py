@@ -20,7 +20,7 @@ from qwen_triage.engine.prefilter import BUILD_ENV, hyperscan_available
 from qwen_triage.engine.scanner import Scanner
 from qwen_triage.engine.sources import Source
 from qwen_triage.rulepack.pack import LoadDeadline, load_pack
-from tests.test_rulefiles import GOOD_RULE
+from tests.rulepack.test_rule_files import GOOD_RULE
 
 LOG = "starting\nSegmentation fault (core dumped)\nbye\n"
 

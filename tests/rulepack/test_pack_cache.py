@@ -13,7 +13,7 @@ from qwen_triage.engine.sources import Source
 from qwen_triage.rulepack.cache import Cache
 from qwen_triage.rulepack.pack import load_pack
 from tests.conftest import ROOT
-from tests.test_rulefiles import GOOD_RULE
+from tests.rulepack.test_rule_files import GOOD_RULE
 
 XID_LINE = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python3, GPU has fallen off the bus.\n"
 

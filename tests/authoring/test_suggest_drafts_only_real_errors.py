@@ -11,7 +11,7 @@ from pathlib import Path
 from qwen_triage.authoring.suggest import draft_rules
 from qwen_triage.report.model import Evidence, Unrecognised
 from tests.conftest import ROOT
-from tests.test_unrecognised_tracebacks import QUUX_LOG
+from tests.engine.test_unrecognised_tracebacks import QUUX_LOG
 
 BRACES = "ERROR 11-29 10:00:06 [loader.py:12] Shard map {layer} has no entry for {'rank': 3} in model\n"
 WIDGET = "ERROR 11-29 10:00:05 [engine.py:88] Widget pool drained on host 10.0.0.2:4455\n"

@@ -18,7 +18,7 @@ from qwen_triage.cli.main import cli
 from qwen_triage.rulepack.pack import load_pack
 from qwen_triage.rulepack.paths import bundled_rules_dir
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LOG = ROOT / "fixtures" / "logs" / "examples" / "qwen32b-tp6-vllm.log"
 NEW_RULE = "rules:\n  - id: mine.new-rule\n    class: process.segfault\n"
 
