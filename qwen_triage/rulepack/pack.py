@@ -35,7 +35,7 @@ MAX_RULE_FILES = 2000
 RULES_ENV = "QWEN_TRIAGE_RULES"
 # Data files beside the rules that are not rule files: the class catalogue, the
 # launch stages of the stall watchdog, the runner's per-class fix defaults.
-DATA_FILES = (CLASSES_FILE, "stages.yaml", "fix-defaults.yaml", "benign.yaml")
+DATA_FILES = (CLASSES_FILE, "stages.yaml", "fix-defaults.yaml", "benign.yaml", "checks.yaml")
 BENIGN_FILE = "benign.yaml"
 STAGES_FILE = "stages.yaml"
 
