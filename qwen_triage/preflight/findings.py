@@ -1,7 +1,8 @@
 """Building preflight findings, and turning them into the same diagnoses and observations as ``scan``.
 
 Checks emit :class:`~qwen_triage.engine.correlate.CheckFinding` objects, built
-with the small helpers here (:func:`ev`, :func:`act`, :func:`fix`);
+by :func:`finding` from the check's declaration in ``rules/checks.yaml`` and the
+small helpers here (:func:`ev`, :func:`act`, :func:`fix`);
 :func:`to_report` hands them to the engine's one
 :class:`~qwen_triage.engine.correlate.Correlator`, which groups them by class,
 files info-level ones as observations, and nests a class under the class that
@@ -17,12 +18,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from qwen_triage.engine.check_finding import CheckFinding
+from qwen_triage.engine.check_finding import CheckFinding, finding
 from qwen_triage.engine.correlate import Correlator
 from qwen_triage.report.model import Diagnosis, Evidence, FixOut, Observation
 from qwen_triage.rulepack.spec import ClassSpec
 
-__all__ = ["CheckFinding", "act", "ev", "fix", "load_classes", "to_report"]
+__all__ = ["CheckFinding", "act", "ev", "finding", "fix", "load_classes", "to_report"]
 
 
 def ev(path: str | Path, text: str) -> Evidence:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from typing import Any
 
 from qwen_triage.rulepack.actions import (
     BiosSetting,
@@ -15,15 +16,14 @@ from qwen_triage.rulepack.actions import (
     Hardware,
     LowerGpuMemoryUtilization,
     ResetGpu,
-    SetArg,
     SetEnv,
     StopProcess,
 )
-from qwen_triage.preflight.findings import CheckFinding, act, ev, fix
+from qwen_triage.preflight.findings import CheckFinding, act, ev, finding, fix
 from qwen_triage.preflight.machine.nvml import Gpu, GpuSnapshot
 from qwen_triage.preflight.machine.topology import kind
+from qwen_triage.report.model import FixOut
 from qwen_triage.units import GiB, human
-from qwen_triage.rulepack.schema import Severity
 
 BUSY_BYTES = 1 * GiB
 BUSY_SHARE = 0.05
@@ -39,6 +39,16 @@ def _gpu(g: Gpu) -> str:
     return f"GPU {g.index} ({g.pci_bus_id})"
 
 
+def _on(g: Gpu, at: str, check_id: str, summary: str, seen: str, **kw: Any) -> CheckFinding:
+    """A finding about one card: its summary and the one probe reading behind it, both led by the card's name."""
+    return finding(check_id, f"{_gpu(g)}{summary}", evidence=[ev(at, f"{_gpu(g)}: {seen}")], **kw)
+
+
+def _exclude(g: Gpu, step: str | None = None) -> FixOut:
+    """The fix step that leaves card ``g`` out of the server's CUDA_VISIBLE_DEVICES."""
+    return fix(step or f"leave GPU {g.index} out", act(ExcludeGpu, gpu=str(g.index)))
+
+
 def _mixed(snap: GpuSnapshot, at: str) -> list[CheckFinding]:
     out: list[CheckFinding] = []
     names = Counter(g.name for g in snap.gpus)
@@ -48,7 +58,6 @@ def _mixed(snap: GpuSnapshot, at: str) -> list[CheckFinding]:
         ccs = {g.compute_capability for g in snap.gpus if g.compute_capability}
         mems = {g.memory.total for g in snap.gpus}
         text = ", ".join(f"{n} x{c}" for n, c in names.most_common())
-        facts = {"models": dict(names), "compute_capabilities": sorted(ccs)}
         summary = f"Mixed GPU models: {text}."
         if len(ccs) > 1:
             summary += (
@@ -58,13 +67,11 @@ def _mixed(snap: GpuSnapshot, at: str) -> list[CheckFinding]:
         if len(mems) > 1:
             summary += f" Memory differs too: the smallest card ({human(min(mems))}) sets each rank's KV cache."
         out.append(
-            CheckFinding(
-                class_id="runtime.backend_mismatch",
-                rule="preflight.doctor.mixed-gpus",
-                title="mixed GPU models in one box",
-                severity=Severity.warning if len(ccs) > 1 or len(mems) > 1 else Severity.info,
-                summary=summary,
-                facts=facts,
+            finding(
+                "preflight.doctor.mixed-gpus",
+                summary,
+                variant=None if len(ccs) > 1 or len(mems) > 1 else "alike",
+                facts={"models": dict(names), "compute_capabilities": sorted(ccs)},
                 evidence=[
                     ev(at, f"{_gpu(g)}: {g.name}, cc {g.compute_capability}, {human(g.memory.total)}")
                     for g in snap.gpus
@@ -83,17 +90,31 @@ def _mixed(snap: GpuSnapshot, at: str) -> list[CheckFinding]:
         vbios = Counter(g.vbios for g in same)
         if len(vbios) > 1:
             out.append(
-                CheckFinding(
-                    class_id="runtime.backend_mismatch",
-                    rule="preflight.doctor.vbios-mixed",
-                    title="same model, different VBIOS",
-                    severity=Severity.info,
-                    summary=f"{name}: VBIOS {', '.join(f'{v} x{c}' for v, c in vbios.most_common())} "
+                finding(
+                    "preflight.doctor.vbios-mixed",
+                    f"{name}: VBIOS {', '.join(f'{v} x{c}' for v, c in vbios.most_common())} "
                     "(different batches or board vendors; clocks and power limits may differ).",
                     evidence=[ev(at, f"{_gpu(g)}: VBIOS {g.vbios}") for g in same],
                 )
             )
     return out
+
+
+def _busy_fix(g: Gpu, procs: list, max_util: float) -> list[FixOut]:
+    """Free the card (stop its biggest holders), leave it out, or ask for less of it."""
+    steps = [
+        fix(
+            f"stop pid {p.pid} ({p.name or '?'}) on GPU {g.index}",
+            act(StopProcess, what=f"pid {p.pid} ({p.name or '?'}) on GPU {g.index}"),
+        )
+        for p in procs[:3]
+    ]
+    steps.append(_exclude(g))
+    if max_util >= 0.3:
+        steps.append(
+            fix(f"or lower --gpu-memory-utilization to {max_util:g}", act(LowerGpuMemoryUtilization, to=max_util))
+        )
+    return steps
 
 
 def _busy(snap: GpuSnapshot, at: str, util: float) -> list[CheckFinding]:
@@ -110,12 +131,9 @@ def _busy(snap: GpuSnapshot, at: str, util: float) -> list[CheckFinding]:
             if procs:
                 listed = ", ".join(f"pid {p.pid} {p.name or '?'}" for p in procs)
                 out.append(
-                    CheckFinding(
-                        class_id="memory.gpu_util_too_high",
-                        rule="preflight.doctor.gpu-processes",
-                        title="processes on a GPU",
-                        severity=Severity.info,
-                        summary=f"{_gpu(g)}: {listed} ({human(g.memory.used)} in use).",
+                    finding(
+                        "preflight.doctor.gpu-processes",
+                        f"{_gpu(g)}: {listed} ({human(g.memory.used)} in use).",
                         evidence=[ev(at, f"{_gpu(g)}: pid {p.pid} {p.name} {human(p.used_bytes)}") for p in procs],
                     )
                 )
@@ -125,25 +143,10 @@ def _busy(snap: GpuSnapshot, at: str, util: float) -> list[CheckFinding]:
             or "no process NVML can name"
         )
         max_util = math.floor((g.memory.free / total - 0.02) * 100) / 100
-        steps = [
-            fix(
-                f"stop pid {p.pid} ({p.name or '?'}) on GPU {g.index}",
-                act(StopProcess, what=f"pid {p.pid} ({p.name or '?'}) on GPU {g.index}"),
-            )
-            for p in procs[:3]
-        ]
-        steps.append(fix(f"leave GPU {g.index} out", act(ExcludeGpu, gpu=str(g.index))))
-        if max_util >= 0.3:
-            steps.append(
-                fix(f"or lower --gpu-memory-utilization to {max_util:g}", act(LowerGpuMemoryUtilization, to=max_util))
-            )
         out.append(
-            CheckFinding(
-                class_id="memory.gpu_util_too_high",
-                rule="preflight.doctor.gpu-busy",
-                title="a GPU is already in use",
-                severity=Severity.warning,
-                summary=f"{_gpu(g)} has {human(g.memory.used)} in use by {holders}: {human(g.memory.free)} free, "
+            finding(
+                "preflight.doctor.gpu-busy",
+                f"{_gpu(g)} has {human(g.memory.used)} in use by {holders}: {human(g.memory.free)} free, "
                 f"less than the {human(need)} that --gpu-memory-utilization {util:g} asks for.",
                 facts={
                     "gpu": g.index,
@@ -155,7 +158,7 @@ def _busy(snap: GpuSnapshot, at: str, util: float) -> list[CheckFinding]:
                     ev(at, f"{_gpu(g)}: {human(g.memory.used)} used, {human(g.memory.free)} free of {human(total)}")
                 ]
                 + [ev(at, f"{_gpu(g)}: pid {p.pid} {p.name or '?'} holds {human(p.used_bytes)}") for p in procs[:4]],
-                fix=steps,
+                fix=_busy_fix(g, procs, max_util),
             )
         )
     return out
@@ -166,58 +169,47 @@ def _compute(snap: GpuSnapshot, at: str) -> list[CheckFinding]:
     for g in snap.gpus:
         cc = g.compute_capability
         if cc and float(cc) < 7.0:
-            out.append(
-                CheckFinding(
-                    class_id="runtime.backend_mismatch",
-                    rule="preflight.doctor.cc-old",
-                    title="GPU too old for vLLM",
-                    severity=Severity.error,
-                    summary=f"{_gpu(g)} {g.name} has compute capability {cc}; vLLM needs 7.0 or newer "
-                    "(llama.cpp/Ollama still run on it).",
-                    evidence=[ev(at, f"{_gpu(g)}: compute capability {cc}")],
-                    fix=[fix(f"leave GPU {g.index} out", act(ExcludeGpu, gpu=str(g.index)))],
-                )
-            )
+            out.append(_on(g, at, "preflight.doctor.cc-old",
+                           f" {g.name} has compute capability {cc}; vLLM needs 7.0 or newer "
+                           "(llama.cpp/Ollama still run on it).",
+                           f"compute capability {cc}", fix=[_exclude(g)]))
         if g.compute_mode == "Prohibited":
-            out.append(
-                CheckFinding(
-                    class_id="runtime.no_gpu_visible",
-                    rule="preflight.doctor.compute-prohibited",
-                    title="GPU in Prohibited compute mode",
-                    severity=Severity.error,
-                    summary=f"{_gpu(g)} is in compute mode Prohibited: no CUDA context can be created on it.",
-                    evidence=[ev(at, f"{_gpu(g)}: compute mode Prohibited")],
-                    fix=[
-                        fix(f"`nvidia-smi -i {g.index} -c DEFAULT` (as root)"),
-                        fix(f"or leave GPU {g.index} out", act(ExcludeGpu, gpu=str(g.index))),
-                    ],
-                )
-            )
+            out.append(_on(g, at, "preflight.doctor.compute-prohibited",
+                           " is in compute mode Prohibited: no CUDA context can be created on it.",
+                           "compute mode Prohibited",
+                           fix=[fix(f"`nvidia-smi -i {g.index} -c DEFAULT` (as root)"),
+                                _exclude(g, f"or leave GPU {g.index} out")]))
         elif g.compute_mode and g.compute_mode.startswith("Exclusive"):
-            out.append(
-                CheckFinding(
-                    class_id="runtime.no_gpu_visible",
-                    rule="preflight.doctor.compute-exclusive",
-                    title="GPU in exclusive compute mode",
-                    severity=Severity.info,
-                    summary=f"{_gpu(g)} is in {g.compute_mode} mode: a second process on it will fail to get "
-                    "a context.",
-                    evidence=[ev(at, f"{_gpu(g)}: compute mode {g.compute_mode}")],
-                )
-            )
+            out.append(_on(g, at, "preflight.doctor.compute-exclusive",
+                           f" is in {g.compute_mode} mode: a second process on it will fail to get a context.",
+                           f"compute mode {g.compute_mode}"))
         if g.mig_enabled:
-            out.append(
-                CheckFinding(
-                    class_id="runtime.no_gpu_visible",
-                    rule="preflight.doctor.mig",
-                    title="MIG enabled",
-                    severity=Severity.info,
-                    summary=f"{_gpu(g)} has MIG enabled: processes see MIG slices, and tensor parallelism "
-                    "cannot span them.",
-                    evidence=[ev(at, f"{_gpu(g)}: MIG mode enabled")],
-                )
-            )
+            out.append(_on(g, at, "preflight.doctor.mig",
+                           " has MIG enabled: processes see MIG slices, and tensor parallelism cannot span them.",
+                           "MIG mode enabled"))
     return out
+
+
+def _pcie_width(g: Gpu, at: str) -> CheckFinding:
+    p = g.pcie
+    return _on(
+        g, at, "preflight.doctor.pcie-width",
+        f" runs at PCIe x{p.width_current} of x{p.width_max}: a slot wired for fewer "
+        "lanes (or a riser/bifurcation setting) cuts its host bandwidth to "
+        f"{p.width_current}/{p.width_max}; tensor-parallel all-reduces and weight loading through it slow down.",
+        f"PCIe link width x{p.width_current} (max x{p.width_max}), gen {p.gen_current} (max {p.gen_max})",
+        facts={"gpu": g.index, "width": p.width_current, "width_max": p.width_max},
+        fix=[
+            fix(
+                f"move GPU {g.index} to an x16 slot, reseat it, check the riser",
+                act(Hardware, what=f"GPU {g.index} at {g.pci_bus_id}: x16 slot, reseat, riser"),
+            ),
+            fix(
+                "check the slot's bifurcation / link width setting in the BIOS",
+                act(BiosSetting, setting="PCIe slot width / bifurcation"),
+            ),
+        ],
+    )
 
 
 def _pcie(snap: GpuSnapshot, at: str) -> list[CheckFinding]:
@@ -226,76 +218,27 @@ def _pcie(snap: GpuSnapshot, at: str) -> list[CheckFinding]:
     for g in snap.gpus:
         p = g.pcie
         if p.width_current and p.width_max and p.width_current < p.width_max:
-            out.append(
-                CheckFinding(
-                    class_id="hardware.pcie_error",
-                    rule="preflight.doctor.pcie-width",
-                    title="GPU link narrower than it can be",
-                    severity=Severity.warning,
-                    summary=f"{_gpu(g)} runs at PCIe x{p.width_current} of x{p.width_max}: a slot wired for fewer "
-                    "lanes (or a riser/bifurcation setting) cuts its host bandwidth to "
-                    f"{p.width_current}/{p.width_max}; tensor-parallel all-reduces and weight loading through it "
-                    "slow down.",
-                    facts={"gpu": g.index, "width": p.width_current, "width_max": p.width_max},
-                    evidence=[
-                        ev(
-                            at,
-                            f"{_gpu(g)}: PCIe link width x{p.width_current} (max x{p.width_max}), gen "
-                            f"{p.gen_current} (max {p.gen_max})",
-                        )
-                    ],
-                    fix=[
-                        fix(
-                            f"move GPU {g.index} to an x16 slot, reseat it, check the riser",
-                            act(Hardware, what=f"GPU {g.index} at {g.pci_bus_id}: x16 slot, reseat, riser"),
-                        ),
-                        fix(
-                            "check the slot's bifurcation / link width setting in the BIOS",
-                            act(BiosSetting, setting="PCIe slot width / bifurcation"),
-                        ),
-                    ],
-                )
-            )
+            out.append(_pcie_width(g, at))
         elif p.width_current and p.width_current <= 4:
-            out.append(
-                CheckFinding(
-                    class_id="hardware.pcie_error",
-                    rule="preflight.doctor.pcie-narrow",
-                    title="GPU on a narrow link",
-                    severity=Severity.info,
-                    summary=f"{_gpu(g)} is on a PCIe x{p.width_current} link (NVML reports no wider maximum).",
-                    evidence=[ev(at, f"{_gpu(g)}: PCIe x{p.width_current}")],
-                )
-            )
+            out.append(_on(g, at, "preflight.doctor.pcie-narrow",
+                           f" is on a PCIe x{p.width_current} link (NVML reports no wider maximum).",
+                           f"PCIe x{p.width_current}"))
         if p.gen_current and p.gen_max and p.gen_current < p.gen_max:
             slow_gen.append(g)
         if p.replay_counter:
-            out.append(
-                CheckFinding(
-                    class_id="hardware.pcie_error",
-                    rule="preflight.doctor.pcie-replays",
-                    title="PCIe replays on a GPU link",
-                    severity=Severity.warning if p.replay_counter >= REPLAY_WARN else Severity.info,
-                    summary=f"{_gpu(g)} has {p.replay_counter} PCIe replays since boot: the link is retrying transfers "
-                    "(signal integrity: riser, slot, cable).",
-                    evidence=[ev(at, f"{_gpu(g)}: PCIe replay counter {p.replay_counter}")],
-                    fix=[
-                        fix(
-                            f"reseat GPU {g.index}, replace its riser",
-                            act(Hardware, what=f"GPU {g.index}: reseat, riser"),
-                        )
-                    ],
-                )
-            )
+            out.append(_on(g, at, "preflight.doctor.pcie-replays",
+                           f" has {p.replay_counter} PCIe replays since boot: the link is retrying transfers "
+                           "(signal integrity: riser, slot, cable).",
+                           f"PCIe replay counter {p.replay_counter}",
+                           variant=None if p.replay_counter >= REPLAY_WARN else "few",
+                           fix=[fix(f"reseat GPU {g.index}, replace its riser",
+                                    act(Hardware, what=f"GPU {g.index}: reseat, riser"))]))
     if slow_gen:
         # Idle cards drop to gen 1 to save power, so this is only worth knowing.
         out.append(
-            CheckFinding(
-                class_id="hardware.pcie_error",
-                rule="preflight.doctor.pcie-gen",
-                title="PCIe links below their top generation",
-                severity=Severity.info,
-                summary=f"{len(slow_gen)} GPU(s) link below their top PCIe generation "
+            finding(
+                "preflight.doctor.pcie-gen",
+                f"{len(slow_gen)} GPU(s) link below their top PCIe generation "
                 f"({', '.join(f'GPU {g.index} gen {g.pcie.gen_current}/{g.pcie.gen_max}' for g in slow_gen)}): "
                 "normal while idle (power saving); check again under load.",
                 evidence=[ev(at, f"{_gpu(g)}: PCIe gen {g.pcie.gen_current} (max {g.pcie.gen_max})") for g in slow_gen],
@@ -309,112 +252,95 @@ def _nvlink(snap: GpuSnapshot, at: str) -> list[CheckFinding]:
     for g in snap.gpus:
         active = [link for link in g.nvlinks if link.active]
         down = [link for link in g.nvlinks if not link.active]
+        service = act(Hardware, what=f"NVLink on GPU {g.index}")
         if active and down:
             out.append(
-                CheckFinding(
-                    class_id="hardware.nvlink_error",
-                    rule="preflight.doctor.nvlink-down",
-                    title="NVLink links down",
-                    severity=Severity.warning,
-                    summary=f"{_gpu(g)}: {len(down)} of {len(g.nvlinks)} NVLink links are inactive.",
+                finding(
+                    "preflight.doctor.nvlink-down",
+                    f"{_gpu(g)}: {len(down)} of {len(g.nvlinks)} NVLink links are inactive.",
                     evidence=[ev(at, f"{_gpu(g)}: NVLink {link.link} inactive") for link in down],
-                    fix=[
-                        fix(
-                            "reseat the NVLink bridge / service the baseboard",
-                            act(Hardware, what=f"NVLink on GPU {g.index}"),
-                        )
-                    ],
+                    fix=[fix("reseat the NVLink bridge / service the baseboard", service)],
                 )
             )
         errors = [link for link in g.nvlinks if (link.crc_errors or 0) + (link.replay_errors or 0) > 0]
         if errors:
             out.append(
-                CheckFinding(
-                    class_id="hardware.nvlink_error",
-                    rule="preflight.doctor.nvlink-errors",
-                    title="NVLink error counters",
-                    severity=Severity.warning,
-                    summary=f"{_gpu(g)}: NVLink CRC/replay errors on link(s) "
-                    f"{', '.join(str(link.link) for link in errors)}.",
+                finding(
+                    "preflight.doctor.nvlink-errors",
+                    f"{_gpu(g)}: NVLink CRC/replay errors on link(s) {', '.join(str(link.link) for link in errors)}.",
                     evidence=[
                         ev(at, f"{_gpu(g)}: NVLink {link.link} CRC {link.crc_errors}, replay {link.replay_errors}")
                         for link in errors
                     ],
-                    fix=[fix("service the NVLink bridge", act(Hardware, what=f"NVLink on GPU {g.index}"))],
+                    fix=[fix("service the NVLink bridge", service)],
                 )
             )
     return out
 
 
+def _ecc(g: Gpu, at: str) -> CheckFinding | None:
+    if g.ecc.volatile_uncorrected:
+        return _on(g, at, "preflight.doctor.ecc-uncorrected",
+                   f" has {g.ecc.volatile_uncorrected} uncorrectable ECC error(s) since the last "
+                   "driver load: results on it cannot be trusted until it is reset.",
+                   f"volatile uncorrectable ECC {g.ecc.volatile_uncorrected}",
+                   fix=[fix(f"drain and reset GPU {g.index}", act(ResetGpu, gpu=str(g.index))),
+                        _exclude(g, "meanwhile leave it out")])
+    if g.ecc.aggregate_uncorrected:
+        return _on(g, at, "preflight.doctor.ecc-history",
+                   f" has {g.ecc.aggregate_uncorrected} uncorrectable ECC error(s) over its lifetime.",
+                   f"aggregate uncorrectable ECC {g.ecc.aggregate_uncorrected}")
+    return None
+
+
+def _remap(g: Gpu, at: str) -> CheckFinding | None:
+    r = g.remapped_rows
+    if r is None:
+        return None
+    if r.failure:
+        return _on(g, at, "preflight.doctor.remap-failure",
+                   ": row remapping failed (no spare rows left): the card needs service/RMA.",
+                   "remapped rows failure = yes", fix=[_exclude(g, f"leave GPU {g.index} out and open an RMA")])
+    if r.pending:
+        return _on(g, at, "preflight.doctor.remap-pending",
+                   ": a row remap is pending; it takes effect at the next GPU reset.",
+                   f"remapped rows pending = yes ({r.uncorrectable} uncorrectable)",
+                   fix=[fix(f"reset GPU {g.index} when idle", act(ResetGpu, gpu=str(g.index)))])
+    if r.uncorrectable:
+        return _on(g, at, "preflight.doctor.remap-history",
+                   f": {r.uncorrectable} row(s) remapped after uncorrectable errors (handled).",
+                   f"remapped rows uncorrectable {r.uncorrectable}")
+    return None
+
+
 def _memory_health(snap: GpuSnapshot, at: str) -> list[CheckFinding]:
-    out = []
-    for g in snap.gpus:
-        if g.ecc.volatile_uncorrected:
-            out.append(
-                CheckFinding(
-                    class_id="hardware.xid_fatal",
-                    rule="preflight.doctor.ecc-uncorrected",
-                    title="uncorrectable ECC errors since the last reset",
-                    severity=Severity.error,
-                    summary=f"{_gpu(g)} has {g.ecc.volatile_uncorrected} uncorrectable ECC error(s) since the last "
-                    "driver load: results on it cannot be trusted until it is reset.",
-                    evidence=[ev(at, f"{_gpu(g)}: volatile uncorrectable ECC {g.ecc.volatile_uncorrected}")],
-                    fix=[
-                        fix(f"drain and reset GPU {g.index}", act(ResetGpu, gpu=str(g.index))),
-                        fix("meanwhile leave it out", act(ExcludeGpu, gpu=str(g.index))),
-                    ],
-                )
-            )
-        elif g.ecc.aggregate_uncorrected:
-            out.append(
-                CheckFinding(
-                    class_id="hardware.xid_fatal",
-                    rule="preflight.doctor.ecc-history",
-                    title="uncorrectable ECC errors in the GPU's history",
-                    severity=Severity.info,
-                    summary=f"{_gpu(g)} has {g.ecc.aggregate_uncorrected} uncorrectable ECC error(s) over its "
-                    "lifetime.",
-                    evidence=[ev(at, f"{_gpu(g)}: aggregate uncorrectable ECC {g.ecc.aggregate_uncorrected}")],
-                )
-            )
-        r = g.remapped_rows
-        if r is None:
-            continue
-        if r.failure:
-            out.append(
-                CheckFinding(
-                    class_id="hardware.xid_fatal",
-                    rule="preflight.doctor.remap-failure",
-                    title="row remapping failed",
-                    severity=Severity.critical,
-                    summary=f"{_gpu(g)}: row remapping failed (no spare rows left): the card needs service/RMA.",
-                    evidence=[ev(at, f"{_gpu(g)}: remapped rows failure = yes")],
-                    fix=[fix(f"leave GPU {g.index} out and open an RMA", act(ExcludeGpu, gpu=str(g.index)))],
-                )
-            )
-        elif r.pending:
-            out.append(
-                CheckFinding(
-                    class_id="hardware.xid_fatal",
-                    rule="preflight.doctor.remap-pending",
-                    title="row remapping pending",
-                    severity=Severity.error,
-                    summary=f"{_gpu(g)}: a row remap is pending; it takes effect at the next GPU reset.",
-                    evidence=[ev(at, f"{_gpu(g)}: remapped rows pending = yes ({r.uncorrectable} uncorrectable)")],
-                    fix=[fix(f"reset GPU {g.index} when idle", act(ResetGpu, gpu=str(g.index)))],
-                )
-            )
-        elif r.uncorrectable:
-            out.append(
-                CheckFinding(
-                    class_id="hardware.xid_fatal",
-                    rule="preflight.doctor.remap-history",
-                    title="rows remapped after uncorrectable errors",
-                    severity=Severity.info,
-                    summary=f"{_gpu(g)}: {r.uncorrectable} row(s) remapped after uncorrectable errors (handled).",
-                    evidence=[ev(at, f"{_gpu(g)}: remapped rows uncorrectable {r.uncorrectable}")],
-                )
-            )
+    return [f for g in snap.gpus for f in (_ecc(g, at), _remap(g, at)) if f is not None]
+
+
+def _p2p(snap: GpuSnapshot, at: str, iommu: str | None) -> list[CheckFinding]:
+    """Peer-to-peer between the cards, as NVML reports it against the links they have."""
+    topo, p2p = snap.topology, snap.p2p
+    out: list[CheckFinding] = []
+    n = len(topo)
+    pairs = [(a, b) for a in range(n) for b in range(a + 1, n)]
+    broken_nv = [(a, b) for a, b in pairs if kind(topo[a][b]) == "NV" and p2p[a][b] != "OK"]
+    if broken_nv:
+        out.append(finding("preflight.doctor.p2p-nvlink",
+                           f"{len(broken_nv)} NVLink pair(s) report P2P status other than OK.",
+                           evidence=[ev(at, f"GPU{a}-GPU{b}: {topo[a][b]}, P2P {p2p[a][b]}") for a, b in broken_nv[:5]]))
+    pcie_ok = [(a, b) for a, b in pairs if kind(topo[a][b]) != "NV" and p2p[a][b] == "OK"]
+    if pcie_ok and iommu == "on":
+        out.append(finding("preflight.doctor.iommu-p2p",
+                           "GPUs do peer-to-peer over PCIe while the IOMMU is on (not passthrough): with ACS "
+                           "redirecting P2P through the root complex, NCCL can hang or corrupt data. Run NCCL's "
+                           "tests or start with NCCL_P2P_DISABLE=1 to compare.",
+                           evidence=[ev(at, f"GPU{a}-GPU{b}: {topo[a][b]}, P2P OK") for a, b in pcie_ok[:3]]))
+    no_p2p = [(a, b) for a, b in pairs if p2p[a][b] not in ("OK", "X")]
+    if no_p2p and len(no_p2p) == len(pairs):
+        out.append(finding("preflight.doctor.p2p-none",
+                           f"no GPU pair supports P2P ({p2p[no_p2p[0][0]][no_p2p[0][1]]}): NCCL copies through host "
+                           "memory and vLLM turns its custom all-reduce off; expected on GeForce cards.",
+                           evidence=[ev(at, f"GPU{a}-GPU{b}: P2P {p2p[a][b]}") for a, b in no_p2p[:3]]))
     return out
 
 
@@ -425,87 +351,24 @@ def _topology(snap: GpuSnapshot, at: str, iommu: str | None) -> list[CheckFindin
         return out
     n = len(topo)
     sys_pairs = [(a, b) for a in range(n) for b in range(a + 1, n) if kind(topo[a][b]) == "SYS"]
-    nvlink_pairs = [(a, b) for a in range(n) for b in range(a + 1, n) if kind(topo[a][b]) == "NV"]
     if sys_pairs:
         out.append(
-            CheckFinding(
-                class_id="nccl.p2p_unsupported",
-                rule="preflight.doctor.topo-sockets",
-                title="GPUs on different CPU sockets",
-                severity=Severity.info,
-                summary=f"{len(sys_pairs)} GPU pair(s) connect only through the inter-socket link (SYS): keep each "
+            finding(
+                "preflight.doctor.topo-sockets",
+                f"{len(sys_pairs)} GPU pair(s) connect only through the inter-socket link (SYS): keep each "
                 "tensor-parallel group on one socket and let pipeline stages cross (`qwen-triage plan` places them).",
                 evidence=[ev(at, f"GPU{a}-GPU{b}: SYS") for a, b in sys_pairs[:5]],
             )
         )
-    p2p = snap.p2p
-    if p2p:
-        broken_nv = [(a, b) for a, b in nvlink_pairs if p2p[a][b] != "OK"]
-        if broken_nv:
-            out.append(
-                CheckFinding(
-                    class_id="nccl.p2p_unsupported",
-                    rule="preflight.doctor.p2p-nvlink",
-                    title="P2P unavailable between NVLink-connected GPUs",
-                    severity=Severity.warning,
-                    summary=f"{len(broken_nv)} NVLink pair(s) report P2P status other than OK.",
-                    evidence=[ev(at, f"GPU{a}-GPU{b}: {topo[a][b]}, P2P {p2p[a][b]}") for a, b in broken_nv[:5]],
-                    fix=[fix("work around until fixed", act(SetEnv, name="NCCL_P2P_DISABLE", value="1"))],
-                )
-            )
-        pcie_ok = [(a, b) for a in range(n) for b in range(a + 1, n) if kind(topo[a][b]) != "NV" and p2p[a][b] == "OK"]
-        if pcie_ok and iommu == "on":
-            out.append(
-                CheckFinding(
-                    class_id="nccl.p2p_unsupported",
-                    rule="preflight.doctor.iommu-p2p",
-                    title="PCIe P2P with the IOMMU on",
-                    severity=Severity.warning,
-                    summary="GPUs do peer-to-peer over PCIe while the IOMMU is on (not passthrough): with ACS "
-                    "redirecting P2P through the root complex, NCCL can hang or corrupt data. Run NCCL's "
-                    "tests or start "
-                    "with NCCL_P2P_DISABLE=1 to compare.",
-                    evidence=[ev(at, f"GPU{a}-GPU{b}: {topo[a][b]}, P2P OK") for a, b in pcie_ok[:3]],
-                    fix=[
-                        fix("test with P2P off", act(SetEnv, name="NCCL_P2P_DISABLE", value="1")),
-                        fix("and vLLM's custom all-reduce off", act(SetArg, arg="--disable-custom-all-reduce")),
-                        fix(
-                            "set iommu=pt or disable ACS on the PCIe switches",
-                            act(BiosSetting, setting="IOMMU passthrough / ACS off"),
-                        ),
-                    ],
-                )
-            )
-        no_p2p = [(a, b) for a in range(n) for b in range(a + 1, n) if p2p[a][b] not in ("OK", "X")]
-        if no_p2p and len(no_p2p) == n * (n - 1) // 2:
-            out.append(
-                CheckFinding(
-                    class_id="nccl.p2p_unsupported",
-                    rule="preflight.doctor.p2p-none",
-                    title="no GPU peer-to-peer",
-                    severity=Severity.info,
-                    summary=f"no GPU pair supports P2P ({p2p[no_p2p[0][0]][no_p2p[0][1]]}): NCCL copies through host "
-                    "memory and vLLM turns its custom all-reduce off; expected on GeForce cards.",
-                    evidence=[ev(at, f"GPU{a}-GPU{b}: P2P {p2p[a][b]}") for a, b in no_p2p[:3]],
-                )
-            )
+    if snap.p2p:
+        out += _p2p(snap, at, iommu)
     return out
 
 
 def gpu_findings(snap: GpuSnapshot, *, util: float = 0.9, iommu: str | None = None) -> list[CheckFinding]:
     at = where(snap)
     if not snap.gpus:
-        return [
-            CheckFinding(
-                class_id="runtime.no_gpu_visible",
-                rule="preflight.doctor.no-gpus",
-                title="NVML lists no GPUs",
-                severity=Severity.error,
-                summary="NVML loaded but lists no GPU.",
-                evidence=[ev(at, "0 GPUs")],
-                fix=[fix("pass --gpus all to the container; check CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES")],
-            )
-        ]
+        return [finding("preflight.doctor.no-gpus", "NVML loaded but lists no GPU.", evidence=[ev(at, "0 GPUs")])]
     return (
         _mixed(snap, at)
         + _busy(snap, at, util)
