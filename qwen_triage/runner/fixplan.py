@@ -403,118 +403,138 @@ def build_fix_plan(
     ``preflight``: the command has not run yet, so its CPU-build thread binding
     is checked even when no diagnosis changes the layout.
     """
-    original = (launch, dict(env))
-    cur_launch, cur_env = launch, dict(env)
-    reasons: dict[str, str] = {}
-    instructions: list[Instruction] = []
-    findings: list[str] = []
-    notes: list[str] = []
-    blocking: list[str] = []
-    layout: LayoutChoice | None = None
-    probed: set[str] = set()
+    planner = _Planner(launch, env, ctx)
+    for d in diagnoses:
+        if d.severity.rank <= 1:  # warnings and infos are shown, not acted on
+            planner.diagnosis(d)
+    planner.cpu_binding(preflight)
+    return planner.plan(extra_reasons)
 
-    def note_reason(edits: list[LaunchEdit], reason: str) -> None:
+
+class _Planner:
+    """One plan being built: the command as edited so far, and what the user is told.
+
+    Diagnoses are taken in order; each may make one launch edit (its first
+    concrete, safe step that changes the command). Steps that cannot be applied
+    become instructions, blocking when the diagnosis got no edit at all.
+    """
+
+    def __init__(self, launch: VllmLaunch, env: Mapping[str, str], ctx: PlanContext):
+        self.original = (launch, dict(env))
+        self.launch, self.env, self.ctx = launch, dict(env), ctx
+        self.reasons: dict[str, str] = {}
+        self.instructions: list[Instruction] = []
+        self.findings: list[str] = []
+        self.notes: list[str] = []
+        self.blocking: list[str] = []
+        self.layout: LayoutChoice | None = None
+        self.probed: set[str] = set()
+
+    def note_reason(self, edits: list[LaunchEdit], reason: str) -> None:
+        reasons = self.reasons
         for e in edits:
-            key = e.name if isinstance(e, SetEnv | UnsetEnv) else launch.options.name_of(e.arg)
+            key = e.name if isinstance(e, SetEnv | UnsetEnv) else self.original[0].options.name_of(e.arg)
             if reason not in reasons.get(key, "").split("; "):
                 reasons[key] = f"{reasons[key]}; {reason}" if key in reasons else reason
 
-    for d in diagnoses:
-        if d.severity.rank > 1:
-            continue  # warnings and infos are shown, not acted on
+    def diagnosis(self, d: Diagnosis) -> None:
         why = reason_of(d)
-        if d.rule in ctx.untrusted_rules:
+        if d.rule in self.ctx.untrusted_rules:
             # A contributed rule pack: its steps are shown, never applied (--allow-rule-actions).
             for s in d.fix:
-                instructions.append(Instruction(
+                self.instructions.append(Instruction(
                     step=f"{s.step} (rule from --rules / QWEN_TRIAGE_RULES: not applied without --allow-rule-actions)",
                     diagnosis=why, action=s.action, safety=_strictest(s.action) if s.action else "manual"))
-            blocking.append(why)
-            continue
-        steps = list(d.fix) + class_defaults(d, launch)
-        took = False
+            self.blocking.append(why)
+            return
+        steps = list(d.fix) + class_defaults(d, self.original[0])
         chose_layout = any((s.action or {}).get("type") == "choose_layout" for s in steps)
+        took = False
         manual: list[Instruction] = []
         for s in steps:
-            a = s.action
-            if a is None:
-                manual.append(Instruction(step=s.step, diagnosis=why, safety="manual"))
-                continue
-            safety = _strictest(a)  # recomputed on the filled-in values, never taken from the dict
-            if safety != Safety.safe.value:
-                kind, args = verifier_for(a, launch)
-                step = s.step + (f" ({r}: printed, not applied)" if (r := _unsafe_edit(a)) else "")
-                manual.append(Instruction(step=step, diagnosis=why, action=a, safety=safety, verify=kind, verify_args=args))
-                continue
-            t = a.get("type")
-            if t in PROBES:
-                sig = json.dumps(a, sort_keys=True)
-                if ctx.run_probes and sig not in probed:
-                    probed.add(sig)
-                    findings += run_probe(a, launch)
-                continue
-            if took:
-                continue
-            if chose_layout and t == "set_arg" and launch.options.name_of(a.get("arg", "")) in LAYOUT_ARGS:
-                continue  # plan's own layout pick; the runner re-plans closest to the request instead
-            try:
-                action = _parse(a)
-                edits, choice = concretize(action, cur_launch, cur_env, ctx)
-            except (NotConcrete, ValidationError) as exc:
-                msg = str(exc) if isinstance(exc, NotConcrete) else "malformed action"
-                manual.append(Instruction(step=f"{s.step} ({msg})", diagnosis=why, action=a, safety="safe"))
-                continue
-            try:
-                after = _apply(cur_launch, cur_env, edits)
-            except VllmArgsError as exc:
-                manual.append(Instruction(step=f"{s.step} ({exc})", diagnosis=why, action=a, safety="safe"))
-                continue
-            if not _same(after, (cur_launch, cur_env)):
-                cur_launch, cur_env = after
-                note_reason(edits, why)
-                took = True
-                if choice is not None:
-                    layout = choice
-                continue
-            # No change now. Covered by an edit made earlier in this plan (a sibling
-            # diagnosis with the same fix), or already in the command (tried, failed)?
-            try:
-                edits0 = concretize(action, original[0], original[1], ctx)[0]
-                if not _same(_apply(original[0], original[1], edits0), original):
-                    took = True
-                    note_reason(edits0, why)
-            except (NotConcrete, VllmArgsError):
-                pass
+            step_took, instruction = self.step(s, why, took, chose_layout)
+            took = took or step_took
+            if instruction is not None:
+                manual.append(instruction)
         for m in manual:
             m.blocking = not took
-        instructions += manual
+        self.instructions += manual
         if not took:
-            blocking.append(why)
+            self.blocking.append(why)
 
-    # The CPU build needs one core group per rank; a new layout needs new groups.
-    eff = ctx.effective(cur_env)
-    if is_cpu_build(eff) and (preflight or cur_launch.world_size != launch.world_size):
-        bind = cpu_binding_env(cur_launch.world_size, eff)
-        if bind:
-            cur_env = {**cur_env, **bind}
-            for k in bind:
-                reasons.setdefault(k, f"CPU build: one OpenMP core group per rank (TP x PP = {cur_launch.world_size})")
+    def step(self, s: FixOut, why: str, took: bool, chose_layout: bool) -> tuple[bool, Instruction | None]:
+        """One fix step: (whether it took: an edit now or one already made, an instruction for the user or None)."""
+        a = s.action
+        if a is None:
+            return False, Instruction(step=s.step, diagnosis=why, safety="manual")
+        safety = _strictest(a)  # recomputed on the filled-in values, never taken from the dict
+        if safety != Safety.safe.value:
+            kind, args = verifier_for(a, self.original[0])
+            step = s.step + (f" ({r}: printed, not applied)" if (r := _unsafe_edit(a)) else "")
+            return False, Instruction(step=step, diagnosis=why, action=a, safety=safety, verify=kind, verify_args=args)
+        t = a.get("type")
+        if t in PROBES:
+            sig = json.dumps(a, sort_keys=True)
+            if self.ctx.run_probes and sig not in self.probed:
+                self.probed.add(sig)
+                self.findings += run_probe(a, self.original[0])
+            return False, None
+        if took:
+            return False, None
+        if chose_layout and t == "set_arg" and self.original[0].options.name_of(a.get("arg", "")) in LAYOUT_ARGS:
+            return False, None  # plan's own layout pick; the runner re-plans closest to the request instead
+        return self.edit(s, a, why)
 
-    if layout is not None and layout.plan_differs:
-        notes.append(f"plan's own pick is {layout.plan_differs}; the runner keeps your replica count")
-    for k, v in (extra_reasons or {}).items():
-        reasons.setdefault(k, v)
-    changes = diff_launches(original[0], original[1], cur_launch, cur_env, reasons)
-    return FixPlan(
-        launch=cur_launch,
-        env=cur_env,
-        changes=changes,
-        instructions=instructions,
-        blocking=blocking,
-        findings=findings,
-        notes=notes,
-        layout=layout,
-    )
+    def edit(self, s: FixOut, a: dict[str, Any], why: str) -> tuple[bool, Instruction | None]:
+        """A safe launch edit: applied when it changes the command; else it took if it was made already."""
+        try:
+            action = _parse(a)
+            edits, choice = concretize(action, self.launch, self.env, self.ctx)
+        except (NotConcrete, ValidationError) as exc:
+            msg = str(exc) if isinstance(exc, NotConcrete) else "malformed action"
+            return False, Instruction(step=f"{s.step} ({msg})", diagnosis=why, action=a, safety="safe")
+        try:
+            after = _apply(self.launch, self.env, edits)
+        except VllmArgsError as exc:
+            return False, Instruction(step=f"{s.step} ({exc})", diagnosis=why, action=a, safety="safe")
+        if not _same(after, (self.launch, self.env)):
+            self.launch, self.env = after
+            self.note_reason(edits, why)
+            if choice is not None:
+                self.layout = choice
+            return True, None
+        # No change now. Covered by an edit made earlier in this plan (a sibling
+        # diagnosis with the same fix), or already in the command (tried, failed)?
+        original = self.original
+        try:
+            edits0 = concretize(action, original[0], original[1], self.ctx)[0]
+            if not _same(_apply(original[0], original[1], edits0), original):
+                self.note_reason(edits0, why)
+                return True, None
+        except (NotConcrete, VllmArgsError):
+            pass
+        return False, None
+
+    def cpu_binding(self, preflight: bool) -> None:
+        """The CPU build needs one core group per rank; a new layout needs new groups."""
+        eff = self.ctx.effective(self.env)
+        world = self.launch.world_size
+        if is_cpu_build(eff) and (preflight or world != self.original[0].world_size):
+            bind = cpu_binding_env(world, eff)
+            if bind:
+                self.env = {**self.env, **bind}
+                for k in bind:
+                    self.reasons.setdefault(k, f"CPU build: one OpenMP core group per rank (TP x PP = {world})")
+
+    def plan(self, extra_reasons: Mapping[str, str] | None) -> FixPlan:
+        layout = self.layout
+        if layout is not None and layout.plan_differs:
+            self.notes.append(f"plan's own pick is {layout.plan_differs}; the runner keeps your replica count")
+        for k, v in (extra_reasons or {}).items():
+            self.reasons.setdefault(k, v)
+        changes = diff_launches(self.original[0], self.original[1], self.launch, self.env, self.reasons)
+        return FixPlan(launch=self.launch, env=self.env, changes=changes, instructions=self.instructions,
+                       blocking=self.blocking, findings=self.findings, notes=self.notes, layout=layout)
 
 
 def _safety(action: dict[str, Any]) -> str:
