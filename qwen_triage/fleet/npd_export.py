@@ -207,154 +207,155 @@ class Converted:
 
 def to_re2(pattern: str) -> Converted:
     """Rewrite a ``regex``-module (VERSION0) pattern in RE2 syntax; :class:`Unexpressible` says why not."""
-    p = pattern
-    out: list[str] = []
-    depth = 0
-    alternation = False
-    last_top = ""  # what the last top-level token was
-    i = 0
-    can_quantify = False
-    while i < len(p):
-        c = p[i]
-        if c == "\\":
-            text, i = _escape(p, i, in_class=False, negated=False)
-            out.append(text)
-            can_quantify = text not in ("(?m:^)", "(?m:$)") and text[:2] not in ("\\b", "\\B")
-            last_top = "$" if text == "(?m:$)" and depth == 0 else "x"
-            continue
-        if c == "[":
-            text, i = _char_class(p, i)
-            out.append(text)
-            can_quantify = True
-            last_top = "x"
-            continue
-        if c == "(":
-            if p.startswith("(?", i):
-                rest = p[i + 2 : i + 5]
-                if rest.startswith(("=", "!")):
-                    raise Unexpressible("look-ahead (?=…)/(?!…) has no RE2 form")
-                if rest.startswith(("<=", "<!")):
-                    raise Unexpressible("look-behind (?<=…)/(?<!…) has no RE2 form")
-                if rest.startswith(">"):
-                    raise Unexpressible("atomic group (?>…) has no RE2 form")
-                if rest.startswith("("):
-                    raise Unexpressible("conditional (?(…)…) has no RE2 form")
-                if rest.startswith("|"):
-                    raise Unexpressible("branch reset (?|…) has no RE2 form")
-                if rest.startswith("P=") or rest.startswith("P>") or rest.startswith("&"):
-                    raise Unexpressible("back-reference or recursion (?P=…)/(?P>…) has no RE2 form")
-                if rest[:1] == "R" or rest[:1].isdigit() or rest[:1] in "+-" and rest[1:2].isdigit():
-                    raise Unexpressible("recursion (?R)/(?1) has no RE2 form")
-                if rest.startswith("#"):
-                    end = p.find(")", i)
-                    if end < 0:
-                        raise Unexpressible("unterminated comment group")
-                    i = end + 1
-                    continue
-                if rest.startswith(":"):
-                    out.append("(?:")
-                    depth += 1
-                    i += 3
-                    can_quantify = False
-                    continue
-                m = _GROUP_NAME.match(p, i)
-                if m:
-                    out.append("(?:")
-                    depth += 1
-                    i = m.end()
-                    can_quantify = False
-                    continue
-                m = _FLAGS.match(p, i)
-                if m:
-                    flags, closer = m.group(1), m.group(2)
-                    if "x" in flags:
-                        raise Unexpressible("verbose mode (?x) has no RE2 form")
-                    if "L" in flags:
-                        raise Unexpressible("locale mode (?L) has no RE2 form")
-                    # a/u (ASCII/Unicode) only change \w \d \s \b, which RE2 keeps ASCII;
-                    # m/s only matter across lines, which messages do not have.
-                    kept = "".join(f for f in flags if f in "i-").rstrip("-")
-                    if closer == ")":
-                        if kept and kept != "-":
-                            out.append(f"(?{kept})")
-                    else:
-                        out.append(f"(?{kept}:" if kept and kept != "-" else "(?:")
-                        depth += 1
-                    i = m.end()
-                    can_quantify = False
-                    continue
-                raise Unexpressible(f"group syntax {p[i:i + 4]!r}… has no RE2 form")
-            out.append("(?:")
-            depth += 1
-            i += 1
-            can_quantify = False
-            continue
-        if c == ")":
-            out.append(")")
-            depth -= 1
-            i += 1
-            can_quantify = True
-            last_top = "x"
-            continue
-        if c == "|":
-            if depth == 0:
-                alternation = True
-            out.append("|")
-            i += 1
-            can_quantify = False
-            last_top = "|"
-            continue
-        if c in "*+?{":
-            if c == "{":
-                m = _QUANT.match(p, i)
-                if not m or not can_quantify or (m.group(1) == "" and m.group(2) is None):
-                    if _FUZZY.match(p, i):
-                        raise Unexpressible("fuzzy matching {e<=…} has no RE2 form")
-                    out.append("\\{")
-                    i += 1
-                    can_quantify = True
-                    continue
-                lo, comma, hi = m.group(1), m.group(2), m.group(3)
-                lo = lo or "0"
-                for n in (lo, hi):
-                    if n and int(n) > RE2_MAX_REPEAT:
-                        raise Unexpressible(f"repeat count {n} is over RE2's {RE2_MAX_REPEAT}")
-                out.append("{" + lo + ("," + hi if comma else "") + "}")
-                i = m.end()
+    return _Rewriter(pattern).run()
+
+
+# Group openings (the text after "(?") that RE2 has no form for, and why.
+_NO_RE2_GROUPS = (
+    (("=", "!"), "look-ahead (?=…)/(?!…) has no RE2 form"),
+    (("<=", "<!"), "look-behind (?<=…)/(?<!…) has no RE2 form"),
+    ((">",), "atomic group (?>…) has no RE2 form"),
+    (("(",), "conditional (?(…)…) has no RE2 form"),
+    (("|",), "branch reset (?|…) has no RE2 form"),
+    (("P=", "P>", "&"), "back-reference or recursion (?P=…)/(?P>…) has no RE2 form"),
+)
+
+
+class _Rewriter:
+    """One pattern rewritten token by token; each method consumes one token at :attr:`i`."""
+
+    def __init__(self, pattern: str):
+        self.p = pattern
+        self.out: list[str] = []
+        self.i = 0
+        self.depth = 0
+        self.alternation = False
+        self.last_top = ""  # what the last top-level token was
+        self.can_quantify = False
+
+    def run(self) -> Converted:
+        p = self.p
+        while self.i < len(p):
+            c = p[self.i]
+            if c == "\\":
+                self.escape()
+            elif c == "[":
+                text, self.i = _char_class(p, self.i)
+                self.token(text, 0, True, "x")
+            elif c == "(":
+                self.group()
+            elif c == ")":
+                self.depth -= 1
+                self.token(")", 1, True, "x")
+            elif c == "|":
+                self.alternation = self.alternation or self.depth == 0
+                self.token("|", 1, False, "|")
+            elif c in "*+?{":
+                self.quantifier(c)
+            elif c == "^":
+                self.token("(?m:^)", 1, False, "x")
+            elif c == "$":
+                self.token("(?m:$)", 1, False, "$" if self.depth == 0 else "x")
             else:
-                if not can_quantify:
-                    raise Unexpressible(f"nothing to repeat at {i}")
-                out.append(c)
-                i += 1
-            if p[i : i + 1] == "+":
-                raise Unexpressible("possessive quantifier (*+, ++, ?+, {…}+) has no RE2 form")
-            if p[i : i + 1] == "?":
-                out.append("?")
-                i += 1
-            can_quantify = False
-            continue
-        if c == "^":
-            out.append("(?m:^)")
-            i += 1
-            can_quantify = False
-            last_top = "x"
-            continue
-        if c == "$":
-            out.append("(?m:$)")
-            i += 1
-            can_quantify = False
-            last_top = "$" if depth == 0 else "x"
-            continue
-        if c == "}":
-            out.append("\\}")
+                self.token("\\}" if c == "}" else c, 1, True, "x")
+        if self.depth != 0:
+            raise Unexpressible("unbalanced parentheses")
+        return Converted("".join(self.out), self.alternation, self.last_top == "$")
+
+    def token(self, text: str, width: int, can_quantify: bool, last_top: str | None = None) -> None:
+        """Emit ``text`` for the ``width`` characters read; ``last_top`` None: the top-level token is unchanged."""
+        self.out.append(text)
+        self.i += width
+        self.can_quantify = can_quantify
+        if last_top is not None:
+            self.last_top = last_top
+
+    def open(self, text: str, end: int) -> None:
+        """A group opens (non-capturing in RE2: rules never read captures by number)."""
+        self.out.append(text)
+        self.depth += 1
+        self.i = end
+        self.can_quantify = False
+
+    def escape(self) -> None:
+        text, self.i = _escape(self.p, self.i, in_class=False, negated=False)
+        self.out.append(text)
+        self.can_quantify = text not in ("(?m:^)", "(?m:$)") and text[:2] not in ("\\b", "\\B")
+        self.last_top = "$" if text == "(?m:$)" and self.depth == 0 else "x"
+
+    def group(self) -> None:
+        p, i = self.p, self.i
+        if not p.startswith("(?", i):
+            self.open("(?:", i + 1)
+            return
+        rest = p[i + 2 : i + 5]
+        for starts, why in _NO_RE2_GROUPS:
+            if rest.startswith(starts):
+                raise Unexpressible(why)
+        if rest[:1] == "R" or rest[:1].isdigit() or rest[:1] in "+-" and rest[1:2].isdigit():
+            raise Unexpressible("recursion (?R)/(?1) has no RE2 form")
+        if rest.startswith("#"):
+            end = p.find(")", i)
+            if end < 0:
+                raise Unexpressible("unterminated comment group")
+            self.i = end + 1
+            return
+        if rest.startswith(":"):
+            self.open("(?:", i + 3)
+            return
+        m = _GROUP_NAME.match(p, i)
+        if m:
+            self.open("(?:", m.end())
+            return
+        m = _FLAGS.match(p, i)
+        if m:
+            self.flags(m)
+            return
+        raise Unexpressible(f"group syntax {p[i:i + 4]!r}… has no RE2 form")
+
+    def flags(self, m: "re.Match[str]") -> None:
+        flags, closer = m.group(1), m.group(2)
+        if "x" in flags:
+            raise Unexpressible("verbose mode (?x) has no RE2 form")
+        if "L" in flags:
+            raise Unexpressible("locale mode (?L) has no RE2 form")
+        # a/u (ASCII/Unicode) only change \w \d \s \b, which RE2 keeps ASCII;
+        # m/s only matter across lines, which messages do not have.
+        kept = "".join(f for f in flags if f in "i-").rstrip("-")
+        if closer == ")":
+            if kept and kept != "-":
+                self.out.append(f"(?{kept})")
+            self.i = m.end()
+            self.can_quantify = False
         else:
-            out.append(c)
-        i += 1
-        can_quantify = True
-        last_top = "x"
-    if depth != 0:
-        raise Unexpressible("unbalanced parentheses")
-    return Converted("".join(out), alternation, last_top == "$")
+            self.open(f"(?{kept}:" if kept and kept != "-" else "(?:", m.end())
+
+    def quantifier(self, c: str) -> None:
+        p = self.p
+        if c == "{":
+            m = _QUANT.match(p, self.i)
+            if not m or not self.can_quantify or (m.group(1) == "" and m.group(2) is None):
+                if _FUZZY.match(p, self.i):
+                    raise Unexpressible("fuzzy matching {e<=…} has no RE2 form")
+                self.token("\\{", 1, True)
+                return
+            lo, comma, hi = m.group(1) or "0", m.group(2), m.group(3)
+            for n in (lo, hi):
+                if n and int(n) > RE2_MAX_REPEAT:
+                    raise Unexpressible(f"repeat count {n} is over RE2's {RE2_MAX_REPEAT}")
+            self.out.append("{" + lo + ("," + hi if comma else "") + "}")
+            self.i = m.end()
+        else:
+            if not self.can_quantify:
+                raise Unexpressible(f"nothing to repeat at {self.i}")
+            self.out.append(c)
+            self.i += 1
+        if p[self.i : self.i + 1] == "+":
+            raise Unexpressible("possessive quantifier (*+, ++, ?+, {…}+) has no RE2 form")
+        if p[self.i : self.i + 1] == "?":
+            self.out.append("?")
+            self.i += 1
+        self.can_quantify = False
 
 
 def npd_pattern(pattern: str) -> str:
