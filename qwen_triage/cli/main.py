@@ -156,9 +156,9 @@ def _engine_for(engine: str, paths: tuple[str, ...]) -> str:
 
 def _scan_batch(paths: tuple[str, ...], rule_dirs: tuple[str, ...], engine: str, max_line: int,
                 jobs: int | None) -> None:
-    """`scan --jobs N` / `--format jsonl`: many saved logs, one report per input (fleet/batch.py)."""
+    """`scan --jobs N` / `--format jsonl`: many saved logs, one report per input (engine/batch.py)."""
     from qwen_triage.engine.scanner import load_compiled
-    from qwen_triage.fleet.batch import BatchError, run_batch, summary
+    from qwen_triage.engine.batch import BatchError, run_batch, summary
 
     compiled = load_compiled(rule_dirs, engine)  # a broken rule file stops here, before any worker starts
     try:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from qwen_triage.fleet.batch import BatchError, expand_inputs, run_batch
+from qwen_triage.engine.batch import BatchError, expand_inputs, run_batch
 
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = ROOT / "fixtures" / "logs"

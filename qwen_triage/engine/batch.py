@@ -205,7 +205,7 @@ def summary(stats: BatchStats) -> str:
     )
 
 
-if __name__ == "__main__":  # pragma: no cover - `python -m qwen_triage.fleet.batch DIR…`
+if __name__ == "__main__":  # pragma: no cover - `python -m qwen_triage.engine.batch DIR…`
     result = run_batch(sys.argv[1:], sys.stdout)
     print(summary(result), file=sys.stderr)
     sys.exit(result.exit_status)
