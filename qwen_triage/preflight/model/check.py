@@ -20,11 +20,11 @@ from qwen_triage.preflight.model import gguf_check as ggufcheck
 from qwen_triage.preflight.model import safetensors_check as stcheck
 from qwen_triage.preflight.model.config_check import check_config, check_tokenizer
 from qwen_triage.preflight.model.scan_state import FileReport, ScanState
-from qwen_triage.preflight.findings import CheckFinding, act, ev, fix, to_report
+from qwen_triage.preflight.findings import CheckFinding, act, ev, finding, fix, to_report
 from qwen_triage.preflight.model.hashes import ChecksumFileError, ProgressStart, blob_digest, parse_sums, sha256_file
 from qwen_triage.preflight.output import PreflightOutput
 from qwen_triage.report.model import Diagnosis, Observation
-from qwen_triage.rulepack.schema import FailureClass, Severity
+from qwen_triage.rulepack.schema import FailureClass
 
 _SHARD = re.compile(r"^(?P<stem>.+)-(?P<no>\d{5})-of-(?P<count>\d{5})\.(?P<ext>safetensors|bin)$")
 SMALL_SHARD = 0.5  # of the median sibling
@@ -45,12 +45,9 @@ class CheckModelResult(PreflightOutput):
 
 
 def _missing_finding(root: Path, names: list[str], why: str) -> CheckFinding:
-    return CheckFinding(
-        class_id="model.shard_missing",
-        rule="preflight.model.shard-missing",
-        title="weight shards missing",
-        severity=Severity.error,
-        summary=f"{len(names)} shard(s) {why} are missing: {', '.join(names[:5])}"
+    return finding(
+        "preflight.model.shard-missing",
+        f"{len(names)} shard(s) {why} are missing: {', '.join(names[:5])}"
         + (f" and {len(names) - 5} more." if len(names) > 5 else "."),
         facts={"missing": names},
         evidence=[ev(root / n, f"{n}: No such file ({why})") for n in names],
@@ -72,7 +69,6 @@ def _check_index(st: ScanState, index_path: Path) -> dict[str, str]:
             stcheck.corrupt(
                 index_path,
                 "preflight.model.index-invalid",
-                "the shard index is unreadable",
                 f"{index_path.name} cannot be read: {exc}.",
                 [str(exc)],
             )
@@ -128,12 +124,10 @@ def _check_siblings(st: ScanState, names: list[str]) -> None:
                     stcheck.corrupt(
                         st.root / name,
                         "preflight.model.shard-small",
-                        "a shard much smaller than its siblings",
                         f"{name} is {size} bytes, {100 * size / median:.0f}% of its siblings' median {median}: "
                         "probably an interrupted download.",
                         [f"{name}: {size} bytes; sibling median {median} bytes"],
                         {"bytes": size, "median_bytes": median},
-                        severity=Severity.warning,
                     )
                 )
                 st.fail(name, "much smaller than its siblings")
@@ -152,12 +146,9 @@ def _check_index_agreement(st: ScanState, weight_map: dict[str, str], index_name
         extra = sorted(have - names - {t for s, ns in expected.items() if s != shard for t in ns})
         if absent:
             st.findings.append(
-                CheckFinding(
-                    class_id="model.weights_mismatch",
-                    rule="preflight.model.index-disagrees",
-                    title="the index and the shard headers disagree",
-                    severity=Severity.error,
-                    summary=f"{index_name} puts {len(absent)} tensor(s) in {shard} that its header lacks "
+                finding(
+                    "preflight.model.index-disagrees",
+                    f"{index_name} puts {len(absent)} tensor(s) in {shard} that its header lacks "
                     f"(first: {absent[0]}): the shard is from another revision.",
                     facts={"shard": shard, "absent": absent[:20]},
                     evidence=[ev(st.root / shard, f"{absent[0]} named by the index, not in the header")],
@@ -167,12 +158,10 @@ def _check_index_agreement(st: ScanState, weight_map: dict[str, str], index_name
             st.fail(shard, "tensors missing from header")
         if extra:
             st.findings.append(
-                CheckFinding(
-                    class_id="model.weights_mismatch",
-                    rule="preflight.model.index-disagrees",
-                    title="the index and the shard headers disagree",
-                    severity=Severity.warning,
-                    summary=f"{shard} holds {len(extra)} tensor(s) the index does not name (first: {extra[0]}).",
+                finding(
+                    "preflight.model.index-disagrees",
+                    f"{shard} holds {len(extra)} tensor(s) the index does not name (first: {extra[0]}).",
+                    variant="extra",
                     facts={"shard": shard, "extra": extra[:20]},
                     evidence=[ev(st.root / shard, f"{extra[0]} in the header, not in {index_name}")],
                     fix=[fix(f"download {shard} and {index_name} from the same revision", act(Redownload, what=shard))],
@@ -211,12 +200,10 @@ def _check_hashes(
         if want and want != digest:
             gguf = report.kind == "gguf"
             st.findings.append(
-                CheckFinding(
-                    class_id="model.gguf_corrupt" if gguf else "model.shard_corrupt",
-                    rule="preflight.model.sha256-mismatch",
-                    title="checksum mismatch",
-                    severity=Severity.error,
-                    summary=f"{name}: sha256 {digest[:16]}... does not match the expected {want[:16]}....",
+                finding(
+                    "preflight.model.sha256-mismatch",
+                    f"{name}: sha256 {digest[:16]}... does not match the expected {want[:16]}....",
+                    variant="gguf" if gguf else None,
                     facts={"file": name, "sha256": digest, "expected": want},
                     evidence=[ev(p, f"sha256 {digest}, expected {want}")],
                     fix=[fix(f"delete and download {name} again", act(Redownload, what=name))],
@@ -252,48 +239,32 @@ def _sniff_kind(path: Path) -> str:
         return "other"
 
 
-def inspect_model(
-    path: str | Path,
-    *,
-    sha256_list: str | Path | None = None,
-    hash_files: bool = False,
-    progress: ProgressStart | None = None,
-    classes: dict[str, FailureClass] | None = None,
-) -> CheckModelResult:
-    """Check a model directory or a single weights file. Raises :class:`ModelPathError` on bad input."""
-    root = Path(path).expanduser()
-    if not root.exists() and not root.is_symlink():
-        raise ModelPathError(f"{root}: no such file or directory")
-    sums = None
-    list_name = ""
-    if sha256_list is not None:
-        list_path = Path(sha256_list)
-        try:
-            sums = parse_sums(list_path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ChecksumFileError) as exc:
-            raise ModelPathError(f"{list_path}: {exc}") from None
-        list_name = list_path.name
+def _read_sums(sha256_list: str | Path | None) -> tuple[dict[str, str] | None, str]:
+    """The checksum list (name -> sha256) and its file name; ModelPathError when it cannot be read."""
+    if sha256_list is None:
+        return None, ""
+    list_path = Path(sha256_list)
+    try:
+        return parse_sums(list_path.read_text(encoding="utf-8")), list_path.name
+    except (OSError, UnicodeDecodeError, ChecksumFileError) as exc:
+        raise ModelPathError(f"{list_path}: {exc}") from None
 
-    st = ScanState(root)
-    if root.is_dir():
-        entries = sorted(p for p in root.iterdir() if p.is_file() or p.is_symlink())
-    else:
-        entries = [root]
-    kinds = {p: _sniff_kind(p) for p in entries}
-    st_files = [p for p in entries if kinds[p] == "safetensors" and p.exists()]
-    gguf_files = [p for p in entries if kinds[p] == "gguf" and p.exists()]
-    pt_files = [p for p in entries if kinds[p] == "pytorch" and p.exists()]
 
+def _check_indexes(st: ScanState) -> tuple[dict[str, str], str]:
+    """The safetensors index's weight map and name (empty without one); PyTorch indexes are checked too."""
     weight_map: dict[str, str] = {}
     index_name = ""
-    if root.is_dir():
-        indexes = sorted(root.glob("*.safetensors.index.json"), key=lambda p: p.name != "model.safetensors.index.json")
-        if indexes:
-            index_name = indexes[0].name
-            weight_map = _check_index(st, indexes[0])
-        for pt_index in root.glob("*.bin.index.json"):
-            _check_index(st, pt_index)
+    indexes = sorted(st.root.glob("*.safetensors.index.json"), key=lambda p: p.name != "model.safetensors.index.json")
+    if indexes:
+        index_name = indexes[0].name
+        weight_map = _check_index(st, indexes[0])
+    for pt_index in st.root.glob("*.bin.index.json"):
+        _check_index(st, pt_index)
+    return weight_map, index_name
 
+
+def _check_weight_files(st: ScanState, st_files: list[Path], gguf_files: list[Path], pt_files: list[Path]) -> None:
+    """Each weights file by its format's reader: its report line, its findings, its header kept for later."""
     for kind, files, check in (
         ("safetensors", st_files, stcheck.check_safetensors),
         ("gguf", gguf_files, ggufcheck.check_gguf),
@@ -318,64 +289,91 @@ def inspect_model(
     for p in pt_files:
         st.file(p.name, "pytorch", p.stat().st_size, detail="PyTorch pickle: presence checked only")
 
-    if root.is_dir():
-        named = [p.name for p in entries]
-        if not weight_map:
-            _check_series(st, named)
-        _check_siblings(st, named)
-        if weight_map:
-            _check_index_agreement(st, weight_map, index_name)
-            stray = [p.name for p in st_files if p.name not in set(weight_map.values())]
-            if stray:
-                st.findings.append(
-                    CheckFinding(
-                        class_id="model.weights_mismatch",
-                        rule="preflight.model.stray-shard",
-                        title="safetensors files the index does not name",
-                        severity=Severity.info,
-                        summary=f"{', '.join(stray[:5])} are not named by {index_name} (left from another revision?); "
-                        "vLLM loads only the indexed ones.",
-                        evidence=[ev(root / n, f"{n} not in {index_name}") for n in stray],
-                    )
-                )
-        shapes = {n: t.shape for h in st.headers.values() for n, t in h.tensors.items()}
-        if weight_map:
-            shapes = {**{n: [] for n in weight_map}, **shapes}
-        has_weights = bool(st_files or pt_files or weight_map)
-        cfg = check_config(st, has_weights, shapes) if (has_weights or (root / "config.json").exists()) else None
-        if has_weights:
-            check_tokenizer(st, cfg)
-        if gguf_files and not has_weights:
-            st.findings.append(
-                CheckFinding(
-                    class_id="model.format_mismatch",
-                    rule="preflight.model.gguf-only",
-                    title="GGUF weights only",
-                    severity=Severity.info,
-                    summary="only GGUF weights: llama.cpp and Ollama load them; vLLM needs the .gguf path and "
-                    "--tokenizer naming the original repository.",
-                    evidence=[ev(gguf_files[0], "GGUF file, no safetensors")],
-                )
+
+def _stray_shards(st: ScanState, st_files: list[Path], weight_map: dict[str, str], index_name: str) -> None:
+    stray = [p.name for p in st_files if p.name not in set(weight_map.values())]
+    if stray:
+        st.findings.append(
+            finding(
+                "preflight.model.stray-shard",
+                f"{', '.join(stray[:5])} are not named by {index_name} (left from another revision?); "
+                "vLLM loads only the indexed ones.",
+                evidence=[ev(st.root / n, f"{n} not in {index_name}") for n in stray],
             )
+        )
+
+
+def _check_directory(
+    st: ScanState, entries: list[Path], files: dict[str, list[Path]], weight_map: dict[str, str], index_name: str
+) -> None:
+    """What only a directory can say: the shard series, sizes and index agree; config and tokenizer fit."""
+    named = [p.name for p in entries]
+    if not weight_map:
+        _check_series(st, named)
+    _check_siblings(st, named)
+    if weight_map:
+        _check_index_agreement(st, weight_map, index_name)
+        _stray_shards(st, files["safetensors"], weight_map, index_name)
+    shapes = {n: t.shape for h in st.headers.values() for n, t in h.tensors.items()}
+    if weight_map:
+        shapes = {**{n: [] for n in weight_map}, **shapes}
+    has_weights = bool(files["safetensors"] or files["pytorch"] or weight_map)
+    cfg = check_config(st, has_weights, shapes) if (has_weights or (st.root / "config.json").exists()) else None
+    if has_weights:
+        check_tokenizer(st, cfg)
+    if files["gguf"] and not has_weights:
+        st.findings.append(
+            finding(
+                "preflight.model.gguf-only",
+                "only GGUF weights: llama.cpp and Ollama load them; vLLM needs the .gguf path and "
+                "--tokenizer naming the original repository.",
+                evidence=[ev(files["gguf"][0], "GGUF file, no safetensors")],
+            )
+        )
+
+
+def inspect_model(
+    path: str | Path,
+    *,
+    sha256_list: str | Path | None = None,
+    hash_files: bool = False,
+    progress: ProgressStart | None = None,
+    classes: dict[str, FailureClass] | None = None,
+) -> CheckModelResult:
+    """Check a model directory or a single weights file. Raises :class:`ModelPathError` on bad input."""
+    root = Path(path).expanduser()
+    if not root.exists() and not root.is_symlink():
+        raise ModelPathError(f"{root}: no such file or directory")
+    sums, list_name = _read_sums(sha256_list)
+
+    st = ScanState(root)
+    if root.is_dir():
+        entries = sorted(p for p in root.iterdir() if p.is_file() or p.is_symlink())
+    else:
+        entries = [root]
+    kinds = {p: _sniff_kind(p) for p in entries}
+    files = {k: [p for p in entries if kinds[p] == k and p.exists()] for k in ("safetensors", "gguf", "pytorch")}
+
+    weight_map, index_name = _check_indexes(st) if root.is_dir() else ({}, "")
+    _check_weight_files(st, files["safetensors"], files["gguf"], files["pytorch"])
+    if root.is_dir():
+        _check_directory(st, entries, files, weight_map, index_name)
 
     fmt_kinds = {k for p, k in kinds.items() if k in ("safetensors", "gguf", "pytorch")}
     if weight_map and not fmt_kinds:
         fmt_kinds = {"safetensors"}
     if not fmt_kinds and not any(f.class_id == "model.shard_missing" for f in st.findings):
         st.findings.append(
-            CheckFinding(
-                class_id="model.file_missing",
-                rule="preflight.model.no-weights",
-                title="no weights found",
-                severity=Severity.error,
-                summary=f"{root} holds no .safetensors, .gguf or PyTorch weight files.",
+            finding(
+                "preflight.model.no-weights",
+                f"{root} holds no .safetensors, .gguf or PyTorch weight files.",
                 evidence=[ev(root, "no weight files")],
                 fix=[fix("download the model (all files), then check again", act(Redownload, what=str(root)))],
             )
         )
 
     if sums is not None or hash_files:
-        _check_hashes(st, sums, hash_files, st_files + gguf_files + pt_files, progress, list_name)
+        _check_hashes(st, sums, hash_files, files["safetensors"] + files["gguf"] + files["pytorch"], progress, list_name)
 
     diagnoses, observations = to_report(st.findings, classes)
     return CheckModelResult(

@@ -11,9 +11,8 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from qwen_triage.rulepack.actions import Redownload, SetArg
-from qwen_triage.preflight.findings import CheckFinding, act, ev, fix
-from qwen_triage.rulepack.schema import Severity
+from qwen_triage.rulepack.actions import Redownload
+from qwen_triage.preflight.findings import CheckFinding, act, ev, finding, fix
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -42,25 +41,14 @@ ARCH_FOR_TYPE = {
 }
 
 
-def _weights_mismatch(root: Path, summary: str, text: str, severity: Severity = Severity.error) -> CheckFinding:
-    return CheckFinding(
-        class_id="model.weights_mismatch",
-        rule="preflight.model.config-weights",
-        title="config.json and the weights disagree",
-        severity=severity,
-        summary=summary,
-        evidence=[ev(root / "config.json", text)],
-        fix=[fix("use the config.json from the same release as the weights", act(Redownload, what="config.json"))],
-    )
+def _weights_mismatch(root: Path, summary: str, text: str) -> CheckFinding:
+    return finding("preflight.model.config-weights", summary, evidence=[ev(root / "config.json", text)])
 
 
-def _unparseable(path: Path, rule: str, title: str, exc: Exception) -> CheckFinding:
-    return CheckFinding(
-        class_id="model.format_mismatch",
-        rule=rule,
-        title=title,
-        severity=Severity.error,
-        summary=f"{path.name} cannot be parsed: {exc}.",
+def _unparseable(path: Path, check_id: str, exc: Exception) -> CheckFinding:
+    return finding(
+        check_id,
+        f"{path.name} cannot be parsed: {exc}.",
         evidence=[ev(path, str(exc))],
         fix=[fix(f"download {path.name} again", act(Redownload, what=path.name))],
     )
@@ -71,14 +59,10 @@ def check_config(st: ScanState, has_weights: bool, tensor_shapes: dict[str, list
     if not path.is_file():
         if has_weights:
             st.findings.append(
-                CheckFinding(
-                    class_id="model.format_mismatch",
-                    rule="preflight.model.no-config",
-                    title="no config.json beside the weights",
-                    severity=Severity.error,
-                    summary="the directory has weights but no config.json; vLLM and transformers cannot load it.",
+                finding(
+                    "preflight.model.no-config",
+                    "the directory has weights but no config.json; vLLM and transformers cannot load it.",
                     evidence=[ev(path, "config.json: No such file")],
-                    fix=[fix("download config.json from the model's repository", act(Redownload, what="config.json"))],
                 )
             )
         return None
@@ -88,7 +72,7 @@ def check_config(st: ScanState, has_weights: bool, tensor_shapes: dict[str, list
             raise ValueError("not a JSON object")
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         st.file("config.json", "config", path.stat().st_size, ok=False, detail=str(exc))
-        st.findings.append(_unparseable(path, "preflight.model.config-invalid", "config.json is not valid JSON", exc))
+        st.findings.append(_unparseable(path, "preflight.model.config-invalid", exc))
         return None
     st.file("config.json", "config", path.stat().st_size, detail=f"{cfg.get('model_type')}")
     archs = cfg.get("architectures") or []
@@ -96,24 +80,18 @@ def check_config(st: ScanState, has_weights: bool, tensor_shapes: dict[str, list
     if not archs or not model_type:
         missing = " and ".join(k for k, v in (("architectures", archs), ("model_type", model_type)) if not v)
         st.findings.append(
-            CheckFinding(
-                class_id="model.arch_unsupported",
-                rule="preflight.model.config-arch",
-                title="config.json does not say what model it is",
-                severity=Severity.error,
-                summary=f"config.json has no {missing}; vLLM and transformers need both to pick the model class.",
+            finding(
+                "preflight.model.config-arch",
+                f"config.json has no {missing}; vLLM and transformers need both to pick the model class.",
                 evidence=[ev(path, f"{missing} missing")],
-                fix=[fix("restore `architectures` / `model_type` from the original config.json")],
             )
         )
     elif (want := ARCH_FOR_TYPE.get(model_type)) and archs[0].endswith("ForCausalLM") and archs[0] != want:
         st.findings.append(
-            CheckFinding(
-                class_id="model.arch_unsupported",
-                rule="preflight.model.config-arch",
-                title="architectures and model_type disagree",
-                severity=Severity.warning,
-                summary=f"model_type {model_type!r} goes with {want}, but architectures says {archs[0]}.",
+            finding(
+                "preflight.model.config-arch",
+                f"model_type {model_type!r} goes with {want}, but architectures says {archs[0]}.",
+                variant="disagree",
                 evidence=[ev(path, f'"architectures": {json.dumps(archs)}, "model_type": "{model_type}"')],
                 fix=[fix(f'set architectures to ["{want}"] if this is a plain {model_type} checkpoint')],
             )
@@ -162,20 +140,11 @@ def check_tokenizer(st: ScanState, cfg: dict[str, Any] | None) -> None:
     present = [s for s in TOKENIZER_SETS if all((st.root / f).is_file() for f in s)]
     if not present:
         st.findings.append(
-            CheckFinding(
-                class_id="model.format_mismatch",
-                rule="preflight.model.no-tokenizer",
-                title="no tokenizer files",
-                severity=Severity.warning,
-                summary="none of tokenizer.json, tokenizer.model, vocab.json + merges.txt is present; the server "
+            finding(
+                "preflight.model.no-tokenizer",
+                "none of tokenizer.json, tokenizer.model, vocab.json + merges.txt is present; the server "
                 "needs --tokenizer pointing at the original repository.",
                 evidence=[ev(st.root / "tokenizer.json", "tokenizer.json: No such file")],
-                fix=[
-                    fix(
-                        "download the tokenizer files, or pass --tokenizer <hub id>",
-                        act(SetArg, arg="--tokenizer", value=None),
-                    )
-                ],
             )
         )
         return
@@ -195,23 +164,15 @@ def check_tokenizer(st: ScanState, cfg: dict[str, Any] | None) -> None:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError) as exc:
         st.fail("tokenizer.json", str(exc))
         st.findings.append(
-            _unparseable(tok_path, "preflight.model.tokenizer-invalid", "tokenizer.json is unreadable", exc)
+            _unparseable(tok_path, "preflight.model.tokenizer-invalid", exc)
         )
         return
     if ids and max(ids) >= vocab:
         st.findings.append(
-            CheckFinding(
-                class_id="model.weights_mismatch",
-                rule="preflight.model.tokenizer-vocab",
-                title="the tokenizer has ids beyond the model's vocabulary",
-                severity=Severity.warning,
-                summary=f"tokenizer.json has token id {max(ids)}, but vocab_size is {vocab}: those tokens would index "
+            finding(
+                "preflight.model.tokenizer-vocab",
+                f"tokenizer.json has token id {max(ids)}, but vocab_size is {vocab}: those tokens would index "
                 "past the embedding.",
                 evidence=[ev(tok_path, f"max token id {max(ids)}; config vocab_size {vocab}")],
-                fix=[
-                    fix(
-                        "use the tokenizer from the same release as the weights", act(Redownload, what="tokenizer.json")
-                    )
-                ],
             )
         )

@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from qwen_triage.rulepack.actions import Redownload, UpgradePackage, VerifyFile
-from qwen_triage.preflight.findings import CheckFinding, act, ev, fix
-from qwen_triage.rulepack.schema import Severity
+from qwen_triage.preflight.findings import CheckFinding, act, ev, finding, fix
 
 MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)
@@ -246,40 +245,24 @@ def _redownload(path: Path) -> list:
     ]
 
 
-def _corrupt(
-    path: Path, rule: str, title: str, summary: str, text: str, facts: dict | None = None, sev=Severity.error
-) -> CheckFinding:
-    return CheckFinding(
-        class_id="model.gguf_corrupt",
-        rule=rule,
-        title=title,
-        severity=sev,
-        summary=summary,
-        facts=facts or {},
-        evidence=[ev(path, text)],
-        fix=_redownload(path),
-    )
+def _corrupt(path: Path, check_id: str, summary: str, text: str, facts: dict | None = None) -> CheckFinding:
+    """A damaged GGUF file: one evidence line and the verify-then-download-again fix every such finding shares."""
+    return finding(check_id, summary, facts=facts or {}, evidence=[ev(path, text)], fix=_redownload(path))
 
 
 def damage_finding(path: Path, d: GgufDamage) -> CheckFinding:
     if d.kind == "legacy":
-        return CheckFinding(
-            class_id="model.gguf_unsupported",
-            rule="preflight.model.gguf-legacy",
-            title="a pre-GGUF GGML file",
-            severity=Severity.error,
-            summary=f"{path.name} is {d}; llama.cpp and Ollama no longer load it. Convert it or download a GGUF.",
+        return finding(
+            "preflight.model.gguf-legacy",
+            f"{path.name} is {d}; llama.cpp and Ollama no longer load it. Convert it or download a GGUF.",
             evidence=[ev(path, str(d))],
             fix=[fix("download the GGUF release of the model", act(Redownload, what=path.name))],
         )
     if d.kind == "version":
         old = (d.version or 0) < SUPPORTED_VERSIONS[0]
-        return CheckFinding(
-            class_id="model.gguf_unsupported",
-            rule="preflight.model.gguf-version",
-            title="GGUF version the loaders do not read",
-            severity=Severity.error,
-            summary=f"{path.name} is GGUF version {d.version}; current loaders read versions 2 and 3."
+        return finding(
+            "preflight.model.gguf-version",
+            f"{path.name} is GGUF version {d.version}; current loaders read versions 2 and 3."
             + (" Re-convert or re-download it." if old else " Upgrade llama.cpp/Ollama (or the file is damaged)."),
             facts={"version": d.version},
             evidence=[ev(path, f"unsupported GGUF version {d.version}")],
@@ -290,7 +273,6 @@ def damage_finding(path: Path, d: GgufDamage) -> CheckFinding:
         return _corrupt(
             path,
             "preflight.model.gguf-truncated",
-            "GGUF file truncated (incomplete download)",
             f"{path.name} is truncated: {d}. The download stopped early.",
             f"{d} (at least {missing} bytes missing)",
             {"file_bytes": d.file_size, "needed_bytes": d.needed, "missing_bytes": missing},
@@ -298,10 +280,26 @@ def damage_finding(path: Path, d: GgufDamage) -> CheckFinding:
     return _corrupt(
         path,
         f"preflight.model.gguf-{d.kind}",
-        "not a readable GGUF file",
         f"{path.name} is not a readable GGUF file: {d}.",
         str(d),
         {"file_bytes": d.file_size},
+    )
+
+
+def _truncated(path: Path, header: GgufHeader, beyond: list[GgufTensor]) -> CheckFinding:
+    need = header.data_end
+    missing = need - header.file_size
+    first = min(beyond, key=lambda t: t.offset)
+    pct = 100 * missing / max(need, 1)
+    return _corrupt(
+        path,
+        "preflight.model.gguf-truncated",
+        f"{path.name} is a truncated download: the tensor data needs {need} bytes, the file has "
+        f"{header.file_size} ({missing} bytes, {pct:.1f}%, missing; "
+        f"{len(beyond)} of {len(header.tensors)} tensors cut).",
+        f"tensor '{first.name}' data is not within the file bounds: needs bytes "
+        f"{first.offset}..{first.offset + (first.n_bytes or 0)}, file has {header.file_size}",
+        {"file_bytes": header.file_size, "needed_bytes": need, "missing_bytes": missing, "tensors_cut": len(beyond)},
     )
 
 
@@ -311,46 +309,17 @@ def check_header(path: Path, header: GgufHeader) -> list[CheckFinding]:
     if unknown:
         t = unknown[0]
         out.append(
-            CheckFinding(
-                class_id="model.gguf_unsupported",
-                rule="preflight.model.gguf-type",
-                title="tensor type unknown to this reader",
-                severity=Severity.error,
-                summary=f"{len(unknown)} tensor(s) use a ggml type id this gguf package does not know "
+            finding(
+                "preflight.model.gguf-type",
+                f"{len(unknown)} tensor(s) use a ggml type id this gguf package does not know "
                 f"(first: {t.name!r}, type {t.type_id}): the quantization is newer than the loader, or the "
                 "header is damaged.",
                 evidence=[ev(path, f"tensor {t.name!r}: ggml type {t.type_id}")],
-                fix=[
-                    fix(
-                        "upgrade llama.cpp/Ollama, or pick a common quantization", act(UpgradePackage, package="ollama")
-                    )
-                ],
             )
         )
     beyond = [t for t in header.tensors if t.n_bytes is not None and t.offset + t.n_bytes > header.file_size]
     if beyond:
-        need = header.data_end
-        missing = need - header.file_size
-        first = min(beyond, key=lambda t: t.offset)
-        pct = 100 * missing / max(need, 1)
-        out.append(
-            _corrupt(
-                path,
-                "preflight.model.gguf-truncated",
-                "GGUF file truncated (incomplete download)",
-                f"{path.name} is a truncated download: the tensor data needs {need} bytes, the file has "
-                f"{header.file_size} ({missing} bytes, {pct:.1f}%, missing; "
-                f"{len(beyond)} of {len(header.tensors)} tensors cut).",
-                f"tensor '{first.name}' data is not within the file bounds: needs bytes "
-                f"{first.offset}..{first.offset + (first.n_bytes or 0)}, file has {header.file_size}",
-                {
-                    "file_bytes": header.file_size,
-                    "needed_bytes": need,
-                    "missing_bytes": missing,
-                    "tensors_cut": len(beyond),
-                },
-            )
-        )
+        out.append(_truncated(path, header, beyond))
     misaligned = [t for t in header.tensors if (t.offset - header.data_offset) % header.alignment]
     if misaligned:
         t = misaligned[0]
@@ -358,7 +327,6 @@ def check_header(path: Path, header: GgufHeader) -> list[CheckFinding]:
             _corrupt(
                 path,
                 "preflight.model.gguf-misaligned",
-                "GGUF tensor offsets are damaged",
                 f"{len(misaligned)} tensor offset(s) are not multiples of the alignment {header.alignment}.",
                 f"tensor {t.name!r} at offset {t.offset - header.data_offset}",
             )
@@ -370,7 +338,6 @@ def check_header(path: Path, header: GgufHeader) -> list[CheckFinding]:
                 _corrupt(
                     path,
                     "preflight.model.gguf-overlap",
-                    "GGUF tensor data overlaps",
                     f"tensors {n1!r} and {n2!r} overlap: the tensor infos are damaged.",
                     f"{n1!r} ends at {e1}, {n2!r} starts at {s2}",
                 )
@@ -391,29 +358,24 @@ def info_findings(path: Path, header: GgufHeader) -> list[CheckFinding]:
         ftype = gguf.LlamaFileType(file_type).name if file_type is not None else None
     except ValueError:
         ftype = f"file_type {file_type}"
+    named = [ev(path, f"general.architecture = {arch}")]
     out = [
-        CheckFinding(
-            class_id="model.gguf_unsupported",
-            rule="preflight.model.gguf-info",
-            title="GGUF contents",
-            severity=Severity.info,
-            summary=f"{path.name}: GGUF v{header.version}, architecture {arch}, "
+        finding(
+            "preflight.model.gguf-info",
+            f"{path.name}: GGUF v{header.version}, architecture {arch}, "
             f"{ftype or 'file type not stated'}, {len(header.tensors)} tensors "
             f"({', '.join(f'{k} x{v}' for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))}).",
             facts={"architecture": arch, "file_type": ftype, "tensor_types": counts, "version": header.version},
-            evidence=[ev(path, f"general.architecture = {arch}")],
+            evidence=named,
         )
     ]
     if arch != "?" and arch not in set(gguf.MODEL_ARCH_NAMES.values()):
         out.append(
-            CheckFinding(
-                class_id="model.arch_unsupported",
-                rule="preflight.model.gguf-arch",
-                title="GGUF architecture unknown to this gguf package",
-                severity=Severity.info,
-                summary=f"architecture {arch!r} is not among those the gguf package knows; an older "
+            finding(
+                "preflight.model.gguf-arch",
+                f"architecture {arch!r} is not among those the gguf package knows; an older "
                 "llama.cpp/Ollama may not load it.",
-                evidence=[ev(path, f"general.architecture = {arch}")],
+                evidence=named,
             )
         )
     return out
@@ -434,12 +396,9 @@ def split_findings(path: Path, header: GgufHeader) -> list[CheckFinding]:
     if not missing:
         return []
     return [
-        CheckFinding(
-            class_id="model.shard_missing",
-            rule="preflight.model.gguf-split-missing",
-            title="a split GGUF part is missing",
-            severity=Severity.error,
-            summary=f"{path.name} is part 1 of {count}; missing: {', '.join(missing)}.",
+        finding(
+            "preflight.model.gguf-split-missing",
+            f"{path.name} is part 1 of {count}; missing: {', '.join(missing)}.",
             facts={"missing": missing, "split_count": count},
             evidence=[ev(path.parent / name, f"split.count = {count}; {name} not found") for name in missing],
             fix=[fix(f"download {name}", act(Redownload, what=name)) for name in missing[:5]],
@@ -466,7 +425,7 @@ def check_gguf(path: Path) -> tuple[list[CheckFinding], GgufHeader | None]:
         return [damage_finding(path, d)], None
     except OSError as exc:
         return [
-            _corrupt(path, "preflight.model.gguf-unreadable", "GGUF file unreadable", f"{path.name}: {exc}", str(exc))
+            _corrupt(path, "preflight.model.gguf-unreadable", f"{path.name}: {exc}", str(exc))
         ], None
     findings = check_header(path, header)
     if not findings:
@@ -476,7 +435,6 @@ def check_gguf(path: Path) -> tuple[list[CheckFinding], GgufHeader | None]:
                 _corrupt(
                     path,
                     "preflight.model.gguf-reader",
-                    "the gguf reader rejects the file",
                     f"gguf {_gguf_version()} cannot read {path.name}: {error}",
                     error,
                 )

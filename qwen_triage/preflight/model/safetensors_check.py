@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from qwen_triage.rulepack.actions import Redownload, VerifyFile
-from qwen_triage.preflight.findings import CheckFinding, act, ev, fix
+from qwen_triage.preflight.findings import CheckFinding, act, ev, finding, fix
 from qwen_triage.preflight.model.gguf_check import sniff
-from qwen_triage.rulepack.schema import Severity
 
 MAX_HEADER = 100_000_000  # safetensors refuses larger headers ("HeaderTooLarge")
 TAIL_PROBE = 1 << 20
@@ -130,19 +129,17 @@ def _redownload(path: Path) -> list:
 
 def corrupt(
     path: Path,
-    rule: str,
-    title: str,
+    check_id: str,
     summary: str,
     texts: list[str],
     facts: dict | None = None,
-    severity: Severity = Severity.error,
+    variant: str | None = None,
 ) -> CheckFinding:
-    return CheckFinding(
-        class_id="model.shard_corrupt",
-        rule=rule,
-        title=title,
-        severity=severity,
-        summary=summary,
+    """A damaged shard: its evidence lines and the verify-then-download-again fix every such finding shares."""
+    return finding(
+        check_id,
+        summary,
+        variant=variant,
         facts={"file": path.name, **(facts or {})},
         evidence=[ev(path, t) for t in texts],
         fix=_redownload(path),
@@ -154,7 +151,6 @@ def damage_finding(path: Path, d: StDamage) -> CheckFinding:
         f = corrupt(
             path,
             "preflight.model.lfs-pointer",
-            "a git-lfs pointer instead of the weights",
             f"{path.name} is {d}. Run `git lfs pull` in the clone, or download with `huggingface-cli download`.",
             [str(d)],
         )
@@ -163,15 +159,14 @@ def damage_finding(path: Path, d: StDamage) -> CheckFinding:
         return corrupt(
             path,
             "preflight.model.shard-truncated",
-            "safetensors shard truncated",
             f"{path.name} is truncated inside its header: {d}.",
             [str(d)],
             {"file_bytes": d.file_size, "needed_bytes": d.needed, "missing_bytes": d.needed - d.file_size},
+            variant="in-header",
         )
     return corrupt(
         path,
         f"preflight.model.header-{d.kind}",
-        "safetensors header unreadable",
         f"{path.name}: {d}.",
         [f"Error while deserializing header: {d}"],
     )
@@ -193,7 +188,6 @@ def check_header(path: Path, h: StHeader) -> list[CheckFinding]:
             corrupt(
                 path,
                 "preflight.model.header-offsets",
-                "safetensors header is inconsistent",
                 f"{len(bad_size)} tensor(s) in {path.name} have data_offsets that do not match dtype x shape.",
                 [f"{t.name}: {t.dtype} {t.shape} at [{t.start}, {t.end})"],
             )
@@ -206,7 +200,6 @@ def check_header(path: Path, h: StHeader) -> list[CheckFinding]:
             corrupt(
                 path,
                 "preflight.model.shard-truncated",
-                "safetensors shard truncated (incomplete download)",
                 f"{path.name} is truncated: the header promises {need} bytes of tensor data, the file holds {have} "
                 f"({missing} bytes, {100 * missing / max(need, 1):.1f}%, missing; "
                 f"{len(cut)} of {len(h.tensors)} tensors cut).",
@@ -227,11 +220,9 @@ def check_header(path: Path, h: StHeader) -> list[CheckFinding]:
             corrupt(
                 path,
                 "preflight.model.shard-trailing",
-                "bytes after the last tensor",
                 f"{path.name} has {have - need} bytes after the last tensor: the file is not the one the "
                 "header describes (a bad merge or an appended download).",
                 [f"data buffer {have} bytes, tensors cover {need}"],
-                severity=Severity.warning,
             )
         )
     spans = sorted((t.start, t.end, t.name) for t in h.tensors.values())
@@ -242,7 +233,6 @@ def check_header(path: Path, h: StHeader) -> list[CheckFinding]:
                 corrupt(
                     path,
                     "preflight.model.header-offsets",
-                    "safetensors header is inconsistent",
                     f"tensors {n1!r} and {n2!r} {what} in {path.name}.",
                     [f"{n1!r} ends at {e1}, {n2!r} starts at {s2}"],
                 )
@@ -263,11 +253,9 @@ def zero_tail(path: Path, file_size: int, data_len: int) -> CheckFinding | None:
     return corrupt(
         path,
         "preflight.model.zero-tail",
-        "file ends in zeros",
         f"the last {TAIL_PROBE >> 20} MiB of {path.name} are all zero bytes: a preallocated download "
         "that never finished writing. Verify the checksum.",
         [f"bytes {file_size - TAIL_PROBE}..{file_size} are zero"],
-        severity=Severity.warning,
     )
 
 
@@ -293,7 +281,7 @@ def check_safetensors(path: Path) -> tuple[list[CheckFinding], StHeader | None]:
         return [finding], None
     except OSError as exc:
         return [
-            corrupt(path, "preflight.model.shard-unreadable", "shard unreadable", f"{path.name}: {exc}", [str(exc)])
+            corrupt(path, "preflight.model.shard-unreadable", f"{path.name}: {exc}", [str(exc)])
         ], None
     findings = check_header(path, header)
     error, _names = library_open(path)
@@ -304,7 +292,6 @@ def check_safetensors(path: Path) -> tuple[list[CheckFinding], StHeader | None]:
             corrupt(
                 path,
                 "preflight.model.shard-library",
-                "safetensors rejects the shard",
                 f"the safetensors package cannot open {path.name}: {error}",
                 [error],
             )
