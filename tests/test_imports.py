@@ -5,7 +5,8 @@ from __future__ import annotations
 from tests.import_graph import PACKAGE, cycles, graph, imports_of, module_names
 
 # Highest layer first; a module may import its own layer's package or any layer below.
-LAYERS = ["cli", "runner|fleet|bugreport", "live|preflight|authoring", "engine", "report", "rulepack", "leaf"]
+LAYERS = ["cli", "runner|fleet|bugreport", "live|preflight|authoring", "inputs", "engine", "report", "rulepack",
+          "leaf"]
 RANK = {pkg: i for i, names in enumerate(LAYERS) for pkg in names.split("|")}
 
 

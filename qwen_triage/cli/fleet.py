@@ -80,7 +80,8 @@ def _check(kernel, units, files, state_dir, fmt, textfile, slurm_drain, slurm_re
            max_bytes, timeout, max_output, class_patterns, from_end, rule_dirs, started, now, clear_patterns=()):
     from qwen_triage.fleet import npd
     from qwen_triage.fleet.check import CheckConfig, run_check, stored_result
-    from qwen_triage.fleet.sources import FileReader, JournalReader, Reader, kernel_reader
+    from qwen_triage.inputs.base import Reader
+    from qwen_triage.inputs.registry import build
     from qwen_triage.fleet.state import StateError, StateLocked, StateStore, read_boot_id
     from qwen_triage.fleet.textfile import failure_text, render, write_textfile
 
@@ -103,9 +104,9 @@ def _check(kernel, units, files, state_dir, fmt, textfile, slurm_drain, slurm_re
         return failed("--slurm-resume needs --slurm-drain")
     readers: list[Reader] = []
     if kernel:
-        readers.append(kernel_reader())
-    readers += [JournalReader(u) for u in units]
-    readers += [FileReader(f, from_end=from_end) for f in files]
+        readers.append(build("kernel"))
+    readers += [build("journal", u) for u in units]
+    readers += [build("file", f, from_end=from_end) for f in files]
     if not readers:
         return failed("nothing to check: give --kernel, --journal UNIT or --file PATH")
     state_path = state_dir or default_state_dir()

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from qwen_triage.engine.scanner import Scanner
 from qwen_triage.fleet.slurm import is_node_class
-from qwen_triage.fleet.sources import Chunk, Reader
+from qwen_triage.inputs.base import Chunk, Reader
 from qwen_triage.fleet.state import ActiveDiagnosis, State, diagnosis_key, held_until_boot
 from qwen_triage.engine.matcher import CompiledPack, Finding
 from qwen_triage.engine.origin import node_evidence

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from qwen_triage.fleet.check import CheckConfig, run_check
-from qwen_triage.fleet.sources import FileReader, JournalReader, KmsgReader, parse_kmsg
+from qwen_triage.inputs.file import FileReader
+from qwen_triage.inputs.journal import JournalReader
+from qwen_triage.inputs.kernel import KmsgReader, parse_kmsg
 from qwen_triage.fleet.state import (
     MAX_STATE_BYTES,
     ActiveDiagnosis,

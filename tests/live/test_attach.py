@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from qwen_triage.live.attach import OutputTarget, parse_cgroup, plan_attach, run_line
+from qwen_triage.inputs.process import OutputTarget, parse_cgroup
+from qwen_triage.live.attach import plan_attach, run_line
 from tests.live.helpers import BANNER, FAKEBIN, LIVE, RULES, Live, env_with, fixture, qt_argv, read_pids
 
 

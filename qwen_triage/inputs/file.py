@@ -1,0 +1,373 @@
+"""Files: ONE way to read a log file, for ``check``'s incremental reads and ``scan --follow``'s ``tail -F``.
+
+Both read a file by its identity (device, inode), an offset and a hash of its first bytes
+(:class:`~qwen_triage.inputs.base.FileCursor`), so both recognise the same three events the same way:
+
+- rotation: the path names another inode. :class:`FileReader` (one read per ``check`` run) looks the old
+  file up by its identity among the usual rotated names (``path.1``, ``path.0``, ``path-20250107``, …) and
+  reads its unread tail first; :class:`FileFollower` (a process that stays) still holds the old file open,
+  reads its last lines, then follows the new file from its start.
+- truncation (``copytruncate``) or a rewrite in place: the file is shorter than the offset, or its first bytes
+  changed; reading starts again at 0.
+- a file that is missing: an error for a run of ``check``; waited for by a follower.
+
+Compressed files (gzip) do not grow: :func:`is_gzip` lets ``--follow`` refuse them (``scan`` reads them whole,
+through the engine's decoder); stdin that is a regular file is followed as ``/dev/stdin``.
+Decoding the bytes read (line limits, journal JSON, ANSI) is the engine's, not this module's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import time
+from pathlib import Path
+from typing import Callable, Iterator
+
+from qwen_triage.inputs.base import Chunk, FileCursor, Reader, SourceState
+from qwen_triage.engine.sources import GZIP_MAGIC, looks_like_journal_json
+
+HEAD = 4096  # bytes of a file's start hashed to recognise it
+READ_CHUNK = 4 << 20  # bytes read per step (and per chunk handed to the engine)
+LONG_LINE = 1 << 20  # a "line" with no LF this long is taken as it is rather than waited for
+MAX_ROTATED_CANDIDATES = 64
+COMPRESSED = (".gz", ".xz", ".bz2", ".zst", ".lz4", ".z")
+FOLLOW_READ_LIMIT = 4 << 20  # per file per round of a follower, so one huge file does not starve the others
+BREAK = "break"  # marker in a poll result: end the partial line before the bytes that follow
+
+
+def _head(fd: int, length: int = HEAD) -> bytes:
+    try:
+        return os.pread(fd, length, 0)
+    except OSError:
+        return b""
+
+
+def _hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def new_cursor(fd: int, st: os.stat_result, offset: int, line: int = 0) -> FileCursor:
+    """The position of a file opened just now: its identity, ``offset`` and the hash of its first bytes."""
+    head = _head(fd)
+    return FileCursor(dev=st.st_dev, ino=st.st_ino, offset=offset, head_len=len(head), head_hash=_hash(head), line=line)
+
+
+def still_same(fd: int, st: os.stat_result, cur: FileCursor) -> bool:
+    """False when the file was truncated (shorter than the offset) or rewritten (other first bytes)."""
+    if st.st_size < cur.offset:
+        return False
+    return _hash(_head(fd, cur.head_len)) == cur.head_hash
+
+
+def grow_head(fd: int, cur: FileCursor) -> bytes:
+    """Hash more of a file's start as it grows (up to HEAD bytes), while what was hashed is unchanged."""
+    head = _head(fd)
+    if cur.head_len < HEAD and len(head) > cur.head_len and _hash(head[: cur.head_len]) == cur.head_hash:
+        cur.head_len, cur.head_hash = len(head), _hash(head)
+    return head
+
+
+def rotated_candidates(path: Path) -> list[Path]:
+    """Names a rotated copy of ``path`` may have, most likely first (compressed ones cannot be resumed)."""
+    first = [path.with_name(path.name + ".1"), path.with_name(path.name + ".0")]
+    try:
+        others = sorted(
+            (p for p in path.parent.iterdir() if p.name.startswith(path.name) and p != path and p not in first
+             and not p.name.lower().endswith(COMPRESSED)),
+            key=lambda p: p.name,
+        )
+    except OSError:
+        others = []
+    return first + others[:MAX_ROTATED_CANDIDATES]
+
+
+def printable_path(path: str) -> str:
+    """A path as text that JSON, metrics and reports can carry: bytes that are not UTF-8 (the surrogates
+    Python decodes them to) written as ``\\xNN``, so the state of a file named so can be saved."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+class FileReader(Reader):
+    def __init__(self, path: str, from_end: bool = False):
+        name = printable_path(path)
+        super().__init__(key=f"file:{name}", label=name, via="file")
+        self.path = Path(path)
+        self.from_end = from_end
+
+    def _open(self, path: Path) -> tuple[int, os.stat_result] | None:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+        except OSError:
+            return None
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            return None
+        return fd, st
+
+    def _find_rotated(self, cur: FileCursor) -> tuple[int, os.stat_result, Path] | None:
+        for cand in rotated_candidates(self.path):
+            try:
+                st = os.stat(cand)
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) != (cur.dev, cur.ino):
+                continue
+            opened = self._open(cand)
+            if opened is None:
+                continue
+            fd, st = opened
+            if (st.st_dev, st.st_ino) == (cur.dev, cur.ino):
+                return fd, st, cand
+            os.close(fd)
+        return None
+
+    def read(self, prev: SourceState | None, budget: int, deadline: float, boot_id: str) -> Iterator[Chunk]:
+        cur = prev.file if prev is not None else None
+        total = prev.lines_total if prev else 0
+        total_bytes = prev.bytes_total if prev else 0
+        opened = self._open(self.path)
+        if opened is None and not self.path.exists():
+            why = "no such file"
+        elif opened is None:
+            why = "not a readable regular file"
+        else:
+            why = ""
+        if cur is not None and (opened is None or (opened[1].st_dev, opened[1].st_ino) != (cur.dev, cur.ino)):
+            # The path names another file now (or none): rotated. Finish the old one first.
+            old = self._find_rotated(cur)
+            if old is not None:
+                fd, st, where = old
+                try:
+                    ok = still_same(fd, st, cur)
+                    if ok:
+                        self.notes.append(f"{self.label}: rotated; reading the rest of {printable_path(where.name)} first")
+                        done = yield from self._read_fd(fd, cur, budget, deadline)
+                        budget -= self.bytes
+                    else:
+                        done = True
+                        self.notes.append(f"{self.label}: rotated and {printable_path(where.name)} was rewritten; its tail is skipped")
+                finally:
+                    os.close(fd)
+                if not done or opened is None:
+                    # budget spent inside the old file, or no new file yet: keep the old file's position
+                    if opened is None:
+                        self.notes.append(f"{self.label}: rotated; the new file does not exist yet")
+                    self.state = SourceState(kind="file", file=cur, lines_total=total + self.lines,
+                                             bytes_total=total_bytes + self.bytes)
+                    if opened is not None:
+                        os.close(opened[0])
+                    return
+            elif opened is not None:
+                self.notes.append(
+                    f"{self.label}: rotated, and the old file was not found under a known name "
+                    f"({printable_path(self.path.name)}.1, …): what was written to it after the last check was not read"
+                )
+            line = cur.line
+            cur = None
+        else:
+            line = cur.line if cur is not None else 0
+        if opened is None:
+            self.error = f"{self.label}: {why}"
+            self.state = prev
+            return
+        fd, st = opened
+        try:
+            if cur is not None and not still_same(fd, st, cur):
+                self.notes.append(f"{self.label}: truncated or rewritten; reading it again from the start")
+                cur = None
+                line = 0
+            if cur is None:
+                start = st.st_size if self.from_end and prev is None else 0
+                if start:
+                    # from the end: begin after the last complete line
+                    tail = os.pread(fd, min(start, LONG_LINE), start - min(start, LONG_LINE))
+                    nl = tail.rfind(b"\n")
+                    start = start - len(tail) + nl + 1 if nl >= 0 else start - len(tail)
+                cur = new_cursor(fd, st, start, line)
+            yield from self._read_fd(fd, cur, budget, deadline)
+        finally:
+            os.close(fd)
+        self.state = SourceState(kind="file", file=cur, lines_total=total + self.lines,
+                                 bytes_total=total_bytes + self.bytes)
+
+    def _read_fd(self, fd: int, cur: FileCursor, budget: int, deadline: float) -> Iterator[Chunk]:
+        """Read from cur.offset; advance cur past whole lines only. Returns True at the end of the file."""
+        head = grow_head(fd, cur)
+        journal = looks_like_journal_json(head)  # the journal's JSON saved to a file: read as journal entries
+        spent = 0
+        while True:
+            if spent >= budget or time.monotonic() > deadline:
+                self.more = True
+                return False
+            want = min(READ_CHUNK, budget - spent)
+            try:
+                data = os.pread(fd, want, cur.offset)
+            except OSError as exc:
+                self.error = f"{self.label}: read failed: {exc.strerror}"
+                return True
+            if not data:
+                return True
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:
+                if len(data) < LONG_LINE:
+                    if len(data) == want:  # the budget ends inside a line: the rest next run
+                        self.more = True
+                        return False
+                    return True  # an unfinished last line: wait for its end
+                cut = len(data)  # one enormous line: take it (the engine keeps its prefix)
+                data = data + b"\n"
+                body = data
+            else:
+                body = data[:cut]
+            n = body.count(b"\n")
+            yield Chunk(data=body, first_line=cur.line + 1, journal=journal)
+            cur.offset += cut
+            cur.line += n
+            spent += cut
+            self.lines += n
+            self.bytes += cut
+
+
+class FileFollower:
+    """One path followed across appends, rotation and truncation, like ``tail -F`` (``scan --follow``, ``attach``).
+
+    The position is the same :class:`~qwen_triage.inputs.base.FileCursor` a :class:`FileReader` keeps, and
+    truncation is recognised the same way (:func:`still_same`: shorter than the offset, or other first bytes).
+    Unlike a reader, a follower hands on every byte as it arrives (a partial line too: the live session holds it
+    until its end) and keeps the old file open across a rotation, so it needs no rotated-name lookup.
+    """
+
+    def __init__(self, path: str | Path, from_end: bool = False, note: Callable[[str], None] | None = None,
+                 by_name: bool = True):
+        self.path = str(path)
+        self.from_end = from_end
+        self.by_name = by_name  # False: the open file only, like `tail -f` (attach: /proc/PID/fd/N)
+        self.note = note or (lambda _msg: None)
+        self.fd: int | None = None
+        self.cursor: FileCursor | None = None
+        self.more = False  # the last poll stopped at FOLLOW_READ_LIMIT: call again soon
+        self._missing_noted = False
+        self._gone_noted = False
+        self.rotations = 0
+        self.truncations = 0
+
+    @property
+    def ident(self) -> tuple[int, int] | None:
+        return None if self.cursor is None else (self.cursor.dev, self.cursor.ino)
+
+    def _open(self, at_end: bool) -> bool:
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            if not self._missing_noted:
+                self._missing_noted = True
+                self.note(f"{self.path}: does not exist (yet); waiting for it")
+            return False
+        except OSError as exc:
+            if not self._missing_noted:
+                self._missing_noted = True
+                self.note(f"{self.path}: cannot open ({exc.strerror}); retrying")
+            return False
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            os.close(fd)
+            raise IsADirectoryError(self.path)
+        if self._missing_noted:
+            self.note(f"{self.path}: appeared; following it")
+        self._missing_noted = False
+        self.fd = fd
+        offset = os.lseek(fd, 0, os.SEEK_END) if at_end and stat.S_ISREG(st.st_mode) else 0
+        self.cursor = new_cursor(fd, st, offset)
+        return True
+
+    def _read(self, limit: int) -> bytes:
+        assert self.fd is not None and self.cursor is not None
+        parts: list[bytes] = []
+        got = 0
+        while got < limit:
+            try:
+                data = os.pread(self.fd, min(1 << 20, limit - got), self.cursor.offset)
+            except OSError:
+                break
+            if not data:
+                break
+            parts.append(data)
+            got += len(data)
+            self.cursor.offset += len(data)
+        self.more = got >= limit
+        return b"".join(parts)
+
+    def poll(self) -> list[bytes | str]:
+        """New bytes since the last call, with BREAK where the file under the path changed."""
+        out: list[bytes | str] = []
+        if self.fd is None:
+            first = self.cursor is None
+            if not self._open(at_end=self.from_end and first):
+                return out
+        assert self.fd is not None and self.cursor is not None
+        try:
+            st = os.fstat(self.fd)
+        except OSError:
+            st = None
+        if st is not None and stat.S_ISREG(st.st_mode):
+            if not still_same(self.fd, st, self.cursor):
+                self.truncations += 1
+                self.note(f"{self.path}: truncated; reading it again from the start")
+                out.append(BREAK)
+                self.cursor = new_cursor(self.fd, st, 0)
+            grow_head(self.fd, self.cursor)
+        data = self._read(FOLLOW_READ_LIMIT)
+        if data:
+            out.append(data)
+        if self.more or not self.by_name:
+            return out
+        try:
+            now_st = os.stat(self.path)
+            now = (now_st.st_dev, now_st.st_ino)
+        except OSError:
+            now = None
+        if now is None:
+            if not self._gone_noted:
+                self._gone_noted = True
+                self.note(f"{self.path}: gone (rotated away?); still reading the old file, waiting for a new one")
+            return out
+        self._gone_noted = False
+        if now != self.ident:
+            rest = self._read(1 << 62)  # the old file's last lines
+            if rest:
+                out.append(rest)
+            os.close(self.fd)
+            self.fd = None
+            self.rotations += 1
+            self.note(f"{self.path}: rotated; following the new file")
+            out.append(BREAK)
+            if self._open(at_end=False):
+                data = self._read(FOLLOW_READ_LIMIT)
+                if data:
+                    out.append(data)
+        return out
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def is_gzip(path: Path) -> bool:
+    """Whether the file starts as gzip does (such a file is read whole, never followed)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(2) == GZIP_MAGIC
+    except OSError:
+        return False
+
+
+def stdin_is_regular_file() -> bool:
+    """``< file`` on the command line: stdin can then be followed like the file it is."""
+    try:
+        return stat.S_ISREG(os.fstat(0).st_mode)
+    except OSError:
+        return False
