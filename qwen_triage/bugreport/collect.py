@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from qwen_triage.bugreport.model import BugReport, Finding, Section
 from qwen_triage.bugreport.versions import versions
+from qwen_triage.inputs.journal import read_unit
+from qwen_triage.inputs.kernel import Window, read_window
 from qwen_triage.redact import mask_env, redact_text, redact_tree
 
 if TYPE_CHECKING:
@@ -91,20 +93,6 @@ def _scan(compiled: CompiledPack, name: str, data: bytes | None = None, path: st
     return scanner.report()
 
 
-def _journal(unit: str, run: Runner) -> tuple[bytes | None, str]:
-    from qwen_triage.live.systemd_journal import journal_command
-
-    cmd = journal_command(unit) + [f"--lines={MAX_JOURNAL_LINES}"]
-    try:
-        cp = run(cmd, capture_output=True, timeout=JOURNAL_TIMEOUT_S)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return None, f"journalctl could not be run: {exc}"
-    if cp.returncode != 0:
-        err = (cp.stderr or b"").decode("utf-8", "replace").strip().splitlines()
-        return None, f"journalctl failed: {err[0] if err else cp.returncode}"
-    return cp.stdout, f"journalctl for this boot (the newest {MAX_JOURNAL_LINES} lines)"
-
-
 def _boot_time(root: Path) -> float:
     try:
         return time.time() - float((root / "proc" / "uptime").read_text().split()[0])
@@ -150,13 +138,12 @@ def collect(
     for path in logs:
         sections.append(section_of(_scan(get_pack(), path, path=path), f"log {path}", path))
     for unit in units:
-        data, how = _journal(unit, run)
+        data, how = read_unit(unit, MAX_JOURNAL_LINES, JOURNAL_TIMEOUT_S, run=run)
         if data is None:
             sections.append(Section(title=f"journal of {unit}", source=how, notes=[how]))
             continue
         sections.append(section_of(_scan(get_pack(), f"journal:{unit}", data), f"journal of {unit}", how))
     if kernel:
-        from qwen_triage.live.kernel_log import Window, read_window
 
         klog = read_window(Window(since=_boot_time(root), until=time.time()), run=run)
         if klog.text is None:

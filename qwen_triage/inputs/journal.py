@@ -1,6 +1,6 @@
 """The systemd journal: ONE command builder, cursors, and the incremental :class:`JournalReader`.
 
-Everything that reads the journal runs its command-line tool (:data:`JOURNALCTL`) through a command line built
+Everything that reads the journal runs its command-line tool (:data:`JOURNAL_TOOL`) through a command line built
 here by :func:`journal_command`: ``check``'s incremental reads (``--after-cursor`` with the ``__CURSOR`` of the last
 entry read), ``journal UNIT`` (a window, or ``--follow``), ``attach`` (one process's entries), the kernel log of a
 window (:mod:`qwen_triage.inputs.kernel`) and ``bugreport``. One builder, so every command selects a unit's entries
@@ -28,13 +28,13 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from qwen_triage.inputs.base import Chunk, Reader, SourceState
 from qwen_triage.engine.sources import JOURNAL_MAX_LINE
 
-JOURNALCTL = "journalctl"  # the journal's command-line tool; only this package runs it
-JOURNALCTL_ENV = "QWEN_TRIAGE_JOURNALCTL"  # a journalctl to run instead (tests, containers with a host journal)
+JOURNAL_TOOL = "journalctl"  # the journal's command-line tool; only this package runs it
+JOURNAL_TOOL_ENV = "QWEN_TRIAGE_JOURNALCTL"  # a journalctl to run instead (tests, containers with a host journal)
 JOURNAL_DIRS = ("/run/log/journal", "/var/log/journal")
 KERNEL_MATCH = "_TRANSPORT=kernel"  # the kernel's entries (what --dmesg selects), OR-ed into a unit's with "+"
 UNIT_SUFFIXES = (".service", ".socket", ".scope", ".slice", ".mount", ".target", ".timer", ".path", ".swap", ".device")
@@ -42,7 +42,7 @@ READ_CHUNK = 4 << 20  # bytes read from the pipe per step at most
 PIPE_CHUNK = 1 << 20  # bytes gathered from the pipe per chunk
 HEAD = 4096  # bytes of an overlong entry searched for its cursor
 MAX_ENTRY = JOURNAL_MAX_LINE  # an entry longer than the engine decodes is skipped, with a note
-NOT_INSTALLED = f"{JOURNALCTL} is not installed"
+NOT_INSTALLED = f"{JOURNAL_TOOL} is not installed"
 
 
 class JournalError(Exception):
@@ -84,7 +84,7 @@ def journal_command(
     lines: int | str | None = None,
     boot: bool = True,
     quiet: bool = False,
-    binary: str = JOURNALCTL,
+    binary: str = JOURNAL_TOOL,
 ) -> list[str]:
     """The one command line that reads the journal as JSON.
 
@@ -124,16 +124,34 @@ def pid_command(pid: int, unit: str | None = None, user: bool = False, since: st
                            lines=None if since or not follow else 0, boot=False)
 
 
-def journalctl_path() -> str | None:
-    return os.environ.get(JOURNALCTL_ENV) or shutil.which(JOURNALCTL)
+def start_journal(cmd: list[str], stderr: Any = subprocess.DEVNULL) -> "subprocess.Popen[bytes]":
+    """Start a journal command whose JSON the caller reads from its stdout (a follow: the caller stops it)."""
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, stdin=subprocess.DEVNULL)
 
 
-def journalctl_available() -> bool:
-    return journalctl_path() is not None
+def read_unit(unit: str, lines: int, timeout: float, run: Any = subprocess.run) -> tuple[bytes | None, str]:
+    """The newest ``lines`` entries of a unit for this boot, as JSON, and how they were read (or why not)."""
+    cmd = journal_command(unit_name(unit), lines=lines)
+    try:
+        cp = run(cmd, capture_output=True, timeout=timeout)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, f"{JOURNAL_TOOL} could not be run: {exc}"
+    if cp.returncode != 0:
+        err = (cp.stderr or b"").decode("utf-8", "replace").strip().splitlines()
+        return None, f"{JOURNAL_TOOL} failed: {err[0] if err else cp.returncode}"
+    return cp.stdout, f"{JOURNAL_TOOL} for this boot (the newest {lines} lines)"
+
+
+def journal_tool_path() -> str | None:
+    return os.environ.get(JOURNAL_TOOL_ENV) or shutil.which(JOURNAL_TOOL)
+
+
+def journal_tool_available() -> bool:
+    return journal_tool_path() is not None
 
 
 def journal_present() -> bool:
-    if os.environ.get(JOURNALCTL_ENV):
+    if os.environ.get(JOURNAL_TOOL_ENV):
         return True
     for d in JOURNAL_DIRS:
         try:
@@ -177,7 +195,7 @@ class JournalReader(Reader):
         cursor = prev.cursor if prev is not None and prev.kind == "journal" else None
         total = prev.lines_total if prev and prev.kind == "journal" else 0
         total_bytes = prev.bytes_total if prev and prev.kind == "journal" else 0
-        binary = journalctl_path()
+        binary = journal_tool_path()
         if binary is None:
             self.error = NOT_INSTALLED
             self.state = prev

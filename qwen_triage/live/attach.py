@@ -4,8 +4,8 @@ Where the process writes is read from `/proc/PID/fd/1` and `/2`:
 
 - a regular file is followed through `/proc/PID/fd/N` itself, so a rename by
   logrotate or a deleted file is still the file the process writes to;
-- a socket of a process in a systemd unit is its journal stream: followed with
-  `journalctl -f` over the unit (from `/proc/PID/cgroup`), or over `_PID=` when
+- a socket of a process in a systemd unit is its journal stream: the journal is
+  followed over the unit (from `/proc/PID/cgroup`), or over `_PID=` when
   there is no unit, from the time the process started;
 - a terminal, a pipe or /dev/null cannot be read by anyone else: the message
   says so and gives the `qwen-triage run` line that would have captured it.
@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from qwen_triage.inputs.journal import JOURNAL_TOOL
 from qwen_triage.inputs.process import OutputTarget, cmdline_of, inspect_fd, unit_of
 from qwen_triage.live import procs
 
@@ -76,7 +77,7 @@ def plan_attach(targets: list[OutputTarget], unit: str | None, has_journal: bool
         else:
             plan.unreadable.append(t)
             if t.kind == "socket":
-                plan.messages.append(f"fd {t.fd} is a socket, and journalctl is not available to read a journal")
+                plan.messages.append(f"fd {t.fd} is a socket, and {JOURNAL_TOOL} is not available to read a journal")
             else:
                 plan.messages.append(f"fd {t.fd} ({'stdout' if t.fd == 1 else 'stderr'}) is {_WHY.get(t.kind, t.kind)}")
     if plan.journal and unit is None:
@@ -158,7 +159,8 @@ def attach_main(pid: int, compiled: "CompiledPack", fmt: str, new_only: bool = F
     """The `attach` command. Exit status like `scan`; 2 when nothing can be read."""
     from qwen_triage.exits import EXIT_CLEAN, EXIT_ERROR, EXIT_FOUND
     from qwen_triage.report.emit import emit_report
-    from qwen_triage.live import systemd_journal as journal
+    from qwen_triage.inputs.journal import journal_tool_available, pid_command, start_journal
+    from qwen_triage.live.systemd_journal import unit_exit
     from qwen_triage.live.follow import FollowLoop, stop_signals
     from qwen_triage.live.live_report import LiveReporter, Sink
     from qwen_triage.live.session import LiveSession
@@ -176,7 +178,7 @@ def attach_main(pid: int, compiled: "CompiledPack", fmt: str, new_only: bool = F
         return EXIT_ERROR
     targets = [inspect_fd(pid, 1), inspect_fd(pid, 2)]
     unit, user = unit_of(pid)
-    plan = plan_attach(targets, unit, journal.journalctl_available())
+    plan = plan_attach(targets, unit, journal_tool_available())
     cmdline = cmdline_of(pid)
     if not plan.readable:
         for m in plan.messages:
@@ -200,11 +202,11 @@ def attach_main(pid: int, compiled: "CompiledPack", fmt: str, new_only: bool = F
     if plan.journal:
         started = _start_time(pid)
         since = None if new_only or started is None else f"@{int(started)}"
-        cmd = journal.pid_command(pid, unit=unit, user=user, since=since)
+        cmd = pid_command(pid, unit=unit, user=user, since=since)
         try:
-            jproc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+            jproc = start_journal(cmd)
         except OSError as exc:
-            say(f"cannot run journalctl: {exc.strerror}")
+            say(f"cannot run {JOURNAL_TOOL}: {exc.strerror}")
             return EXIT_ERROR
         assert jproc.stdout is not None
         loop.add_stream(jproc.stdout.fileno(), f"journal:{unit or f'_PID={pid}'}", kind="journal-json")
@@ -216,7 +218,7 @@ def attach_main(pid: int, compiled: "CompiledPack", fmt: str, new_only: bool = F
     def tick() -> None:
         for p, name, how in watch.poll():
             if p == pid and how is None and unit:
-                how = journal.unit_exit(unit, pid, user=user)
+                how = unit_exit(unit, pid, user=user)
             what = how or "ended (its exit status was collected by its parent before it could be read)"
             who = "the attached process" if p == pid else "child process"
             text = f"{who} {p} ({name}) {what}"

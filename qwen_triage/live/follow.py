@@ -1,18 +1,13 @@
-"""`scan --follow`: files like `tail -F`, and streams (stdin, a pipe) that may never end.
+"""`scan --follow`: the polling loop that feeds followed files and streams (stdin, a pipe) into a live session.
 
-Files are polled every 0.2 s rather than watched with inotify (or the
-`watchdog` package, which is not a dependency): polling needs nothing beyond the
-standard library, works the same on NFS, overlay and bind mounts where inotify
-misses changes, and the rotation and truncation checks (`stat` of the path
-against the open file, size against our position) have to be made on each
-round anyway. An idle round costs one `fstat`, one `stat` and one `read`; the
-latency it adds (≤ 0.2 s) is well inside the one second a diagnosis may take.
-
-Rotation (the path now names another file): the rest of the old file is read,
-then the new one from its start. Truncation (the file is shorter than what was
-read, `copytruncate`): reading restarts at 0. A missing file is waited for. Line
-numbers count the lines of the followed path since following began, across
-rotations, so the engine's line windows stay meaningful.
+Reading a file like `tail -F` (identity, rotation, truncation, a missing file waited for) is
+:class:`qwen_triage.inputs.file.FileFollower`'s; this module only schedules it. Files are polled every 0.2 s
+rather than watched with inotify (or the `watchdog` package, which is not a dependency): polling needs nothing
+beyond the standard library, works the same on NFS, overlay and bind mounts where inotify misses changes, and the
+rotation and truncation checks have to be made on each round anyway. An idle round costs one `fstat`, one `stat`
+and one `read`; the latency it adds (≤ 0.2 s) is well inside the one second a diagnosis may take. Line numbers
+count the lines of the followed path since following began, across rotations, so the engine's line windows stay
+meaningful.
 """
 
 from __future__ import annotations
@@ -20,7 +15,6 @@ from __future__ import annotations
 import os
 import selectors
 import signal
-import stat
 import sys
 import time
 from contextlib import contextmanager
@@ -28,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from qwen_triage.engine.sources import MAX_LINE
+from qwen_triage.inputs.file import FileFollower, is_gzip, stdin_is_regular_file
 
 if TYPE_CHECKING:
     from qwen_triage.live.session import LiveInput, LiveSession
@@ -35,122 +30,6 @@ if TYPE_CHECKING:
 
 INTERVAL = 0.2
 QUIET_AFTER = 0.5  # seconds without new bytes after which an open multi-line record is complete
-READ_LIMIT = 4 << 20  # per file per round, so one huge file does not starve the others
-BREAK = "break"  # marker in a poll result: end the partial line before the bytes that follow
-
-
-class FileFollower:
-    """One path followed across appends, rotation and truncation."""
-
-    def __init__(self, path: str | Path, from_end: bool = False, note: Callable[[str], None] | None = None,
-                 by_name: bool = True):
-        self.path = str(path)
-        self.from_end = from_end
-        self.by_name = by_name  # False: the open file only, like `tail -f` (attach: /proc/PID/fd/N)
-        self.note = note or (lambda _msg: None)
-        self.fd: int | None = None
-        self.ident: tuple[int, int] | None = None
-        self.pos = 0
-        self.more = False  # the last poll stopped at READ_LIMIT: call again soon
-        self._missing_noted = False
-        self._gone_noted = False
-        self.rotations = 0
-        self.truncations = 0
-
-    def _open(self, at_end: bool) -> bool:
-        try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
-        except FileNotFoundError:
-            if not self._missing_noted:
-                self._missing_noted = True
-                self.note(f"{self.path}: does not exist (yet); waiting for it")
-            return False
-        except OSError as exc:
-            if not self._missing_noted:
-                self._missing_noted = True
-                self.note(f"{self.path}: cannot open ({exc.strerror}); retrying")
-            return False
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            os.close(fd)
-            raise IsADirectoryError(self.path)
-        if self._missing_noted:
-            self.note(f"{self.path}: appeared; following it")
-        self._missing_noted = False
-        self.fd = fd
-        self.ident = (st.st_dev, st.st_ino)
-        self.pos = os.lseek(fd, 0, os.SEEK_END) if at_end and stat.S_ISREG(st.st_mode) else 0
-        return True
-
-    def _read(self, limit: int) -> bytes:
-        assert self.fd is not None
-        parts: list[bytes] = []
-        got = 0
-        while got < limit:
-            try:
-                data = os.pread(self.fd, min(1 << 20, limit - got), self.pos)
-            except OSError:
-                break
-            if not data:
-                break
-            parts.append(data)
-            got += len(data)
-            self.pos += len(data)
-        self.more = got >= limit
-        return b"".join(parts)
-
-    def poll(self) -> list[bytes | str]:
-        """New bytes since the last call, with BREAK where the file under the path changed."""
-        out: list[bytes | str] = []
-        if self.fd is None:
-            first = self.ident is None
-            if not self._open(at_end=self.from_end and first):
-                return out
-        assert self.fd is not None
-        try:
-            size = os.fstat(self.fd).st_size
-        except OSError:
-            size = self.pos
-        if size < self.pos:
-            self.truncations += 1
-            self.note(f"{self.path}: truncated; reading it again from the start")
-            out.append(BREAK)
-            self.pos = 0
-        data = self._read(READ_LIMIT)
-        if data:
-            out.append(data)
-        if self.more or not self.by_name:
-            return out
-        try:
-            st = os.stat(self.path)
-            now = (st.st_dev, st.st_ino)
-        except OSError:
-            now = None
-        if now is None:
-            if not self._gone_noted:
-                self._gone_noted = True
-                self.note(f"{self.path}: gone (rotated away?); still reading the old file, waiting for a new one")
-            return out
-        self._gone_noted = False
-        if now != self.ident:
-            rest = self._read(1 << 62)  # the old file's last lines
-            if rest:
-                out.append(rest)
-            os.close(self.fd)
-            self.fd = None
-            self.rotations += 1
-            self.note(f"{self.path}: rotated; following the new file")
-            out.append(BREAK)
-            if self._open(at_end=False):
-                data = self._read(READ_LIMIT)
-                if data:
-                    out.append(data)
-        return out
-
-    def close(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
 
 
 class FollowLoop:
@@ -272,21 +151,6 @@ def stop_signals() -> Iterator[Callable[[], bool]]:
             signal.signal(sig, h)
 
 
-def _is_gzip(path: Path) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return f.read(2) == b"\x1f\x8b"
-    except OSError:
-        return False
-
-
-def _stdin_is_regular_file() -> bool:
-    try:
-        return stat.S_ISREG(os.fstat(0).st_mode)
-    except OSError:
-        return False
-
-
 def follow_scan(paths: list[str], compiled: "CompiledPack", fmt: str, max_line: int = MAX_LINE) -> int:
     """`qwen-triage scan --follow`: live diagnoses on stderr, the report on stdout at the end."""
     from qwen_triage.exits import EXIT_CLEAN, EXIT_ERROR, EXIT_FOUND
@@ -298,7 +162,7 @@ def follow_scan(paths: list[str], compiled: "CompiledPack", fmt: str, max_line: 
         if p != "-" and Path(p).expanduser().is_dir():
             print(f"qwen-triage: {p}: is a directory", file=sys.stderr)
             return EXIT_ERROR
-        if p != "-" and _is_gzip(Path(p).expanduser()):
+        if p != "-" and is_gzip(Path(p).expanduser()):
             print(f"qwen-triage: {p}: compressed files do not grow; use `qwen-triage scan {p}`", file=sys.stderr)
             return EXIT_ERROR
     reporter = LiveReporter(Sink(2))
@@ -306,7 +170,7 @@ def follow_scan(paths: list[str], compiled: "CompiledPack", fmt: str, max_line: 
     loop = FollowLoop(session, note=reporter.note)
     for p in paths:
         if p == "-":
-            if _stdin_is_regular_file():
+            if stdin_is_regular_file():
                 loop.add_file("/dev/stdin", name="<stdin>")
             else:
                 if os.isatty(0):

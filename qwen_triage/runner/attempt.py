@@ -14,7 +14,8 @@ Two ways to run it, one interface (:class:`Server`):
   daemons that double-forked included, is found by its run marker.
 
 :func:`triage_attempt` scans the attempt's log together with the kernel log of
-the same window (``journalctl -k``, else ``dmesg``; :mod:`qwen_triage.live.kernel_log`) when this user can read it.
+the same window (the journal's kernel entries, else ``dmesg``; :mod:`qwen_triage.inputs.kernel`) when this user
+can read it.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from qwen_triage.live import kernel_log, procs
+from qwen_triage.inputs import kernel as kernel_log
+from qwen_triage.live import procs
 if TYPE_CHECKING:
     from qwen_triage.live.watchdog import Watchdog
     from qwen_triage.live.session import LiveEvent
@@ -313,7 +315,7 @@ class DetachedServer:
 
 
 def kernel_window(since: float, until: float, run=subprocess.run) -> tuple[bytes | None, str]:  # type: ignore[no-untyped-def]
-    """The kernel log between two wall-clock times (:mod:`qwen_triage.live.kernel_log`): (text or journal JSON,
+    """The kernel log between two wall-clock times (:mod:`qwen_triage.inputs.kernel`): (text or journal JSON,
     how it was read)."""
     got = kernel_log.read_window(kernel_log.Window(since, until), run)
     return got.text, got.how

@@ -55,7 +55,7 @@ def _journal_line(msg: str, unit: str = "vllm.service") -> str:
 def _runner(calls: list[list[str]]):  # type: ignore[no-untyped-def]
     def run(cmd, **kw):  # type: ignore[no-untyped-def]
         calls.append(list(cmd))
-        if cmd[0] == "journalctl" and "-k" not in cmd:
+        if cmd[0] == "journalctl" and "--dmesg" not in cmd:
             out = "\n".join(_journal_line(m) for m in LOG.splitlines()) + "\n"
             return subprocess.CompletedProcess(cmd, 0, out.encode(), b"")
         if cmd[0] == "journalctl":

@@ -9,7 +9,7 @@ import subprocess
 import time
 import tracemalloc
 
-from qwen_triage.live.follow import BREAK, FileFollower
+from qwen_triage.inputs.file import BREAK, FileFollower
 from tests.live.helpers import BANNER, RULES, Live, qt_argv
 from tests.timelimits import scaled
 

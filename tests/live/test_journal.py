@@ -8,6 +8,7 @@ import subprocess
 
 import pytest
 
+from qwen_triage.inputs import journal as journal_input
 from qwen_triage.live import systemd_journal as journal
 from tests.live.helpers import BANNER, FAKEBIN, LIVE, RULES, Live, env_with, qt_argv
 
@@ -15,25 +16,25 @@ JOURNAL_JSON = LIVE / "journal_ollama_kernel.json"
 
 
 def test_unit_names() -> None:
-    assert journal.unit_name("ollama") == "ollama.service"
-    assert journal.unit_name("vllm@1") == "vllm@1.service"
-    assert journal.unit_name("docker.socket") == "docker.socket"
-    with pytest.raises(journal.JournalError):
-        journal.unit_name("ollama*")
+    assert journal_input.unit_name("ollama") == "ollama.service"
+    assert journal_input.unit_name("vllm@1") == "vllm@1.service"
+    assert journal_input.unit_name("docker.socket") == "docker.socket"
+    with pytest.raises(journal_input.JournalError):
+        journal_input.unit_name("ollama*")
 
 
 def test_journal_command_merges_unit_and_kernel_in_one_reader() -> None:
-    assert journal.journal_command("ollama", since="@1736244000", kernel=True) == [
+    assert journal_input.journal_command("ollama", since="@1736244000", kernel=True) == [
         "journalctl", "--output=json", "--all", "--no-pager", "--since=@1736244000",
         "_SYSTEMD_UNIT=ollama.service", "+", "UNIT=ollama.service", "_PID=1", "+", "COREDUMP_UNIT=ollama.service",
         "+", "_TRANSPORT=kernel",
     ]
-    cmd = journal.journal_command("vllm", since=None, follow=True)
+    cmd = journal_input.journal_command("vllm", since=None, follow=True)
     assert cmd[4:7] == ["--boot", "--follow", "--lines=all"] and "_TRANSPORT=kernel" not in cmd
-    assert journal.journal_command("ollama", "-1h", user=True)[-5:] == [
+    assert journal_input.journal_command("ollama", "-1h", user=True)[-5:] == [
         "_SYSTEMD_USER_UNIT=ollama.service", "+", "USER_UNIT=ollama.service", "+", "COREDUMP_USER_UNIT=ollama.service"]
-    assert journal.pid_command(4242)[-3:] == ["--follow", "--lines=0", "_PID=4242"]
-    assert journal.pid_command(4242, unit="ollama.service", since="@17")[4:7] == ["--since=@17", "--follow",
+    assert journal_input.pid_command(4242)[-3:] == ["--follow", "--lines=0", "_PID=4242"]
+    assert journal_input.pid_command(4242, unit="ollama.service", since="@17")[4:7] == ["--since=@17", "--follow",
                                                                                    "--lines=all"]
 
 
@@ -122,7 +123,7 @@ def test_journal_command_end_to_end_with_a_stand_in_journalctl(tmp_path) -> None
                           capture_output=True, env=_fake_env(tmp_path), timeout=60)
     assert proc.returncode == 1, proc.stderr.decode()
     args = json.loads((tmp_path / "journalctl.args").read_text().splitlines()[0])
-    assert args == journal.journal_command("ollama", "@1736244000", kernel=True)[1:]
+    assert args == journal_input.journal_command("ollama", "@1736244000", kernel=True)[1:]
     report = json.loads(proc.stdout)
     assert "hardware.xid_fatal" in [d["class"] for d in report["diagnoses"]]
     assert report["inputs"][0]["kind"] == "journal-json"

@@ -1,13 +1,12 @@
-"""The kernel-log reader the runner and `journal --kernel` share: command lines, the window, the dmesg fallback."""
+"""The kernel log of a window, which the runner and `bugreport` share: command lines, the window, the dmesg fallback."""
 
 from __future__ import annotations
 
 import subprocess
 from datetime import datetime, timezone
 
-from qwen_triage.live import kernel_log
-from qwen_triage.live.kernel_log import Window, dmesg_in_window, journalctl_command, read_window
-from qwen_triage.live.systemd_journal import journal_command
+from qwen_triage.inputs.journal import KERNEL_MATCH, journal_command
+from qwen_triage.inputs.kernel import Window, dmesg_in_window, journal_window_command, read_window
 
 T = datetime(2025, 1, 1, 10, 0, 0, tzinfo=timezone.utc).timestamp()
 DMESG = (b"2025-01-01T09:00:00,000000+00:00 NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.\n"
@@ -23,14 +22,15 @@ def test_window_is_widened_by_the_slack():
     assert Window(T, T, slack=0).hi == int(T)
 
 
-def test_journalctl_command_reads_the_kernel_as_json_for_the_window():
-    assert journalctl_command(Window(T, T + 30)) == [
-        "journalctl", "-k", "-o", "json", "--no-pager", "-q", f"--since=@{int(T) - 2}", f"--until=@{int(T) + 32}"]
+def test_journal_window_command_reads_the_kernel_as_json_for_the_window():
+    assert journal_window_command(Window(T, T + 30)) == [
+        "journalctl", "--output=json", "--all", "--no-pager", "--quiet", f"--since=@{int(T) - 2}",
+        f"--until=@{int(T) + 32}", "--dmesg"]
 
 
 def test_unit_journal_merges_the_kernel_with_the_same_match():
     cmd = journal_command("ollama", None, kernel=True)
-    assert cmd[-2:] == ["+", kernel_log.JOURNAL_MATCH]
+    assert cmd[-2:] == ["+", KERNEL_MATCH]
 
 
 def test_dmesg_is_cut_to_the_window():
