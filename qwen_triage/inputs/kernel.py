@@ -30,13 +30,13 @@ from typing import Iterator
 
 from qwen_triage.inputs.base import Chunk, Reader, SourceState
 from qwen_triage.inputs.journal import (
-    JOURNALCTL, JOURNALCTL_ENV, JournalReader, journal_command, journal_present, journalctl_path,
+    JOURNAL_TOOL, JOURNAL_TOOL_ENV, JournalReader, journal_command, journal_present, journal_tool_path,
 )
 
 READ_CHUNK = 4 << 20  # bytes of records gathered per chunk handed to the engine
 KMSG_ENV = "QWEN_TRIAGE_KMSG"
 KMSG_PATH = "/dev/kmsg"
-JOURNAL_HOW = f"{JOURNALCTL} -k"  # how a window read from the journal is described
+JOURNAL_HOW = f"{JOURNAL_TOOL} -k"  # how a window read from the journal is described
 SLACK_S = 2.0  # seconds added on both sides: clocks and the kernel's timestamps are coarse
 TIMEOUT_S = 15
 
@@ -106,7 +106,7 @@ def read_window(window: Window, run: Runner = subprocess.run) -> KernelLog:
     try:
         cp = run(dmesg_command(), capture_output=True, timeout=TIMEOUT_S)
     except (OSError, subprocess.SubprocessError):
-        return KernelLog(None, f"kernel log not readable here (no {JOURNALCTL}, no dmesg)")
+        return KernelLog(None, f"kernel log not readable here (no {JOURNAL_TOOL}, no dmesg)")
     if cp.returncode != 0:
         err = cp.stderr.decode("utf-8", "replace").strip().splitlines()
         return KernelLog(None, f"kernel log not readable here ({err[0] if err else 'dmesg failed'})")
@@ -266,11 +266,11 @@ def kernel_reader() -> Reader:
     ``QWEN_TRIAGE_JOURNALCTL`` (a journalctl to run) and then ``QWEN_TRIAGE_KMSG`` (a file in
     /dev/kmsg's format) choose one outright: containers, and tests, which never read the host's log.
     """
-    if os.environ.get(JOURNALCTL_ENV):
+    if os.environ.get(JOURNAL_TOOL_ENV):
         return JournalReader(None)
     if os.environ.get(KMSG_ENV):
         return KmsgReader()
-    if journalctl_path() and journal_present():
+    if journal_tool_path() and journal_present():
         return JournalReader(None)
     if os.access(KMSG_PATH, os.R_OK):
         return KmsgReader()
