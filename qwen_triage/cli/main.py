@@ -259,14 +259,28 @@ def _hyperscan() -> bool:
 @rules.command("lint")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
 @click.option("--strict", is_flag=True, help="Warnings fail too.")
-def rules_lint(paths: tuple[str, ...], strict: bool) -> None:
-    """Schema, patterns, ids, classes, actions, examples, backtracking probes."""
-    from qwen_triage.authoring.lint import lint_paths
+@click.option("--select", multiple=True, metavar="ID", help="Only these checks (an id, or a prefix: `pattern`).")
+@click.option("--ignore", multiple=True, metavar="ID", help="Not these checks (an id, or a prefix: `overlap`).")
+@click.option("--list-checks", is_flag=True, help="List every check (id, level, what it finds) and exit.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def rules_lint(paths: tuple[str, ...], strict: bool, select: tuple[str, ...], ignore: tuple[str, ...],
+               list_checks: bool, fmt: str) -> None:
+    """Schema, patterns, ids, classes, actions, examples, backtracking probes, overlapping rules."""
+    from qwen_triage.authoring import lint
 
-    problems = lint_paths([Path(p) for p in paths])
-    for p in problems:
-        click.echo(str(p))
+    unknown = lint.unknown_selectors(lint.CHECKS, [*select, *ignore])
+    if unknown:
+        raise click.BadParameter(f"no check {', '.join(map(repr, unknown))} (`rules lint --list-checks`)",
+                                 param_hint="--select/--ignore")
+    if list_checks:
+        click.echo((lint.checks_json if fmt == "json" else lint.checks_text)(lint.CHECKS))
+        return
+    problems = lint.lint_paths([Path(p) for p in paths], select=select, ignore=ignore)
     errors = [p for p in problems if p.level == "error" or strict]
+    if fmt == "json":
+        click.echo(lint.problems_json(problems, len(errors)))
+    for p in problems if fmt == "text" else ():
+        click.echo(str(p))
     click.echo(f"{len(errors)} error(s), {len(problems) - len(errors)} warning(s)", err=True)
     sys.exit(EXIT_FOUND if errors else EXIT_CLEAN)
 

@@ -19,7 +19,7 @@ def test_bundled_stages_and_benign_list_load() -> None:
 def test_a_benign_pattern_that_misses_its_example_is_a_lint_error(tmp_path: Path) -> None:
     (tmp_path / "benign.yaml").write_text('benign:\n  - pattern: "abc"\n    why: because\n    examples: ["xyz"]\n')
     errors = [str(p) for p in lint_paths([tmp_path]) if p.level == "error"]
-    assert errors == [f"{tmp_path / 'benign.yaml'}:2:5: error: benign.0: Value error, pattern does not match its example 'xyz'"]
+    assert errors == [f"{tmp_path / 'benign.yaml'}:2:5: error: benign.0: Value error, pattern does not match its example 'xyz' [data-invalid]"]
 
 
 def test_a_duplicate_stage_is_a_lint_error(tmp_path: Path) -> None:
@@ -27,3 +27,4 @@ def test_a_duplicate_stage_is_a_lint_error(tmp_path: Path) -> None:
     (tmp_path / "stages.yaml").write_text("stages:\n" + stage + stage)
     (problem,) = [p for p in lint_paths([tmp_path]) if p.level == "error"]
     assert "duplicate stage id 'a'" in str(problem) and str(tmp_path / "stages.yaml") in str(problem)
+    assert problem.check == "data-invalid"

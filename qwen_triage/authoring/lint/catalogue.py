@@ -1,0 +1,50 @@
+"""Checks of the files every pack shares: the class catalogue and the runner's per-class fix defaults."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from qwen_triage.authoring.lint.check import Check
+from qwen_triage.authoring.lint.context import LintContext, fix_defaults_error
+from qwen_triage.authoring.lint.problem import Problem
+from qwen_triage.rulepack.schema import FailureClass
+from qwen_triage.rulepack.yamlload import RuleFileError
+
+
+def failed(check: Check, exc: RuleFileError) -> Problem:
+    """A load error as this check's problem, at the error's own file:line:col."""
+    return check.at(exc.path, exc.line, exc.column, exc.reason)
+
+
+def _catalogue_invalid(check: Check, ctx: LintContext) -> Iterator[Problem]:
+    """classes.yaml must load: every rule names a class from it, so nothing else can be checked without it."""
+    if ctx.classes_error is not None:
+        yield failed(check, ctx.classes_error)
+
+
+def _catalogue_cycle(check: Check, ctx: LintContext) -> Iterator[Problem]:
+    """A class that explains itself through a chain has no root cause to list its symptoms under."""
+    for cycle in ctx.cycles:
+        yield check.at(ctx.base / "classes.yaml", 1, 1, "explains cycle: " + " -> ".join(cycle))
+
+
+def _fix_defaults_invalid(check: Check, ctx: LintContext) -> Iterator[Problem]:
+    """The runner applies these defaults unattended: actions must come from the vocabulary, classes exist."""
+    if ctx.fix_defaults_error is not None:
+        yield failed(check, ctx.fix_defaults_error)
+
+
+CATALOGUE_INVALID = Check("catalogue-invalid", "error", "classes.yaml fails to load", "run", _catalogue_invalid)
+CHECKS = (
+    CATALOGUE_INVALID,
+    Check("catalogue-cycle", "error", "a class explains itself through `explains`", "run", _catalogue_cycle),
+    Check("fix-defaults-invalid", "error", "fix-defaults.yaml fails its schema or names an unknown class", "run",
+          _fix_defaults_invalid),
+)
+
+
+def lint_fix_defaults(path: Path, classes: dict[str, FailureClass]) -> list[Problem]:
+    """The runner's per-class fix defaults: schema (actions from the vocabulary), class ids exist."""
+    exc = fix_defaults_error(path, classes)
+    return [failed(CHECKS[2], exc)] if exc is not None else []

@@ -1,0 +1,132 @@
+"""What one lint run loads once and every check reads: the catalogue, the data files, the rules, the examples.
+
+Loading is not a check: a file that fails to load is recorded here, and the checks turn the failures
+into problems (``file-invalid``, ``class-unknown``...). The examples run through the real matcher at
+most once, and only when a selected check needs them and the pack loaded cleanly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from qwen_triage.authoring.lint.examples import ExampleRun, run_examples
+from qwen_triage.rulepack.fix_defaults import FIX_DEFAULTS_FILE
+from qwen_triage.rulepack.pack import LoadedRule, bundled_rules_dir, load_classes, load_rule_file, rule_files
+from qwen_triage.rulepack.schema import FailureClass
+from qwen_triage.rulepack.yamlload import RuleFileError
+
+
+@dataclass
+class DataFile:
+    """A data file beside the rules (stages, known-benign lines) and its load error, if any."""
+
+    path: Path
+    name: str
+    error: RuleFileError | None = None
+
+
+@dataclass
+class LintContext:
+    paths: list[Path]
+    base: Path = field(default_factory=bundled_rules_dir)
+    classes: dict[str, FailureClass] | None = None
+    classes_error: RuleFileError | None = None
+    cycles: list[list[str]] = field(default_factory=list)
+    fix_defaults_error: RuleFileError | None = None
+    data_files: list[DataFile] = field(default_factory=list)
+    rules: list[LoadedRule] = field(default_factory=list)  # the linted rules, in load order
+    bundled: dict[str, LoadedRule] = field(default_factory=dict)  # beside contributors' rules: ids to clash with
+    file_errors: list[tuple[Path, RuleFileError]] = field(default_factory=list)
+    _examples: list[ExampleRun] | None = None
+
+    @property
+    def targets(self) -> list[Path]:
+        return self.paths or [self.base]
+
+    @property
+    def loaded_cleanly(self) -> bool:
+        """Whether the examples may run: nothing that keeps the pack from loading went wrong."""
+        return not (self.classes_error or self.cycles or self.fix_defaults_error or self.file_errors
+                    or any(d.error for d in self.data_files))
+
+    def example_runs(self) -> list[ExampleRun]:
+        if self._examples is None:
+            self._examples = run_examples(self.paths) if self.loaded_cleanly else []
+        return self._examples
+
+
+def load_context(paths: list[Path]) -> LintContext:
+    ctx = LintContext(paths=paths)
+    try:
+        ctx.classes = classes = load_classes(ctx.base / "classes.yaml")
+    except RuleFileError as exc:
+        ctx.classes_error = exc
+        return ctx
+    ctx.cycles = class_cycles(classes)
+    ctx.fix_defaults_error = fix_defaults_error(ctx.base / FIX_DEFAULTS_FILE, classes)
+    ctx.data_files = list(_data_files([ctx.base, *(t for t in ctx.targets if t != ctx.base)]))
+    if paths:  # contributors' rules load beside the bundled ones: ids must not clash
+        for f in rule_files(ctx.base):
+            for lr in load_rule_file(f, classes):
+                ctx.bundled[lr.rule.id] = lr
+    for target in ctx.targets:
+        try:
+            files = rule_files(target)
+        except RuleFileError as exc:
+            ctx.file_errors.append((target, exc))
+            continue
+        for f in files:
+            try:
+                ctx.rules.extend(load_rule_file(f, classes))
+            except RuleFileError as exc:
+                ctx.file_errors.append((f, exc))
+    return ctx
+
+
+def class_cycles(classes: dict[str, FailureClass]) -> list[list[str]]:
+    """Every `explains` cycle of the catalogue (a root cause must not explain itself)."""
+    cycles = []
+    state: dict[str, int] = {}
+
+    def visit(cid: str, stack: list[str]) -> None:
+        state[cid] = 1
+        for nxt in classes[cid].explains:
+            if state.get(nxt) == 1:
+                cycles.append(stack[stack.index(nxt) :] + [nxt] if nxt in stack else [cid, nxt])
+            elif nxt in classes and state.get(nxt) is None:
+                visit(nxt, stack + [nxt])
+        state[cid] = 2
+
+    for cid in classes:
+        if cid not in state:
+            visit(cid, [cid])
+    return cycles
+
+
+def fix_defaults_error(path: Path, classes: dict[str, FailureClass]) -> RuleFileError | None:
+    from qwen_triage.rulepack.fix_defaults import load_fix_defaults
+
+    try:
+        load_fix_defaults(path, set(classes))
+    except RuleFileError as exc:
+        return exc
+    return None
+
+
+def _data_files(directories: list[Path]) -> Iterator[DataFile]:
+    from qwen_triage.rulepack.benign import BENIGN_FILE, load_benign
+    from qwen_triage.rulepack.stages import STAGES_FILE, load_stage_file
+
+    for directory in directories:
+        for name, load in ((STAGES_FILE, load_stage_file), (BENIGN_FILE, load_benign)):
+            path = directory / name if directory.is_dir() else None
+            if path is None or not path.is_file():
+                continue
+            try:
+                load(path)
+            except RuleFileError as exc:
+                yield DataFile(path, name, exc)
+                continue
+            yield DataFile(path, name)

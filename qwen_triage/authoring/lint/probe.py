@@ -1,0 +1,65 @@
+"""The backtracking probe: lines that make a catastrophic pattern blow up, tried with a timeout.
+
+Every pattern runs on untrusted log lines, so one that backtracks exponentially hangs a scan; the
+probe finds such a pattern before it ships (rules' patterns, `where` constraints, benign patterns).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from qwen_triage.engine.literals import required_literals
+from qwen_triage.rulepack.pack import compile_pattern
+
+PROBE_TIMEOUT = 0.5  # a pattern slower than this on a probe line is hostile
+PROBE_SLOW = 0.2  # generous: lint must not flake on a busy machine
+PROBE_MAX = 64 * 1024  # the matcher never sees more of a line than this
+_NESTED_QUANT = re.compile(r"\((?:[^()\\]|\\.)*[+*](?:\)|\)\?)?[^()]*\)[+*{]")
+
+
+def _probes(pattern: str, examples: list[str]) -> list[str]:
+    """Lines that make a backtracking-prone pattern blow up."""
+    probes = [c * 20_000 for c in ("a", " ", "0", ".", ":", "-", "x/")]
+    req = required_literals(pattern)
+    lit = req.alternatives[0] if req else ""
+    if lit:
+        probes += [lit * (20_000 // max(len(lit), 1)), (lit + " ") * 3000, lit + " " * 20_000, lit + "a" * 20_000]
+    # Runs of each character the pattern mentions, after its literal: what an
+    # overlapping alternation or nested repeat chokes on.
+    for ch in sorted({c for c in pattern if c.isprintable() and c not in "\\()[]{}|+*?^$"})[:40]:
+        probes.append(lit + " " + ch * 5000)
+        probes.append(lit + ch * 5000)
+        # a short run that then fails (`(a|aa)+$` on 45 bytes ran for a minute): exponential backtracking
+        # shows on a few dozen characters, long before a long run would
+        probes.append(lit + " " + ch * 40 + "\x00")
+        probes.append(lit + ch * 40 + "\x00")
+    for ex in examples[:3]:
+        probes.append((ex + " ") * 50)
+        probes.append(ex[: len(ex) // 2] + "a" * 20_000)
+    return probes
+
+
+def probe_pattern(pattern: str, examples: list[str], full: bool = False) -> str | None:
+    """A reason when the pattern looks catastrophic, else None.
+
+    ``full``: a `where` constraint, which must match a whole field; probed with
+    ``fullmatch``, and on short fields too (a field of 41 characters was enough).
+    """
+    if _NESTED_QUANT.search(pattern):
+        return "nested quantifier (e.g. `(a+)+`): catastrophic backtracking risk"
+    compiled = compile_pattern(pattern)
+    probes = _probes(pattern, examples)
+    if full:  # short fields that almost match: the whole field must be taken, then one character fails
+        probes = [p[:40] + end for p in probes for end in ("", "\x00", "!")] + probes
+    run = compiled.fullmatch if full else compiled.search
+    for probe in probes:
+        probe = probe[:PROBE_MAX]
+        t0 = time.perf_counter()
+        try:
+            run(probe, timeout=PROBE_TIMEOUT)
+        except TimeoutError:
+            return f"timed out (>{PROBE_TIMEOUT}s) on a {len(probe)}-character probe line"
+        if time.perf_counter() - t0 > PROBE_SLOW:
+            return f"took {time.perf_counter() - t0:.2f}s on a {len(probe)}-character probe line"
+    return None
