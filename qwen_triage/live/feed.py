@@ -1,0 +1,284 @@
+"""The triage feed: the child's chunks, once passed through, to the engine, the stages and the stall watchdog.
+
+The receive side :meth:`TriageFeed.deliver`\\ s chunks; a bounded backlog
+(:data:`MAX_BACKLOG`) keeps triage from holding memory when it falls behind: what
+is over is skipped (the log has it). The triage thread (:meth:`TriageFeed.run`)
+merges what waits into batches of :data:`TRIAGE_BATCH` bytes — short engine
+passes, so the other threads get the interpreter's lock soon — and feeds the
+:class:`~qwen_triage.live.session.LiveSession` (diagnoses), the stage tracker and
+the last lines. The watch thread calls :meth:`TriageFeed.tick` for the stall
+watchdog. An error in triage stops triage only: the output and the log are not
+its business.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from typing import TYPE_CHECKING, Callable
+
+from qwen_triage.engine.sources import clean_lines
+from qwen_triage.live.hooks import Hooks
+from qwen_triage.live.lines import LineSplitter, Lines
+from qwen_triage.live.stall import (
+    LastLines,
+    Stall,
+    StageState,
+    StageTracker,
+    StallWatchdog,
+    bundled_table,
+    has_progress,
+    table_of,
+)
+
+if TYPE_CHECKING:
+    from qwen_triage.engine.matcher import CompiledPack
+    from qwen_triage.live.session import LiveEvent, LiveSession
+
+SETTLE, STDOUT, STDERR, QUIET = 0, 1, 2, 3  # SETTLE: release pending findings; QUIET: the output paused
+TRIAGE_BATCH = 1 << 16  # bytes merged for one engine pass: short C calls, so other threads get the GIL soon
+LAST_LINES_FED = 64  # the tail of each chunk the stall report's last lines can show
+MAX_BACKLOG = 64 << 20  # bytes waiting for triage before triage starts skipping
+FAR_BEHIND = 1 << 20  # bytes waiting for triage past which any byte counts as progress
+
+_Item = tuple[int, bytes, float]  # (stream or SETTLE/QUIET, data, time.monotonic())
+
+
+class TriageFeed:
+    """What the child printed, triaged live: diagnoses, stages, stalls.
+
+    ``compiled`` None: no diagnoses, but stages and stalls still (the bundled
+    stage table). ``on_fatal`` is called after each chunk once the session's
+    diagnosis is certain and fatal (the supervisor decides whether to stop).
+    """
+
+    def __init__(
+        self,
+        compiled: "CompiledPack | None",
+        stall: float | None,
+        hooks: Hooks,
+        *,
+        on_event: Callable[["LiveEvent"], None] | None = None,
+        on_stall: Callable[[Stall], None] | None = None,
+        on_stage: Callable[[StageState], None] | None = None,
+        on_output: Callable[[int, bytes], None] | None = None,
+        on_fatal: Callable[["LiveSession"], None] | None = None,
+        processes: Callable[[], int] = lambda: 0,
+    ):
+        self.compiled = compiled
+        self.hooks = hooks
+        self.on_event, self.on_stall, self.on_stage = on_event, on_stall, on_stage
+        self.on_output, self.on_fatal = on_output, on_fatal
+        self.processes = processes
+        self.events: list[LiveEvent] = []
+        self.stalls: list[Stall] = []
+        self.watchdog = StallWatchdog(stall)
+        table = table_of(compiled.pack) if compiled is not None else bundled_table()
+        self.stages = StageTracker(table=table)
+        self.last = LastLines(heartbeat=table.heartbeat)
+        self.session: LiveSession | None = None
+        self._input = None
+        self._plain: dict[int, LineSplitter] = {}
+        self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
+        self._backlog = 0
+        self._backlog_lock = threading.Lock()
+        self.skipped = 0
+        self.ok = compiled is not None
+        self.activity = time.monotonic()  # last byte from the child
+        self._progress = self.activity  # last output that was not a heartbeat line
+        self._last_seen = self._progress  # the activity the stall watchdog knows of
+
+    def open(self, name: str) -> None:
+        """The live session, with the child's output as its one input ``name``."""
+        if self.compiled is None:
+            return
+        from qwen_triage.live.session import LiveSession
+
+        self.session = LiveSession(self.compiled, on_event=self._event)
+        self._input = self.session.add_input(name, kind="text")
+
+    def started(self, when: float) -> None:
+        self.activity = when
+        self.watchdog.activity(when)
+
+    # -- the receive side's end ---------------------------------------------------
+
+    def deliver(self, stream: int, data: bytes, when: float) -> None:
+        """A chunk the child printed, for triage; skipped (and counted) while triage is too far behind."""
+        self.activity = when
+        if self.on_output is not None:
+            self.hooks.call(self.on_output, stream, data)
+        with self._backlog_lock:
+            if self._backlog + len(data) > MAX_BACKLOG:
+                self.skipped += len(data)
+                return
+            self._backlog += len(data)
+        self._queue.put((stream, data, when))
+
+    def skip(self, n: int) -> None:
+        """The pump skipped ``n`` bytes for triage (it lagged behind); the log has them."""
+        with self._backlog_lock:
+            self.skipped += n
+
+    def quiet(self) -> None:
+        """The output paused: a multi-line record still open is complete."""
+        self._queue.put((QUIET, b"", time.monotonic()))
+
+    def end(self) -> None:
+        """No more chunks: the triage thread ends once it has what came before."""
+        self._queue.put(None)
+
+    # -- triage: lines -> engine, stages ------------------------------------------
+
+    def run(self) -> None:
+        """The triage thread: batches off the queue until :meth:`end`."""
+        while True:
+            batch, end = self._next_batch()
+            if batch is None:
+                break
+            if batch:
+                self._triage_batch(batch)
+            if end:
+                break
+
+    def _next_batch(self) -> tuple[list[_Item] | None, bool]:
+        """What waits, up to :data:`TRIAGE_BATCH` bytes (None: the end); settles and pauses handled first."""
+        q = self._queue
+        item = q.get()
+        if item is None:
+            return None, True
+        batch = [item]
+        end = False
+        size = len(item[1])
+        while size < TRIAGE_BATCH:
+            try:
+                more = q.get_nowait()
+            except queue.Empty:
+                break
+            if more is None:
+                end = True
+                break
+            batch.append(more)
+            size += len(more[1])
+        with self._backlog_lock:
+            self._backlog -= size
+        if any(b[0] == SETTLE for b in batch):
+            self._guarded("settle")
+        if any(b[0] == QUIET for b in batch):
+            self._guarded("release_held")
+        return [b for b in batch if b[0] not in (SETTLE, QUIET)], end
+
+    def _triage_batch(self, batch: list[_Item]) -> None:
+        # merge runs of the same stream: fewer, larger blocks
+        stream, chunks, when = batch[0][0], [batch[0][1]], batch[0][2]
+        for s, d, t in batch[1:]:
+            if s == stream:
+                chunks.append(d)
+                when = t
+            else:
+                self._triage_chunk(stream, b"".join(chunks), when)
+                stream, chunks, when = s, [d], t
+        self._triage_chunk(stream, b"".join(chunks), when)
+
+    def _guarded(self, step: str) -> None:
+        """The session's ``step`` (settle, release_held, finish) unless triage already stopped; its error stops it."""
+        if self.session is not None and self.ok:
+            try:
+                getattr(self.session, step)()
+            except Exception as exc:  # noqa: BLE001
+                self._failed(exc)
+
+    def _failed(self, exc: Exception, more: str = "") -> None:
+        self.ok = False
+        self.hooks.note(f"live triage stopped on an internal error ({exc!r}){more}", report=True)
+
+    def _split(self, stream: int, data: bytes) -> Lines:
+        session, inp = self.session, self._input
+        if session is not None and inp is not None and self.ok:
+            try:
+                return session.feed(inp, data, stream)
+            except Exception as exc:  # noqa: BLE001 - triage trouble must not touch the child
+                self._failed(exc, "; output and log are unaffected")
+        splitters = inp.splitters if inp is not None else self._plain
+        splitter = splitters.get(stream)
+        if splitter is None:
+            splitter = splitters[stream] = LineSplitter()
+        return splitter.feed_lines(data)
+
+    def _triage_chunk(self, stream: int, data: bytes, when: float) -> None:
+        lines = self._split(stream, data)
+        if not data.endswith(b"\n"):
+            self._progress = when  # a partial line: a progress bar moving, a prompt
+        if not lines:
+            return
+        try:
+            if has_progress(lines.data, self.stages.table.heartbeat):
+                self._progress = when
+            self.last.extend(lines.tail(LAST_LINES_FED))
+            changed = self.stages.feed_block(clean_lines(lines.data))
+            if changed is not None:
+                self.hooks.call(self.on_stage, changed)
+        except Exception as exc:  # noqa: BLE001
+            self.hooks.warn_once("stage", f"stage tracking failed ({exc!r})")
+        session = self.session
+        if self.on_fatal is not None and session is not None and session.fatal is not None:
+            self.on_fatal(session)
+
+    def partial(self) -> bytes:
+        """The newest unfinished line of either stream (a progress bar, a prompt)."""
+        splitters = self._input.splitters if self._input is not None else self._plain
+        pending = [sp.pending() for sp in list(splitters.values())]
+        return max(pending, key=len) if pending else b""
+
+    def finish(self) -> None:
+        """The child and the receive side are done, and so is the triage thread: the session's last findings."""
+        if self.skipped:
+            self.hooks.notes.append(f"live triage fell behind and skipped {self.skipped} bytes (the log has them all)")
+        if self.session is not None and self.ok:
+            try:
+                self.session.finish()
+            except Exception as exc:  # noqa: BLE001
+                self.ok = False
+                self.hooks.notes.append(f"live triage stopped on an internal error ({exc!r})")
+
+    # -- the stall watchdog ---------------------------------------------------------
+
+    def seen(self) -> None:
+        """Progress is judged by triage (heartbeats do not count); while triage is far behind, any byte counts."""
+        current = self._progress if self._backlog < FAR_BEHIND else self.activity
+        if current != self._last_seen:
+            self._last_seen = current
+            self.watchdog.activity(current)
+
+    def tick(self) -> None:
+        """One look of the stall watchdog while the child runs: a stall is reported once it is due."""
+        stage = self.stages.current
+        partial = self.partial()
+        peek = self.stages.peek(partial) if partial else None
+        quiet = self.watchdog.due(peek or (stage.stage if stage else None))
+        if quiet is not None:
+            self._stall(quiet, partial)
+
+    def _stall(self, quiet: float, partial: bytes) -> None:
+        state = self.stages.current
+        stage, line, since = (state.stage, state.line, time.monotonic() - state.since) if state else (None, None, None)
+        peek = self.stages.peek(partial) if partial else None
+        if peek is not None and (stage is None or peek.id != stage.id):
+            stage, line, since = peek, partial.decode("utf-8", "replace").rsplit("\r", 1)[-1][-300:], None
+        stall = Stall(
+            quiet=quiet,
+            stage=stage,
+            stage_since=since,
+            stage_line=line,
+            last_lines=self.last.snapshot(partial),
+            processes=self.processes(),
+        )
+        self.stalls.append(stall)
+        self.hooks.notes.append(f"stall: {stall.describe()}" + (f"; last stage line: {line}" if line else ""))
+        self.hooks.call(self.on_stall, stall)
+        self._queue.put((SETTLE, b"", time.monotonic()))  # no veto is coming soon: settle pending findings
+
+    def _event(self, ev: "LiveEvent") -> None:
+        self.events.append(ev)
+        self.hooks.call(self.on_event, ev)
