@@ -8,12 +8,13 @@ import sys
 import click
 
 from qwen_triage.cli.options import fail, pack_options
+from qwen_triage.inputs.helptext import KERNEL_WINDOW_SOURCES
 
 
 @click.command("report", short_help="One short, redacted file for a bug tracker: versions, doctor, triage.")
 @click.argument("logs", nargs=-1, type=click.Path(exists=True, dir_okay=False))
 @click.option("--journal", "units", multiple=True, metavar="UNIT", help="Triage this systemd unit's journal for this boot (repeatable).")
-@click.option("--kernel", is_flag=True, help="Triage the kernel log since boot (journalctl -k, else dmesg).")
+@click.option("--kernel", is_flag=True, help=f"Triage the kernel log since boot ({KERNEL_WINDOW_SOURCES}).")
 @click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True)
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), help="Write here (mode 0600) instead of stdout.")
 @click.option("--gpu-snapshot", type=click.Path(exists=True, dir_okay=False),

@@ -9,6 +9,8 @@ import time
 
 import click
 
+from qwen_triage.inputs.helptext import KERNEL_CHECK_SOURCES
+
 EXIT_OK, EXIT_PROBLEM, EXIT_UNKNOWN = 0, 1, 2
 
 
@@ -26,7 +28,7 @@ def default_state_dir() -> str:
 
 
 @click.command("check", short_help="One incremental node check (node-problem-detector, node_exporter, Slurm).")
-@click.option("--kernel", is_flag=True, help="Read the kernel log (journalctl -k, else /dev/kmsg, else dmesg).")
+@click.option("--kernel", is_flag=True, help=f"Read the kernel log ({KERNEL_CHECK_SOURCES}).")
 @click.option("--journal", "units", metavar="UNIT", multiple=True, help="Read a systemd unit's journal (repeatable).")
 @click.option("--file", "files", metavar="PATH", multiple=True, help="Read a log file (repeatable); rotation and "
               "truncation are followed.")

@@ -7,6 +7,7 @@ import sys
 import click
 
 from qwen_triage.cli.options import format_option, pack_options
+from qwen_triage.inputs.helptext import SINCE_FORMS
 
 
 
@@ -108,7 +109,7 @@ def attach(pid: int, new_only: bool, fmt: str, rule_dirs: tuple[str, ...], engin
 
 @click.command("journal", short_help="Triage a systemd unit's journal (default: ollama).")
 @click.argument("unit", default="ollama")
-@click.option("--since", help="Start of the window, as journalctl takes it (default: when the unit last started).")
+@click.option("--since", help=f"Start of the window, {SINCE_FORMS} (default: when the unit last started).")
 @click.option("--kernel", is_flag=True, help="Add the kernel log for the same window, merged into one timeline.")
 @click.option("--follow", "-f", is_flag=True, help="Keep reading; diagnoses print as they form, the summary on Ctrl-C.")
 @click.option("--user", is_flag=True, help="A user unit (systemctl --user).")
@@ -124,7 +125,7 @@ def journal(
     rule_dirs: tuple[str, ...],
     engine: str,
 ) -> None:
-    """Read UNIT's journal (`journalctl -u UNIT -o json`) and triage it.
+    """Read UNIT's systemd journal (as JSON, with each line's fields) and triage it.
 
     \b
       qwen-triage journal                      # ollama, since it last started

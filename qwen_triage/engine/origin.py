@@ -3,7 +3,7 @@
 A rule names the programs whose messages it reads (`sources:`). The engine holds it to
 that at two levels, because the difference that matters is one of trust:
 
-* the **system's own records**: ``kernel`` (dmesg, /dev/kmsg, ``journalctl -k``,
+* the **system's own records**: ``kernel`` (dmesg, /dev/kmsg, the journal's kernel entries,
   syslog's ``kernel:`` tag, talos' ``kern:``) and ``systemd`` (PID 1 in the journal,
   ``systemd[1]:`` in syslog). Only rules that name that source read them (``any`` means
   any *application*): a vLLM OOM rule has no business on a kernel line, and a line an

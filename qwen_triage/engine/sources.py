@@ -4,7 +4,7 @@ Files are read as bytes in large chunks and split on LF only (a bare CR, as in
 Ollama's pull progress, is not a line end — text mode would shift every later
 line number). A line longer than ``max_line`` is cut to that prefix and the
 rest skipped without being held, so a 100 MB line costs ``max_line`` bytes.
-`journalctl -o json` input is decoded into its MESSAGE lines, keeping each
+The journal's JSON export (``-o json``) is decoded into its MESSAGE lines, keeping each
 one's journal fields and origin line.
 
 Everything here reads text nobody vetted, so every number taken from it is
@@ -94,7 +94,7 @@ class Source:
     bytes_read: int = 0
     truncated_count: int = 0
     kind: str = "text"  # "text" or "journal-json"
-    empty: bool = False  # it held no log line: empty, or only journalctl's own "-- No entries --" lines
+    empty: bool = False  # it held no log line: empty, or only the journal's own "-- No entries --" lines
     notes: list[str] = field(default_factory=list)  # about reading it (a gzip that ended early, not text)
     _raw: BinaryIO | None = field(default=None, repr=False)
 
@@ -142,7 +142,7 @@ class Source:
 
 
 def looks_like_journal_json(first: bytes) -> bool:
-    """Whether the first line is a `journalctl -o json` record.
+    """Whether the first line is a record of the journal's JSON export.
 
     ``first`` is the first line, or its first bytes when it is longer than
     anything a journal writes: then a record's opening key decides.
@@ -273,12 +273,12 @@ _NON_TEXT = re.compile("[\x00-\x07\x0e-\x1a\x1c-\x1f\x7f\ufffd]")
 NON_TEXT_SHARE = 0.10
 
 
-# journalctl's own lines, not log entries: "-- No entries --", "-- Boot 3f2a… --", "-- Logs begin at … --"
+# the journal tool's own lines, not log entries: "-- No entries --", "-- Boot 3f2a… --", "-- Logs begin at … --"
 _JOURNAL_MARKER = re.compile(rb"^-- [^\n]{1,300} --\r?$")
 
 
 def holds_nothing(sample: bytes) -> bool:
-    """Whether text holds no log line: nothing, blank lines, or only journalctl's ``-- … --`` lines."""
+    """Whether text holds no log line: nothing, blank lines, or only the journal tool's ``-- … --`` lines."""
     return all(not line.strip() or _JOURNAL_MARKER.match(line) for line in sample.split(b"\n"))
 
 
@@ -288,7 +288,7 @@ def text_note(name: str, sample: bytes) -> str | None:
         return f"{name}: empty input, nothing to triage"
     if len(sample) < SAMPLE and holds_nothing(sample):
         said = " (“-- No entries --”)" if b"-- No entries --" in sample else ""
-        return f"{name}: no log line, only journalctl's own lines{said}: nothing to triage"
+        return f"{name}: no log line, only the journal's own marker lines{said}: nothing to triage"
     text = sample.decode("utf-8", "replace")
     odd = len(_NON_TEXT.findall(text))
     if odd > NON_TEXT_SHARE * len(text):
@@ -336,7 +336,7 @@ def _block(data: bytes, first_line: int, truncated: set[int]) -> Block:
 
 
 def journal_blocks(blocks: Iterator[Block]) -> Iterator[Block]:
-    """Turn blocks of `journalctl -o json` lines into blocks of their messages."""
+    """Turn blocks of the journal's JSON lines into blocks of their messages."""
     for block in blocks:
         out: list[bytes] = []
         meta: list[LineMeta] = []

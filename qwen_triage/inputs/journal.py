@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from qwen_triage.inputs.base import Chunk, Reader, SourceState
+from qwen_triage.inputs.helptext import JOURNAL_TOOL
 from qwen_triage.engine.sources import JOURNAL_MAX_LINE
 
-JOURNAL_TOOL = "journalctl"  # the journal's command-line tool; only this package runs it
 JOURNAL_TOOL_ENV = "QWEN_TRIAGE_JOURNALCTL"  # a journalctl to run instead (tests, containers with a host journal)
 JOURNAL_DIRS = ("/run/log/journal", "/var/log/journal")
 KERNEL_MATCH = "_TRANSPORT=kernel"  # the kernel's entries (what --dmesg selects), OR-ed into a unit's with "+"

@@ -173,7 +173,7 @@ def parent_death_preexec() -> "Callable[[], None] | None":
 
     None where that cannot work: not Linux, no libc, or not on the main thread. The signal
     follows the *thread* that forked the child, so a child started from a short-lived thread
-    would die with that thread; the watchdog (:mod:`qwen_triage.live.watchdog`) covers those.
+    would die with that thread; the orphan guard (:mod:`qwen_triage.live.orphan_guard`) covers those.
     Everything is looked up before the fork: the child only makes two system calls.
     """
     import sys
@@ -197,7 +197,7 @@ def parent_death_preexec() -> "Callable[[], None] | None":
 
 
 def stop_helper(proc: subprocess.Popen, grace: float = 5.0) -> None:  # type: ignore[type-arg]
-    """Stop a helper we started (journalctl): SIGTERM, SIGKILL after ``grace`` seconds; reaped either way."""
+    """Stop a helper we started (the journal's reader): SIGTERM, SIGKILL after ``grace`` seconds; reaped either way."""
     if proc.poll() is None:
         proc.terminate()
     try:

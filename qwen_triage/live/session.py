@@ -1,7 +1,7 @@
 """The live core shared by `run`, `scan --follow`, `attach` and `journal`.
 
 Bytes arrive in arbitrary chunks from one or more streams of an input (a child's
-stdout and stderr, a followed file, a `journalctl -o json` pipe). Each stream is
+stdout and stderr, a followed file, the journal's JSON through a pipe). Each stream is
 cut into whole lines on its own (so two streams never mix inside one line), the
 lines of one feed go to the engine as one block (fast: the prefilter sees the
 whole block at once), and every finding that opens a new diagnosis becomes a

@@ -174,7 +174,7 @@ class Report:
     unrecognised: list[Unrecognised] = field(default_factory=list)
     """error lines no rule explains, most telling first (added in 0.2)"""
     nothing_read: bool = False
-    """no input held a log line or journal entry (empty, or journalctl's `-- No entries --` only): the report
+    """no input held a log line or journal entry (empty, or the journal's `-- No entries --` only): the report
     says nothing about health, whatever it lacks"""
     stats: Stats
 

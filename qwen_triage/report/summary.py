@@ -6,7 +6,7 @@ from qwen_triage.report.model import Stats
 
 NO_DIAGNOSIS = "nothing in these logs matches a known failure."
 NOTHING_READ = (
-    "the input held no log line (empty, or journalctl found no entries): this says nothing about the server's "
+    "the input held no log line (empty, or the journal had no entries): this says nothing about the server's "
     "health."
 )
 OBSERVATIONS = "not a cause on their own: notices, and lines that only relay an error printed before them"
