@@ -14,8 +14,9 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-import tempfile
 from pathlib import Path
+
+from qwen_triage.atomicfile import write_atomic
 
 MAX_ENTRY_BYTES = 256 * 2**20
 KEEP_PER_KIND = 4  # entries of one kind kept beside the newest (several packs in use at once)
@@ -92,20 +93,10 @@ class Cache:
     def write(self, name: str, data: bytes) -> bool:
         """Atomically: a private temporary file, then rename. False when it could not be written."""
         try:
-            fd, tmp = tempfile.mkstemp(dir=self.path, prefix=".tmp-")  # created 0600
+            write_atomic(self.path / name, data, mode=0o600)
         except OSError:
             return False
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, self.path / name)
-            return True
-        except OSError:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            return False
+        return True
 
     def prune(self, prefix: str, keep: str, keep_newest: int = KEEP_PER_KIND) -> None:
         """Remove entries named ``prefix*`` beyond the newest ``keep_newest``, never ``keep``."""

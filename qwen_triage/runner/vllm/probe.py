@@ -33,6 +33,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from qwen_triage.atomicfile import write_atomic
 from qwen_triage.runner.vllm.argv import (
     API_SERVER_MODULE,
     CLI_MODULES,
@@ -285,11 +286,7 @@ def _write_cache(path: Path, interpreter: str, table: OptionTable) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         os.chmod(path.parent, 0o700)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(data.model_dump_json())
-        os.replace(tmp, path)
+        write_atomic(path, data.model_dump_json(), mode=0o600)
     except OSError:
         pass
 
