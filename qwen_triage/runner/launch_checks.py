@@ -33,14 +33,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from qwen_triage.rulepack.actions import CheckPort, ChooseLayout, FreePort
-from qwen_triage.preflight.findings import (
-    CheckFinding,
-    act,
-    ev,
-    fix,
-    load_classes,
-    to_report,
-)
+from qwen_triage.preflight.findings import CheckFinding, act, ev, finding, fix, load_classes, to_report
 from qwen_triage.preflight.doctor import check_model, merge_results, model_shape, plan_model, probe
 from qwen_triage.preflight.model.config import ModelConfig
 from qwen_triage.preflight.machine.nvml import GpuProbe, GpuSnapshot
@@ -51,7 +44,6 @@ from qwen_triage.report.model import Diagnosis, Observation
 from qwen_triage.runner import probes
 from qwen_triage.runner.layout import is_cpu_build, requested, visible_indices
 from qwen_triage.runner.vllm.argv import VllmLaunch
-from qwen_triage.rulepack.schema import Severity
 
 if TYPE_CHECKING:
     from qwen_triage.runner.fixplan import PlanContext
@@ -260,12 +252,9 @@ def plan_context(machine: Machine | None, shape: ModelConfig | None, base_env: M
 def port_finding(launch: VllmLaunch, holders: list[probes.PortHolder]) -> CheckFinding:
     port = launch.effective_port
     who = "; ".join(h.describe() for h in holders) or "a process this user cannot see"
-    return CheckFinding(
-        class_id="server.port_in_use",
-        rule="runner.preflight.port-in-use",
-        title="The server's port is already taken",
-        severity=Severity.error,
-        summary=f"port {port} is held by {who}; vLLM would exit at once with 'Address already in use'. "
+    return finding(
+        "runner.preflight.port-in-use",
+        f"port {port} is held by {who}; vLLM would exit at once with 'Address already in use'. "
         "The runner does not move the server to another port: its clients would not find it.",
         facts={"port": port, "holders": [h.model_dump() for h in holders]},
         evidence=[ev(f"port {port}", f"bind({probes.bind_host(launch.host) or '0.0.0.0'}, {port}): address in use")],
@@ -279,12 +268,9 @@ def port_finding(launch: VllmLaunch, holders: list[probes.PortHolder]) -> CheckF
 def _unused_gpus_finding(launch: VllmLaunch, expected: int) -> CheckFinding:
     tp, pp, dp = requested(launch)
     used = tp * pp * dp
-    return CheckFinding(
-        class_id="config.insufficient_gpus",
-        rule="runner.preflight.gpus-unused",
-        title="The command uses fewer GPUs than the server should run on",
-        severity=Severity.error,
-        summary=f"TP {tp} x PP {pp} x DP {dp} = {used} GPU(s), but the profile expects {expected}: "
+    return finding(
+        "runner.preflight.gpus-unused",
+        f"TP {tp} x PP {pp} x DP {dp} = {used} GPU(s), but the profile expects {expected}: "
         "the others would sit idle (the 'only one card is working' launch).",
         facts={"used": used, "expected": expected},
         evidence=[ev("command line", f"--tensor-parallel-size {tp} --pipeline-parallel-size {pp}")],

@@ -10,25 +10,28 @@ from pydantic import TypeAdapter
 from qwen_triage.rulepack.actions import Action, Redownload
 from qwen_triage.preflight.findings import CheckFinding, act, ev, fix, to_report
 from qwen_triage.report.model import Diagnosis, Observation, Report, Stats, from_json
+from qwen_triage.rulepack.checks import bundled_checks
 from qwen_triage.rulepack.schema import Severity
+from tests.rulepack.check_ids import used_in
 
 PACKAGE = Path(__file__).resolve().parents[2] / "qwen_triage" / "preflight"
 
 
 def test_every_class_id_used_exists(classes):
-    used = set()
-    for path in PACKAGE.rglob("*.py"):
-        text = path.read_text()
-        used |= set(re.findall(r'class_id="([a-z0-9_.]+)"', text))
-        used |= set(re.findall(r'\("([a-z]+\.[a-z_]+)", "preflight\.', text))
+    """The classes the preflight checks file under (their declarations', variants' included) are catalogued."""
+    checks = bundled_checks()
+    literals, patterns = used_in(PACKAGE)
+    ids = [i for i in checks if i in literals or any(re.match(p, i) for p in patterns)]
+    used = {c for i in ids for c in checks[i].classes}
     assert len(used) > 15
     assert used <= set(classes), used - set(classes)
 
 
 def test_rule_ids_are_namespaced():
-    for path in PACKAGE.rglob("*.py"):
-        for rule in re.findall(r'rule="([^"{]+)"', path.read_text()):
-            assert re.match(r"^preflight\.(plan|model|doctor)\.[a-z0-9-]+$", rule), (path.name, rule)
+    literals, patterns = used_in(PACKAGE)
+    for rule, where in literals.items():
+        assert re.match(r"^preflight\.(plan|model|doctor)\.[a-z0-9-]+$", rule), (where, rule)
+    assert all(p.startswith(r"^preflight\.") for p in patterns), patterns
 
 
 def _finding(class_id, rule, severity=Severity.error, **kw):

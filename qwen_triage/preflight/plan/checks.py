@@ -10,23 +10,24 @@ from collections.abc import Callable
 
 from qwen_triage.rulepack.actions import ChooseLayout, LowerMaxModelLen, SetArg
 from qwen_triage.preflight.plan import memory as mem
-from qwen_triage.preflight.findings import CheckFinding, act, ev, fix
+from qwen_triage.preflight.findings import CheckFinding, act, ev, finding, fix
 from qwen_triage.preflight.model.config import ModelConfig, QuantInfo
 from qwen_triage.preflight.plan.models import Layout, LayoutRef, Settings, label
 from qwen_triage.units import GiB
 from qwen_triage.report.model import FixOut
-from qwen_triage.rulepack.schema import Severity
 
-# Refusal and misfit codes -> (class, rule, severity) when the user asked for that layout.
-_CODE_CLASS = {
-    "world-size": ("config.insufficient_gpus", "preflight.plan.world-size"),
-    "tp-heads": ("config.tp_indivisible", "preflight.plan.tp-heads"),
-    "tp-kv-heads": ("config.tp_indivisible", "preflight.plan.tp-kv-heads"),
-    "quant-group": ("config.tp_indivisible", "preflight.plan.quant-group"),
-    "pp-layers": ("config.bad_argument", "preflight.plan.pp-layers"),
-    "weights-fit": ("memory.gpu_oom", "preflight.plan.weights-fit"),
-    "kv-short": ("memory.kv_cache_insufficient", "preflight.plan.kv-short"),
+# Refusal and misfit codes -> the check reported when the user asked for that layout (rules/checks.yaml
+# declares each one's class); the two a plan also reports on its own word the requested case apart.
+_CODE_CHECK = {
+    "world-size": "preflight.plan.world-size",
+    "tp-heads": "preflight.plan.tp-heads",
+    "tp-kv-heads": "preflight.plan.tp-kv-heads",
+    "quant-group": "preflight.plan.quant-group",
+    "pp-layers": "preflight.plan.pp-layers",
+    "weights-fit": "preflight.plan.weights-fit",
+    "kv-short": "preflight.plan.kv-short",
 }
+_OWN_WORDING = {"weights-fit", "kv-short"}
 
 
 def _layout_fix(recommended: LayoutRef | None) -> list[FixOut]:
@@ -69,9 +70,8 @@ def requested_findings(
     out = []
     facts = {"tp": tp, "pp": pp, "dp": dp, "heads": model.num_heads, "kv_heads": model.num_kv_heads, "gpus": gpus}
     for code, reason in zip(x.codes, x.reasons, strict=True):
-        if code not in _CODE_CLASS:
+        if code not in _CODE_CHECK:
             continue
-        class_id, rule = _CODE_CLASS[code]
         steps = _layout_fix(recommended)
         if code == "kv-short":
             tokens = (x.kv_cache_tokens or 0) // 1024 * 1024
@@ -83,12 +83,10 @@ def requested_findings(
             "world-size": f"{gpus} GPUs, TP {tp} x PP {pp} x DP {dp} = {tp * pp * dp}",
         }.get(code, f"TP {tp} x PP {pp}: {reason}")
         out.append(
-            CheckFinding(
-                class_id=class_id,
-                rule=rule,
-                title=f"the requested layout (TP {tp}, PP {pp}) cannot work",
-                severity=Severity.error,
-                summary=reason[0].upper() + reason[1:] + ".",
+            finding(
+                _CODE_CHECK[code],
+                reason[0].upper() + reason[1:] + ".",
+                variant="requested" if code in _OWN_WORDING else None,
                 facts=facts,
                 evidence=[ev(source if code != "world-size" else "nvml", evidence_text)],
                 fix=steps,
@@ -104,12 +102,9 @@ def kv_short_finding(
     if s.kv_dtype == "auto":
         steps.append(fix("store the KV cache in fp8", act(SetArg, arg="--kv-cache-dtype", value="fp8")))
     steps.append(fix("or more GPUs / a quantized checkpoint", act(ChooseLayout)))
-    return CheckFinding(
-        class_id="memory.kv_cache_insufficient",
-        rule="preflight.plan.kv-short",
-        title="no layout holds a full-length sequence in the KV cache",
-        severity=Severity.error,
-        summary=f"The weights fit, but at most {best.kv_cache_tokens} tokens of KV cache remain "
+    return finding(
+        "preflight.plan.kv-short",
+        f"The weights fit, but at most {best.kv_cache_tokens} tokens of KV cache remain "
         f"({label(best)}), fewer than --max-model-len {max_len}.",
         facts={"max_tokens": best.kv_cache_tokens, "max_model_len": max_len},
         evidence=[ev(source, f"{model.num_layers} layers x {model.num_kv_heads} KV heads x {model.head_dim} head_dim")],
@@ -133,12 +128,9 @@ def no_fit_finding(
     if quant is None:
         steps.append(fix("load with fp8 weights", act(SetArg, arg="--quantization", value="fp8")))
     steps.append(fix("add GPUs, or pick a smaller model"))
-    return CheckFinding(
-        class_id="memory.gpu_oom",
-        rule="preflight.plan.weights-fit",
-        title="the model does not fit on these GPUs",
-        severity=Severity.error,
-        summary=f"No layout fits {gpus} x {s.gpu_mem / GiB:.1f} GiB at --gpu-memory-utilization {s.util:g}: "
+    return finding(
+        "preflight.plan.weights-fit",
+        f"No layout fits {gpus} x {s.gpu_mem / GiB:.1f} GiB at --gpu-memory-utilization {s.util:g}: "
         f"the weights need {need}.",
         facts={"gpus": gpus, "gpu_mem_gib": round(s.gpu_mem / GiB, 2)},
         evidence=[ev(source, f"{mem.total_params(model) / 1e9:.1f}B parameters, {s.dtype}")],
@@ -150,27 +142,21 @@ def quantization_findings(
     model: ModelConfig, source: str, requested: str | None, quant: QuantInfo | None, conflicts: list[str]
 ) -> list[CheckFinding]:
     out = [
-        CheckFinding(
-            class_id="config.bad_argument",
-            rule="preflight.plan.quantization",
-            title="--quantization does not match the checkpoint",
-            severity=Severity.error,
-            summary=f"vLLM refuses this: {text}.",
+        finding(
+            "preflight.plan.quantization",
+            f"vLLM refuses this: {text}.",
             evidence=[ev(source, f"quantization_config.quant_method = {quant.method if quant else '?'}")],
-            fix=[fix("drop --quantization; vLLM reads it from config.json")],
         )
         for text in conflicts
     ]
     needs_checkpoint = quant is not None and quant.prequantized and quant.method in ("awq", "gptq")
     if requested and needs_checkpoint and model.quantization is None and model.source != "built-in table":
         out.append(
-            CheckFinding(
-                class_id="config.bad_argument",
-                rule="preflight.plan.quantization",
-                title="--quantization names a method the checkpoint is not in",
-                severity=Severity.warning,
-                summary=f"--quantization {requested} needs a checkpoint quantized with it; config.json has no "
+            finding(
+                "preflight.plan.quantization",
+                f"--quantization {requested} needs a checkpoint quantized with it; config.json has no "
                 f"quantization_config. The plan assumes {requested} weights.",
+                variant="not-in-checkpoint",
                 evidence=[ev(source, "no quantization_config in config.json")],
                 fix=[fix(f"download the {requested} release of the model, or use --quantization fp8")],
             )
@@ -188,23 +174,14 @@ def no_bf16_cc(compute_capabilities: list[str] | None) -> str | None:
 
 def bf16_finding(cc: str, *, from_checkpoint: bool = False, rule: str = "preflight.plan.bf16-cc") -> CheckFinding:
     """bfloat16 asked of GPUs of compute capability ``cc`` (below 8.0): by ``--dtype bfloat16``, or, with
-    ``from_checkpoint``, by a bfloat16 checkpoint under vLLM's ``--dtype auto`` (the runner's launch check)."""
+    ``from_checkpoint``, by a bfloat16 checkpoint under vLLM's ``--dtype auto`` (the runner's launch check,
+    which reports it under its own ``rule``)."""
     if from_checkpoint:
-        title = "bfloat16 checkpoint on GPUs without bfloat16"
         summary = (f"the checkpoint is bfloat16 and the GPUs have compute capability {cc} (bfloat16 needs 8.0); "
                    "some vLLM releases refuse to start, others fall back with a warning.")
     else:
-        title = "bfloat16 on a GPU older than compute capability 8.0"
         summary = f"--dtype bfloat16 needs compute capability 8.0; these GPUs have {cc}."
-    return CheckFinding(
-        class_id="config.dtype_unsupported",
-        rule=rule,
-        title=title,
-        severity=Severity.error,
-        summary=summary,
-        evidence=[ev("nvml", f"compute capability {cc}")],
-        fix=[fix("launch with --dtype float16", act(SetArg, arg="--dtype", value="float16"))],
-    )
+    return finding(rule, summary, evidence=[ev("nvml", f"compute capability {cc}")])
 
 
 def resolve_dtype(
@@ -229,12 +206,9 @@ def max_len_findings(model: ModelConfig, source: str, max_model_len: int | None)
     if max_model_len is None or max_model_len <= limit:
         return []
     return [
-        CheckFinding(
-            class_id="config.bad_argument",
-            rule="preflight.plan.max-len",
-            title="--max-model-len beyond the model's context",
-            severity=Severity.error,
-            summary=f"--max-model-len {max_model_len} is larger than max_position_embeddings {limit}; vLLM refuses "
+        finding(
+            "preflight.plan.max-len",
+            f"--max-model-len {max_model_len} is larger than max_position_embeddings {limit}; vLLM refuses "
             "it without a rope-scaling override.",
             evidence=[ev(source, f"max_position_embeddings = {limit}")],
             fix=[fix(f"use --max-model-len {limit} or less", act(SetArg, arg="--max-model-len", value=str(limit)))],
@@ -243,12 +217,8 @@ def max_len_findings(model: ModelConfig, source: str, max_model_len: int | None)
 
 
 def fewer_visible_finding(gpus: int, detected: int) -> CheckFinding:
-    return CheckFinding(
-        class_id="config.insufficient_gpus",
-        rule="preflight.plan.gpus-visible",
-        title="planned for more GPUs than are visible",
-        severity=Severity.warning,
-        summary=f"planned for {gpus} GPUs but only {detected} are visible.",
+    return finding(
+        "preflight.plan.gpus-visible",
+        f"planned for {gpus} GPUs but only {detected} are visible.",
         evidence=[ev("nvml", f"{detected} GPUs visible")],
-        fix=[fix("check CUDA_VISIBLE_DEVICES and the container's --gpus option")],
     )

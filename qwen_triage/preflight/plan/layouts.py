@@ -10,6 +10,7 @@ sequence, because vLLM refuses to start otherwise.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from qwen_triage.preflight.plan import memory as mem
@@ -210,6 +211,120 @@ def _quantized_name(model: ModelConfig, model_ref: str, quant: str | None) -> tu
     return name, f"--quantization {quant} needs a pre-quantized checkpoint: the command names {name} (check it exists)"
 
 
+def _evaluate(
+    model: ModelConfig, s: Settings, gpus: int, topology: list[list[str]] | None, memory_known: bool,
+    tp: int, pp: int, dp: int,
+) -> Layout:
+    """One layout: vLLM's refusals, else its memory fit, placement on the links and trade-offs."""
+    used = tp * pp * dp
+    refusals = _structural(model, tp, pp, s.quant)
+    if used > gpus:
+        refusals.insert(0, ("world-size", f"TP x PP x DP = {used} is more than the {gpus} GPUs"))
+    x = Layout(tp=tp, pp=pp, dp=dp, gpus_used=used, valid=False, refused=bool(refusals), fits=None)
+    x.codes = [c for c, _ in refusals]
+    x.reasons = [r for _, r in refusals]
+    if refusals:
+        return x
+    m = _memory(model, tp, pp, s, s.quant)
+    misfit = _fit_reasons(m, s)
+    x.fits = not misfit
+    x.valid = not misfit
+    x.codes += [c for c, _ in misfit]
+    x.reasons += [r for _, r in misfit]
+    _fill_memory(x, m, s.max_model_len, dp, memory_known)
+    placement = place(gpus, tp, pp * dp, topology)
+    x.gpu_order = placement.order
+    x.tp_crosses_slow_link = placement.crosses_slow() if tp > 1 else (False if topology else None)
+    x.slow_links = placement.slow_links()
+    x.tp_link = placement.worst()
+    if misfit:
+        x.fits_with = _fits_with(model, tp, pp, s, s.quant)
+        if x.fits_with:
+            x.reasons.append(f"would fit with {x.fits_with}")
+    x.tradeoffs = _tradeoffs(x, gpus, s.max_model_len, placement)
+    if x.fits_with:
+        x.tradeoffs.append(f"needs {x.fits_with} to fit")
+    return x
+
+
+def _fill_memory(x: Layout, m: dict[str, Any], max_len: int, dp: int, memory_known: bool) -> None:
+    x.weights_gib_per_gpu = round(m["weights"] / GiB, 2)
+    x.kv_cache_gib_per_gpu = round(max(m["kv_avail"], 0) / GiB, 2)
+    x.overhead_gib_per_gpu = round(m["overhead"] / GiB, 2)
+    x.kv_cache_tokens = m["tokens"]
+    x.max_concurrent_seqs = m["tokens"] // max_len if max_len else None
+    x.total_concurrent_seqs = x.max_concurrent_seqs * dp if x.max_concurrent_seqs is not None else None
+    if not memory_known:  # figures of a stand-in size would be invented
+        x.kv_cache_gib_per_gpu = x.kv_cache_tokens = x.max_concurrent_seqs = x.total_concurrent_seqs = None
+    x.stage_layers = m["stage_layers"]
+
+
+def _recommend(
+    model: ModelConfig, source: str, layouts: list[Layout], gpus: int, s: Settings
+) -> tuple[LayoutRef | None, int, list[CheckFinding]]:
+    """(the layout to launch, its --max-model-len, findings): the best valid layout; else the largest KV
+    cache at a shorter context; else nothing, and why."""
+    valid = sorted((x for x in layouts if x.valid), key=_score)
+    if valid:
+        best = valid[0]
+        return _ref(best, _why(best, gpus, layouts)), s.max_model_len, []
+    # Nothing holds a full-length sequence: offer the largest KV cache with a shorter context.
+    short = sorted(
+        (x for x in layouts if not x.refused and x.codes == ["kv-short"]),
+        key=lambda x: (-(x.kv_cache_tokens or 0), x.pp, -x.dp),
+    )
+    short = [x for x in short if (x.kv_cache_tokens or 0) >= 1024]
+    if not short:
+        return None, s.max_model_len, [no_fit_finding(model, source, layouts, gpus, s, s.quant)]
+    best = short[0]
+    launch_len = (best.kv_cache_tokens or 0) // 1024 * 1024
+    recommended = _ref(best, f"the largest KV cache; --max-model-len lowered to {launch_len}")
+    return recommended, launch_len, [kv_short_finding(model, source, best, s.max_model_len, launch_len, s)]
+
+
+def _launch_env(layouts: list[Layout], recommended: LayoutRef, gpus: int, detected_gpus: int | None) -> dict[str, str]:
+    chosen = next(x for x in layouts if (x.tp, x.pp, x.dp) == (recommended.tp, recommended.pp, recommended.dp))
+    if chosen.gpu_order != list(range(chosen.gpus_used)) or (detected_gpus or gpus) > chosen.gpus_used:
+        # CUDA numbers GPUs fastest-first unless told otherwise; NVML and
+        # nvidia-smi number them by PCI bus, which is what the order refers to.
+        return {
+            "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+            "CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in chosen.gpu_order),
+        }
+    return {}
+
+
+def _settings(
+    run_dtype: str, kv_cache_dtype: str, quant: QuantInfo | None, quant_arg: str | None,
+    max_len: int, gpu_memory_utilization: float, gpu_mem_bytes: int, enforce_eager: bool,
+) -> Settings:
+    return Settings(
+        dtype=run_dtype,
+        kv_bytes=mem.DTYPE_BYTES.get(run_dtype, 2) if kv_cache_dtype == "auto" else 1,
+        kv_dtype=kv_cache_dtype,
+        quant=quant,
+        quant_name=quant_arg,
+        max_model_len=max_len,
+        util=gpu_memory_utilization,
+        gpu_mem=gpu_mem_bytes,
+        batched_tokens=mem.default_batched_tokens(gpu_mem_bytes),
+        enforce_eager=enforce_eager,
+    )
+
+
+def _plan_model(model: ModelConfig, s: Settings) -> tuple[PlanModel, int, Any]:
+    """The model as the plan shows it, its KV bytes per token, and the overhead breakdown."""
+    weights_total = sum(mem.stage_weight_bytes(model, 1, 1, s.dtype, s.quant))
+    kv_total = mem.kv_bytes_per_token(model, model.num_layers, 1, s.kv_bytes)
+    _, overhead = mem.overhead_bytes(model, 1, 1, mem.DTYPE_BYTES.get(s.dtype, 2), s.batched_tokens, s.enforce_eager)
+    shown = PlanModel(
+        **model.model_dump(),
+        params_b=round(mem.total_params(model) / 1e9, 2),
+        weights_gib=round(weights_total / GiB, 2),
+    )
+    return shown, kv_total, overhead
+
+
 def plan_layouts(
     model_cfg: ModelConfig,
     gpus: int,
@@ -257,104 +372,26 @@ def plan_layouts(
     findings += dtype_findings
     findings += max_len_findings(model, source, max_model_len)
     max_len = model.max_position_embeddings if max_model_len is None else max_model_len
-
-    kv_bytes = mem.DTYPE_BYTES.get(run_dtype, 2) if kv_cache_dtype == "auto" else 1
-    s = Settings(
-        dtype=run_dtype,
-        kv_bytes=kv_bytes,
-        kv_dtype=kv_cache_dtype,
-        quant=quant,
-        quant_name=quant_arg,
-        max_model_len=max_len,
-        util=gpu_memory_utilization,
-        gpu_mem=gpu_mem_bytes,
-        batched_tokens=mem.default_batched_tokens(gpu_mem_bytes),
-        enforce_eager=enforce_eager,
-    )
+    s = _settings(run_dtype, kv_cache_dtype, quant, quant_arg, max_len, gpu_memory_utilization,
+                  gpu_mem_bytes, enforce_eager)
     if topology is not None and len(topology) < gpus:
         notes.append(f"the topology matrix covers {len(topology)} GPUs, not {gpus}: links are not judged")
         topology = None
 
-    def evaluate(tp: int, pp: int, dp: int) -> Layout:
-        used = tp * pp * dp
-        refusals = _structural(model, tp, pp, quant)
-        if used > gpus:
-            refusals.insert(0, ("world-size", f"TP x PP x DP = {used} is more than the {gpus} GPUs"))
-        x = Layout(tp=tp, pp=pp, dp=dp, gpus_used=used, valid=False, refused=bool(refusals), fits=None)
-        x.codes = [c for c, _ in refusals]
-        x.reasons = [r for _, r in refusals]
-        if refusals:
-            return x
-        m = _memory(model, tp, pp, s, quant)
-        misfit = _fit_reasons(m, s)
-        x.fits = not misfit
-        x.valid = not misfit
-        x.codes += [c for c, _ in misfit]
-        x.reasons += [r for _, r in misfit]
-        x.weights_gib_per_gpu = round(m["weights"] / GiB, 2)
-        x.kv_cache_gib_per_gpu = round(max(m["kv_avail"], 0) / GiB, 2)
-        x.overhead_gib_per_gpu = round(m["overhead"] / GiB, 2)
-        x.kv_cache_tokens = m["tokens"]
-        x.max_concurrent_seqs = m["tokens"] // max_len if max_len else None
-        x.total_concurrent_seqs = x.max_concurrent_seqs * dp if x.max_concurrent_seqs is not None else None
-        if not memory_known:  # figures of a stand-in size would be invented
-            x.kv_cache_gib_per_gpu = x.kv_cache_tokens = x.max_concurrent_seqs = x.total_concurrent_seqs = None
-        x.stage_layers = m["stage_layers"]
-        placement = place(gpus, tp, pp * dp, topology)
-        x.gpu_order = placement.order
-        x.tp_crosses_slow_link = placement.crosses_slow() if tp > 1 else (False if topology else None)
-        x.slow_links = placement.slow_links()
-        x.tp_link = placement.worst()
-        if misfit:
-            x.fits_with = _fits_with(model, tp, pp, s, quant)
-            if x.fits_with:
-                x.reasons.append(f"would fit with {x.fits_with}")
-        x.tradeoffs = _tradeoffs(x, gpus, max_len, placement)
-        if x.fits_with:
-            x.tradeoffs.append(f"needs {x.fits_with} to fit")
-        return x
-
+    evaluate = partial(_evaluate, model, s, gpus, topology, memory_known)
     layouts = [
         evaluate(tp, pp, dp)
         for tp in range(1, gpus + 1)
         for pp in range(1, gpus // tp + 1)
         for dp in range(1, gpus // (tp * pp) + 1)
     ]
-    valid = sorted((x for x in layouts if x.valid), key=_score)
-
-    recommended: LayoutRef | None = None
+    recommended, launch_len, fit_findings = _recommend(model, source, layouts, gpus, s)
+    findings += fit_findings
     command: list[str] = []
     env: dict[str, str] = {}
-    launch_len = max_len
-    if valid:
-        best = valid[0]
-        recommended = _ref(best, _why(best, gpus, layouts))
-    else:
-        # Nothing holds a full-length sequence: offer the largest KV cache with a shorter context.
-        short = sorted(
-            (x for x in layouts if not x.refused and x.codes == ["kv-short"]),
-            key=lambda x: (-(x.kv_cache_tokens or 0), x.pp, -x.dp),
-        )
-        short = [x for x in short if (x.kv_cache_tokens or 0) >= 1024]
-        if short:
-            best = short[0]
-            launch_len = (best.kv_cache_tokens or 0) // 1024 * 1024
-            recommended = _ref(best, f"the largest KV cache; --max-model-len lowered to {launch_len}")
-            findings.append(kv_short_finding(model, source, best, max_len, launch_len, s))
-        else:
-            findings.append(no_fit_finding(model, source, layouts, gpus, s, quant))
     if recommended is not None:
         command = command_for(model_name_ref, recommended, s, dtype_arg, quant_arg, launch_len)
-        chosen = next(x for x in layouts if (x.tp, x.pp, x.dp) == (recommended.tp, recommended.pp, recommended.dp))
-        if chosen.gpu_order != list(range(chosen.gpus_used)) or (detected_gpus or gpus) > chosen.gpus_used:
-            # CUDA numbers GPUs fastest-first unless told otherwise; NVML and
-            # nvidia-smi number them by PCI bus, which is what the order refers to.
-            env = {
-                "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
-                "CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in chosen.gpu_order),
-            }
-
-    alternatives = _alternatives(layouts, recommended, gpus)
+        env = _launch_env(layouts, recommended, gpus, detected_gpus)
 
     full = next((x for x in layouts if (x.tp, x.pp, x.dp) == (gpus, 1, 1)), None)
     if full is not None and full.refused and gpus > 1:
@@ -366,15 +403,9 @@ def plan_layouts(
         findings.append(fewer_visible_finding(gpus, detected_gpus))
 
     diagnoses, observations = to_report(findings, classes)
-    weights_total = sum(mem.stage_weight_bytes(model, 1, 1, run_dtype, quant))
-    kv_total = mem.kv_bytes_per_token(model, model.num_layers, 1, kv_bytes)
-    _, overhead = mem.overhead_bytes(model, 1, 1, mem.DTYPE_BYTES.get(run_dtype, 2), s.batched_tokens, enforce_eager)
+    shown, kv_total, overhead = _plan_model(model, s)
     return PlanResult(
-        model=PlanModel(
-            **model.model_dump(),
-            params_b=round(mem.total_params(model) / 1e9, 2),
-            weights_gib=round(weights_total / GiB, 2),
-        ),
+        model=shown,
         gpus=gpus,
         gpu_mem_bytes=gpu_mem_bytes if memory_known else None,
         gpu_mem_gib=round(gpu_mem_bytes / GiB, 2) if memory_known else None,
@@ -389,7 +420,7 @@ def plan_layouts(
         topology_known=topology is not None,
         layouts=layouts,
         recommended=recommended,
-        alternatives=alternatives,
+        alternatives=_alternatives(layouts, recommended, gpus),
         command=command,
         env=env,
         diagnoses=diagnoses,
