@@ -44,6 +44,14 @@ class SourceState(_Position):
     bytes_total: int = 0
 
 
+def totals(prev: SourceState | None, kind: str | None = None) -> tuple[int, int]:
+    """The counters a read goes on from: lines and bytes read since the state began (0, 0 when ``prev`` is of
+    another ``kind`` than the one given, so a source read another way starts its counters again)."""
+    if prev is None or (kind is not None and prev.kind != kind):
+        return 0, 0
+    return prev.lines_total, prev.bytes_total
+
+
 @dataclass
 class Chunk:
     data: bytes  # whole lines, each ending in LF

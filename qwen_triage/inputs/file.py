@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator
 
-from qwen_triage.inputs.base import Chunk, FileCursor, Reader, SourceState
+from qwen_triage.inputs.base import Chunk, FileCursor, Reader, SourceState, totals
 from qwen_triage.engine.sources import GZIP_MAGIC, looks_like_journal_json
 
 HEAD = 4096  # bytes of a file's start hashed to recognise it
@@ -126,8 +126,7 @@ class FileReader(Reader):
 
     def read(self, prev: SourceState | None, budget: int, deadline: float, boot_id: str) -> Iterator[Chunk]:
         cur = prev.file if prev is not None else None
-        total = prev.lines_total if prev else 0
-        total_bytes = prev.bytes_total if prev else 0
+        total, total_bytes = totals(prev)
         opened = self._open(self.path)
         if opened is None and not self.path.exists():
             why = "no such file"

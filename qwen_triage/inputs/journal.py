@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from qwen_triage.inputs.base import Chunk, Reader, SourceState
+from qwen_triage.inputs.base import Chunk, Reader, SourceState, totals
 from qwen_triage.inputs.helptext import JOURNAL_TOOL
 from qwen_triage.engine.sources import JOURNAL_MAX_LINE
 
@@ -193,8 +193,7 @@ class JournalReader(Reader):
 
     def read(self, prev: SourceState | None, budget: int, deadline: float, boot_id: str) -> Iterator[Chunk]:
         cursor = prev.cursor if prev is not None and prev.kind == "journal" else None
-        total = prev.lines_total if prev and prev.kind == "journal" else 0
-        total_bytes = prev.bytes_total if prev and prev.kind == "journal" else 0
+        total, total_bytes = totals(prev, "journal")
         binary = journal_tool_path()
         if binary is None:
             self.error = NOT_INSTALLED

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Iterator
 
-from qwen_triage.inputs.base import Chunk, Reader, SourceState
+from qwen_triage.inputs.base import Chunk, Reader, SourceState, totals
 from qwen_triage.inputs.journal import (
     JOURNAL_TOOL, JOURNAL_TOOL_ENV, JournalReader, journal_command, journal_present, journal_tool_path,
 )
@@ -153,8 +153,7 @@ class KmsgReader(Reader):
     def read(self, prev: SourceState | None, budget: int, deadline: float, boot_id: str) -> Iterator[Chunk]:
         same = prev is not None and prev.kind == "kmsg" and prev.boot_id == boot_id and prev.kmsg_seq is not None
         last = prev.kmsg_seq if same and prev is not None else -1
-        total = prev.lines_total if prev is not None else 0
-        total_bytes = prev.bytes_total if prev is not None else 0
+        total, total_bytes = totals(prev)
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError as exc:
@@ -225,8 +224,7 @@ class DmesgReader(Reader):
     def read(self, prev: SourceState | None, budget: int, deadline: float, boot_id: str) -> Iterator[Chunk]:
         same = prev is not None and prev.kind == "dmesg" and prev.boot_id == boot_id and prev.dmesg_ts is not None
         last = prev.dmesg_ts if same and prev is not None else -1.0
-        total = prev.lines_total if prev is not None else 0
-        total_bytes = prev.bytes_total if prev is not None else 0
+        total, total_bytes = totals(prev)
         try:
             cp = subprocess.run(["dmesg"], capture_output=True, timeout=max(0.5, deadline - time.monotonic()),
                                 stdin=subprocess.DEVNULL)
