@@ -31,7 +31,7 @@ that every descendant inherits, so a daemon that double-forked into a session of
 its own is found and stopped with the rest; with ``subreaper`` it is re-parented
 to this process and reaped here. With ``die_with_parent`` (the command line sets
 it) the wrapper's own death is covered too: the child gets ``PR_SET_PDEATHSIG``
-(SIGKILL) and a guard process (:mod:`qwen_triage.live.watchdog`) stops the whole
+(SIGKILL) and a guard process (:mod:`qwen_triage.live.orphan_guard`) stops the whole
 tree when the wrapper is gone without having stopped it, ``kill -9`` included.
 """
 
@@ -57,7 +57,7 @@ from qwen_triage.live.stall import Stall, StageState
 
 if TYPE_CHECKING:
     from qwen_triage.live.live_report import Sink
-    from qwen_triage.live.watchdog import Watchdog
+    from qwen_triage.live.orphan_guard import OrphanGuard
     from qwen_triage.live.session import LiveEvent, LiveSession
     from qwen_triage.engine.matcher import CompiledPack
     from qwen_triage.report.model import Report
@@ -194,7 +194,7 @@ class Supervisor:
         self.source_name = source_name
         marker, marker_entry = procs.run_marker()
         self.env[procs.RUN_MARKER] = marker
-        self._guard: "Watchdog | None" = None
+        self._guard: "OrphanGuard | None" = None
 
         self.proc: subprocess.Popen[bytes] | None = None
         self.returncode: int | None = None
@@ -248,9 +248,9 @@ class Supervisor:
             procs.set_child_subreaper()
         preexec = None
         if self.die_with_parent:
-            from qwen_triage.live.watchdog import Watchdog
+            from qwen_triage.live.orphan_guard import OrphanGuard
 
-            self._guard = Watchdog(self.env[procs.RUN_MARKER]).start()
+            self._guard = OrphanGuard(self.env[procs.RUN_MARKER]).start()
             preexec = procs.parent_death_preexec()
         if self.log_path is not None:
             log_fd, self.log_path = open_log(self.log_path, self.log_exclusive)

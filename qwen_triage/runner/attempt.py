@@ -10,7 +10,7 @@ Two ways to run it, one interface (:class:`Server`):
   for the stall watchdog and triages the file after a failure. It outlives a
   runner that ends in order (the server was proven ready, or was stopped), not
   one killed on the way (``kill -9``): until the runner exits normally an orphan
-  guard (:mod:`qwen_triage.live.watchdog`) is armed, and the server's whole tree,
+  guard (:mod:`qwen_triage.live.orphan_guard`) is armed, and the server's whole tree,
   daemons that double-forked included, is found by its run marker.
 
 :func:`triage_attempt` scans the attempt's log together with the kernel log of
@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Protocol
 from qwen_triage.inputs import kernel as kernel_log
 from qwen_triage.live import procs
 if TYPE_CHECKING:
-    from qwen_triage.live.watchdog import Watchdog
+    from qwen_triage.live.orphan_guard import OrphanGuard
     from qwen_triage.live.session import LiveEvent
     from qwen_triage.live.stall import Stall
     from qwen_triage.engine.matcher import CompiledPack
@@ -170,7 +170,7 @@ class DetachedServer:
         self.env.setdefault("PYTHONUNBUFFERED", "1")
         marker, self._marker_entry = procs.run_marker()
         self.env[procs.RUN_MARKER] = marker
-        self._guard: Watchdog | None = None
+        self._guard: OrphanGuard | None = None
         self.log_path = log_path
         self.stall_after = stall
         self.grace = grace
@@ -186,9 +186,9 @@ class DetachedServer:
     def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)  # may hold secrets
-        from qwen_triage.live.watchdog import Watchdog
+        from qwen_triage.live.orphan_guard import OrphanGuard
 
-        self._guard = Watchdog(self.env[procs.RUN_MARKER]).start()
+        self._guard = OrphanGuard(self.env[procs.RUN_MARKER]).start()
         try:
             self.started_wall = time.time()
             self.proc = subprocess.Popen(

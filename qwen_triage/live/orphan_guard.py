@@ -28,7 +28,7 @@ import time
 GUARD_GRACE = 2.0  # the wrapper is gone: the port must be free within seconds, not after a polite shutdown
 
 
-class Watchdog:
+class OrphanGuard:
     """The wrapper's side: start the guard, tell it the child, disarm it."""
 
     def __init__(self, marker: str, grace: float = GUARD_GRACE):
@@ -37,13 +37,13 @@ class Watchdog:
         self.proc: subprocess.Popen[bytes] | None = None
         self._w: int | None = None
 
-    def start(self) -> "Watchdog":
+    def start(self) -> "OrphanGuard":
         from qwen_triage.live.procs import helper_command
 
         r, w = os.pipe()  # not inheritable: only the guard (as its stdin) gets the read end
         try:
             self.proc = subprocess.Popen(
-                helper_command("qwen_triage.live.watchdog", self.marker, f"{self.grace:g}"),
+                helper_command("qwen_triage.live.orphan_guard", self.marker, f"{self.grace:g}"),
                 stdin=r, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
             )
         except OSError:
