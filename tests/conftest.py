@@ -69,6 +69,21 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def prebuilt_pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled pack validated once for the session, as a build leaves it (rulepack.prebuilt): every load
+    and every process a test starts takes the bundled part from it instead of parsing the YAML again.
+
+    Built from the YAML as it is now (a checkout's own artefact may be stale or missing); a test of
+    cold loading on purpose sets ``QWEN_TRIAGE_PREBUILT=off``.
+    """
+    from qwen_triage.rulepack.prebuilt import PREBUILT_ENV, build_artefact
+
+    out = build_artefact(tmp_path_factory.mktemp("prebuilt") / "bundled-pack.json")
+    os.environ[PREBUILT_ENV] = str(out)
+    return out
+
+
 @pytest.fixture(scope="session")
 def compiled():
     from qwen_triage.engine.scanner import compile_pack

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from qwen_triage.rulepack.cache import Cache
 
 PACK_CACHE_FORMAT = 1
-VALIDATING_CODE = ("schema.py", "actions.py", "spec.py", "stages.py", "benign.py", "pack.py")
+VALIDATING_CODE = ("schema.py", "actions.py", "spec.py", "stages.py", "benign.py", "pack.py", "prebuilt.py")
 MAX_RULE_FILES = 2000
 
 RULES_ENV = "QWEN_TRIAGE_RULES"
@@ -156,7 +156,13 @@ def _key_prefix() -> list[bytes]:
     return [f"{__version__}\0{PACK_CACHE_FORMAT}".encode(), *code]
 
 
-def _read_all(files: list[Path]) -> dict[Path, bytes] | None:
+def bundled_files(base: Path) -> list[Path]:
+    """What the bundled part of a pack is loaded from: the catalogue, the stages, the rule files, benign."""
+    extra = [base / BENIGN_FILE] if (base / BENIGN_FILE).is_file() else []
+    return [base / CLASSES_FILE, base / STAGES_FILE, *(p.resolve() for p in rule_files(base)), *extra]
+
+
+def read_all(files: list[Path]) -> dict[Path, bytes] | None:
     """Every file's bytes (bounded, regular files only: /dev/zero behind a symlink is never read); None when one
     cannot be read (the loader will say why)."""
     from qwen_triage.rulepack.errors import read_bounded
@@ -174,7 +180,7 @@ def _cache_key(files: list[Path], contents: dict[Path, bytes] | None = None) -> 
     """A digest of the tool's version and every file's path and contents; None when one cannot be read."""
     from qwen_triage.rulepack.cache import digest
 
-    contents = contents if contents is not None else _read_all(files)
+    contents = contents if contents is not None else read_all(files)
     if contents is None:
         return None
     parts = _key_prefix()
@@ -254,7 +260,14 @@ def pack_to_json(pack: RulePack) -> bytes:
 def pack_from_json(blob: bytes) -> RulePack | None:
     """The pack a cache entry holds, or None when it is not one this version wrote."""
     try:
-        data: Any = json.loads(blob)
+        return pack_from_data(json.loads(blob))
+    except ValueError:
+        return None
+
+
+def pack_from_data(data: Any) -> RulePack | None:
+    """:func:`pack_from_json` of the JSON already parsed."""
+    try:
         if not isinstance(data, dict) or data.get("format") != PACK_CACHE_FORMAT:
             return None
         classes = {c["id"]: ClassSpec.from_dict(c) for c in data["classes"]}
@@ -273,7 +286,7 @@ def pack_from_json(blob: bytes) -> RulePack | None:
 
 def load_pack(
     extra_dirs: list[Path] | None = None, *, bundled: bool = True, cache_dir: Path | None = None,
-    deadline: float | None = None,
+    deadline: float | None = None, prebuilt: bool = True,
 ) -> RulePack:
     """Bundled rules plus ``extra_dirs``. Raises RuleFileError on the first problem.
 
@@ -283,6 +296,9 @@ def load_pack(
 
     ``deadline`` (a ``time.perf_counter()`` value): a file not yet validated by then is not
     started; :class:`LoadDeadline` is raised, and what was validated stays cached.
+
+    ``prebuilt``: the bundled files come from the artefact validated at build time (rulepack.prebuilt)
+    when it is there and its key is theirs; only the other files are parsed.
     """
     base = bundled_rules_dir()
     dirs = ([base] if bundled else []) + list(extra_dirs or [])
@@ -301,64 +317,112 @@ def load_pack(
 
         cache = Cache.open(cache_dir)
         keyed = [base / CLASSES_FILE, base / STAGES_FILE, *files, *benign_files]
-        contents = _read_all(keyed) if cache is not None else None
+        contents = read_all(keyed) if cache is not None else None
         key = _cache_key(keyed, contents) if contents is not None else None
         if cache is not None and key is not None:
             blob = cache.read(f"pack-{key}.json")
             pack = pack_from_json(blob) if blob is not None else None
             if pack is not None:
                 return pack
+    seed = _prebuilt(base, contents) if bundled and prebuilt else None
+    if seed is not None and len(seed.files) == len(files):
+        return seed  # nothing but the bundled files: nothing to parse, nothing new to cache
     per_file = _FileCache(cache if contents is not None else None, _key_prefix() if contents is not None else [])
-    pack = _load_pack_files(base, list(files), per_file, contents or {}, deadline)
-    from qwen_triage.rulepack.benign import load_benign
-
-    for path in benign_files:
-        pack.benign.extend(load_benign(path))
-    if (base / STAGES_FILE).is_file():
-        from qwen_triage.rulepack.stages import load_stage_file
-
-        stage_file = load_stage_file(base / STAGES_FILE)
-        pack.stages = [s.model_dump(mode="json") for s in stage_file.stages]
-        pack.heartbeats = list(stage_file.heartbeats)
+    pack = _load_pack_files(base, list(files), per_file, contents or {}, deadline, seed)
+    _add_data_files(pack, base, benign_files, seed)
     if cache is not None and key is not None:
         if cache.write(f"pack-{key}.json", pack_to_json(pack)):
             cache.prune("pack-", keep=f"pack-{key}.json")
     return pack
 
 
+def _prebuilt(base: Path, contents: dict[Path, bytes] | None) -> RulePack | None:
+    """The bundled part from the build-time artefact, when it is that of the bundled files as they are now."""
+    from qwen_triage.rulepack.prebuilt import artefact_path, load_prebuilt
+
+    if artefact_path() is None:
+        return None
+    wanted = bundled_files(base)
+    own = {p: contents[p] for p in wanted if p in contents} if contents is not None else read_all(wanted)
+    if own is None or len(own) != len(wanted):
+        return None
+    return load_prebuilt(base, own)
+
+
+def _add_data_files(pack: RulePack, base: Path, benign_files: list[Path], seed: RulePack | None) -> None:
+    """Known-benign patterns and launch stages: the bundled ones from ``seed`` when there is one."""
+    from qwen_triage.rulepack.benign import load_benign
+
+    if seed is not None:
+        pack.benign.extend(seed.benign)
+    for path in benign_files:
+        if seed is None or path != base / BENIGN_FILE:
+            pack.benign.extend(load_benign(path))
+    if seed is not None:
+        pack.stages, pack.heartbeats = seed.stages, seed.heartbeats
+    elif (base / STAGES_FILE).is_file():
+        from qwen_triage.rulepack.stages import load_stage_file
+
+        stage_file = load_stage_file(base / STAGES_FILE)
+        pack.stages = [s.model_dump(mode="json") for s in stage_file.stages]
+        pack.heartbeats = list(stage_file.heartbeats)
+
+
+def _catalogue(classes_path: Path, classes_raw: bytes | None, per_file: _FileCache) -> dict[str, ClassSpec]:
+    """The class catalogue, from the per-file cache when these contents were validated before."""
+    if classes_raw is None:
+        return load_classes(classes_path)
+    name = per_file.name(b"classes", str(classes_path).encode(), classes_raw)
+    entry = per_file.get(name)
+    try:
+        classes = {c["id"]: ClassSpec.from_dict(c) for c in entry} if isinstance(entry, list) else None
+    except (KeyError, TypeError, ValueError):
+        classes = None
+    if classes is None:
+        classes = load_classes(classes_path, _text(classes_path, classes_raw))
+        per_file.put(name, [_class_to_dict(c) for c in classes.values()])
+    return classes
+
+
+def _cached_rules(per_file: _FileCache, name: str) -> list[LoadedRule] | None:
+    entry = per_file.get(name)
+    if not isinstance(entry, list):
+        return None
+    try:
+        return [_loaded_from_dict(r) for r in entry]
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _by_file(seed: RulePack | None) -> dict[str, list[LoadedRule]]:
+    """The rules of a prebuilt part, by the file they come from (a file without rules too)."""
+    known: dict[str, list[LoadedRule]] = {f: [] for f in seed.files} if seed is not None else {}
+    for loaded in seed.rules if seed is not None else ():
+        known[loaded.path].append(loaded)
+    return known
+
+
 def _load_pack_files(base: Path, files: list[Path], per_file: _FileCache | None = None,
-                     contents: dict[Path, bytes] | None = None, deadline: float | None = None) -> RulePack:
+                     contents: dict[Path, bytes] | None = None, deadline: float | None = None,
+                     seed: RulePack | None = None) -> RulePack:
+    """``seed``: the bundled part validated at build time (its files are neither parsed nor cached again)."""
     per_file = per_file or _FileCache(None, [])
     contents = contents or {}
     classes_path = base / CLASSES_FILE
     classes_raw = contents.get(classes_path)
-    classes: dict[str, ClassSpec] | None = None
-    if classes_raw is not None:
-        name = per_file.name(b"classes", str(classes_path).encode(), classes_raw)
-        entry = per_file.get(name)
-        try:
-            classes = {c["id"]: ClassSpec.from_dict(c) for c in entry} if isinstance(entry, list) else None
-        except (KeyError, TypeError, ValueError):
-            classes = None
-        if classes is None:
-            classes = load_classes(classes_path, _text(classes_path, classes_raw))
-            per_file.put(name, [_class_to_dict(c) for c in classes.values()])
-    else:
-        classes = load_classes(classes_path)
-    pack = RulePack(classes=classes)
+    known = _by_file(seed)
+    pack = RulePack(classes=seed.classes if seed is not None else _catalogue(classes_path, classes_raw, per_file))
+    classes = pack.classes
     seen: dict[str, LoadedRule] = {}
     parsed = 0
     for done, path in enumerate(files):
         pack.files.append(str(path))
         raw = contents.get(path)
-        rules: list[LoadedRule] | None = None
-        name = per_file.name(b"rules", classes_raw or b"", str(path).encode(), raw) if raw is not None else ""
-        entry = per_file.get(name) if raw is not None else None
-        if isinstance(entry, list):
-            try:
-                rules = [_loaded_from_dict(r) for r in entry]
-            except (KeyError, TypeError, ValueError):
-                rules = None
+        rules = known.get(str(path))
+        name = ""
+        if rules is None and raw is not None:
+            name = per_file.name(b"rules", classes_raw or b"", str(path).encode(), raw)
+            rules = _cached_rules(per_file, name)
         if rules is None:
             # one file per run at least: a run that starts past its deadline still leaves progress cached
             if deadline is not None and parsed and time.perf_counter() > deadline:

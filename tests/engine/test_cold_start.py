@@ -20,6 +20,7 @@ from qwen_triage.engine.prefilter import BUILD_ENV, hyperscan_available
 from qwen_triage.engine.scanner import Scanner
 from qwen_triage.engine.sources import Source
 from qwen_triage.rulepack.pack import LoadDeadline, load_pack
+from qwen_triage.rulepack.prebuilt import PREBUILT_ENV
 from tests.rulepack.test_rule_files import GOOD_RULE
 
 LOG = "starting\nSegmentation fault (core dumped)\nbye\n"
@@ -142,7 +143,8 @@ def test_a_fresh_node_check_cut_at_loading_answers_unknown_and_warms_up(tmp_path
     log = tmp_path / "x.log"
     log.write_text("all quiet\n")
     state = tmp_path / "state"
-    env = {BUILD_ENV: "off", "XDG_CACHE_HOME": ""}  # fresh: the check caches under <state>/cache
+    # fresh: the check caches under <state>/cache; no artefact validated at build time (a source checkout)
+    env = {BUILD_ENV: "off", "XDG_CACHE_HOME": "", PREBUILT_ENV: "off"}
     args = ("check", "--format", "npd", "--file", str(log), "--state", str(state))
     cut = _cli(*args, "--timeout", "0.1", env=env)
     assert cut.returncode == 2, cut.stdout + cut.stderr  # NPD: Unknown
@@ -152,6 +154,17 @@ def test_a_fresh_node_check_cut_at_loading_answers_unknown_and_warms_up(tmp_path
     full = _cli(*args, "--timeout", "300", env=env)
     assert full.returncode == 0, full.stdout + full.stderr
     assert full.stdout.startswith("ok:")
+
+
+def test_a_fresh_node_check_with_the_prebuilt_pack_answers_at_once(tmp_path: Path, prebuilt_pack: Path) -> None:
+    log = tmp_path / "x.log"
+    log.write_text("all quiet\n")
+    state = tmp_path / "state"
+    env = {BUILD_ENV: "off", "XDG_CACHE_HOME": "", PREBUILT_ENV: str(prebuilt_pack)}  # as installed from a wheel
+    first = _cli("check", "--format", "npd", "--file", str(log), "--state", str(state), "--timeout", "300", env=env)
+    assert first.returncode == 0, first.stdout + first.stderr  # the very first run
+    assert first.stdout.startswith("ok:")
+    assert not list((state / "cache" / "qwen-triage").glob("file-*"))  # no rule file was parsed
 
 
 def test_the_npd_image_warms_the_cache_where_check_reads_it() -> None:
