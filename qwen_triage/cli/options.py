@@ -33,7 +33,13 @@ def pack_options(command):  # type: ignore[no-untyped-def]
     return rules_option(engine_option(command))
 
 
-def fail(message: str) -> NoReturn:
-    """Stop with the one-line reason on stderr and exit status 2."""
-    click.echo(f"qwen-triage: {message}", err=True)
+def fail(message: str, *, command: str | None = None) -> NoReturn:
+    """Stop with the one-line reason on stderr and exit status 2: the CLI's one way to refuse.
+
+    The library raises :class:`qwen_triage.exits.Failure`; a command catches what
+    it can explain and ends here. ``command`` names the subcommand in the line
+    (``qwen-triage plan: …``) where the reason alone would not say which.
+    """
+    where = f" {command}" if command else ""
+    click.echo(f"qwen-triage{where}: {message}", err=True)
     sys.exit(EXIT_ERROR)

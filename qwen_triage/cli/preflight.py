@@ -15,13 +15,10 @@ from typing import Any, NoReturn
 
 import click
 
+from qwen_triage.cli.options import fail
+
 FORMATS = ("text", "json", "markdown")
 QUANT_CHOICES = ("none", "awq", "gptq", "gptq-int8", "fp8", "bitsandbytes")
-
-
-def _fail(command: str, reason: str) -> NoReturn:
-    click.echo(f"qwen-triage {command}: {reason}", err=True)
-    raise SystemExit(2)
 
 
 def _finish(result: Any, fmt: str, show_all: bool = False) -> NoReturn:
@@ -69,7 +66,7 @@ def _offline_snapshot(command: str, snapshot: str | None, nvidia_smi: str | None
         if topo:
             snap = merge_topology(snap, parse_topo_matrix(Path(topo).read_text(encoding="utf-8")), f"topo: {topo}")
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        _fail(command, str(exc))
+        fail(str(exc), command=command)
     return snap
 
 
@@ -145,20 +142,20 @@ def plan(
     try:
         cfg = load_model_config(model)
     except ModelConfigError as exc:
-        _fail("plan", str(exc))
+        fail(str(exc), command="plan")
     mem_bytes = None
     if gpu_mem is not None:
         try:
             mem_bytes = parse_size(gpu_mem)
         except SizeError as exc:
-            _fail("plan", str(exc))
+            fail(str(exc), command="plan")
 
     snap = _offline_snapshot("plan", snapshot, nvidia_smi, topo)
     if snap is None and (gpus is None or mem_bytes is None):
         try:
             snap = visible_gpus(PynvmlProbe().snapshot(), os.environ.get("CUDA_VISIBLE_DEVICES"))
         except NvmlUnavailable as exc:
-            _fail("plan", f"cannot read the GPUs (NVML: {exc}); pass --gpus and --gpu-mem")
+            fail(f"cannot read the GPUs (NVML: {exc}); pass --gpus and --gpu-mem", command="plan")
     topology = None
     ccs = None
     detected = None
@@ -169,7 +166,7 @@ def plan(
         if mem_bytes is None:
             sizes = [g.memory.total for g in chosen if g.memory.total]
             if not sizes:
-                _fail("plan", "the GPU data has no memory sizes; pass --gpu-mem")
+                fail("the GPU data has no memory sizes; pass --gpu-mem", command="plan")
             mem_bytes = min(sizes)
         if snap.topology and len(snap.topology) >= n:
             topology = [row[:n] for row in snap.topology[:n]]
@@ -178,7 +175,7 @@ def plan(
         if detected >= n:
             detected = None  # only worth a finding when fewer are visible than planned for
     if gpus is None or mem_bytes is None:
-        _fail("plan", "pass --gpus and --gpu-mem (no GPU data to read them from)")
+        fail("pass --gpus and --gpu-mem (no GPU data to read them from)", command="plan")
     result = plan_layouts(
         cfg,
         gpus,
@@ -223,7 +220,7 @@ def check_model(path: str, sha256: str | None, fmt: str) -> None:
         with hash_progress() as progress:
             result = inspect_model(path, sha256_list=sha256 or None, hash_files=sha256 == "", progress=progress)
     except ModelPathError as exc:
-        _fail("check-model", str(exc))
+        fail(str(exc), command="check-model")
     if sha256 == "" and fmt == "text":
         from qwen_triage.preflight.render import emit
 
@@ -273,9 +270,8 @@ def doctor(
     from qwen_triage.preflight.machine.nvml import record as write_snapshot
 
     if record and (nvidia_smi or topo or snapshot):
-        _fail(
-            "doctor", "--record writes this machine's GPUs; it cannot be combined with --nvidia-smi/--topo/--snapshot"
-        )
+        fail("--record writes this machine's GPUs; it cannot be combined with --nvidia-smi/--topo/--snapshot",
+             command="doctor")
     try:
         result = probe(
             gpu_probe=ReplayProbe(snapshot) if snapshot else None,
@@ -287,10 +283,10 @@ def doctor(
             requested=_requested(tensor_parallel_size, pipeline_parallel_size, data_parallel_size),
         )
     except DoctorInputError as exc:
-        _fail("doctor", str(exc))
+        fail(str(exc), command="doctor")
     if record:
         if result.inventory.gpus is None:
-            _fail("doctor", f"nothing to record: {result.inventory.nvml_error or 'no GPU data'}")
+            fail(f"nothing to record: {result.inventory.nvml_error or 'no GPU data'}", command="doctor")
         write_snapshot(result.inventory.gpus, record)
         result.notes.append(f"GPU snapshot written to {record}")
     _finish(result, fmt)
