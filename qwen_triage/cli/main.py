@@ -15,6 +15,7 @@ from qwen_triage import __version__
 from qwen_triage.rulepack.errors import RuleFileError
 
 from qwen_triage.cli.options import engine_option, fail, format_option, pack_options, rules_option
+from qwen_triage.report.formats import write_format
 from qwen_triage.exits import EXIT_CLEAN, EXIT_FOUND, Failure
 
 # Commands that live in their own subpackages, imported only when asked for, so
@@ -193,14 +194,11 @@ def rules_list(fmt: str, rule_dirs: tuple[str, ...]) -> None:
     from qwen_triage.authoring.catalog import catalog_json, catalog_markdown, print_catalog
 
     pack = load_rule_pack(rule_dirs)
-    if fmt == "json":
-        click.echo(catalog_json(pack))
-    elif fmt == "markdown":
-        click.echo(catalog_markdown(pack), nl=False)
-    else:
-        from rich.console import Console
-
-        print_catalog(pack, Console(file=sys.stdout, highlight=False))
+    write_format(fmt, {
+        "json": lambda _: click.echo(catalog_json(pack)),
+        "markdown": lambda _: click.echo(catalog_markdown(pack), nl=False),
+        "text": lambda s: print_catalog(pack, _console(s)),
+    })
 
 
 @rules.command("classes")
@@ -460,14 +458,18 @@ def eval_cmd(directory: str, fmt: str, rule_dirs: tuple[str, ...], engine: str) 
         result = evaluate(Path(directory), compiled)
     except RuleFileError as exc:
         fail(str(exc))
-    if fmt == "json":
-        click.echo(result.model_dump_json(indent=2))
-    elif fmt == "markdown":
-        click.echo(eval_markdown(result), nl=False)
-    else:
-        from rich.console import Console
+    write_format(fmt, {
+        "json": lambda _: click.echo(result.model_dump_json(indent=2)),
+        "markdown": lambda _: click.echo(eval_markdown(result), nl=False),
+        "text": lambda s: print_eval(result, _console(s)),
+    })
 
-        print_eval(result, Console(file=sys.stdout, highlight=False))
+
+def _console(stream):  # type: ignore[no-untyped-def]
+    """rich's console for a command's text format (imported only when text is asked for)."""
+    from rich.console import Console
+
+    return Console(file=stream, highlight=False)
 
 
 def main() -> None:

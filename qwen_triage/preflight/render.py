@@ -25,6 +25,7 @@ from qwen_triage.preflight.plan.memory import NCCL_BYTES
 from qwen_triage.preflight.plan.layouts import Layout, PlanResult
 from qwen_triage.preflight.plan.models import label
 from qwen_triage.units import GiB, human
+from qwen_triage.report.formats import json_renderer, write_format
 from qwen_triage.report.markdown import findings_markdown, md_escape
 from qwen_triage.report.text import print_findings
 from qwen_triage.redact import mask_argv, mask_env
@@ -358,23 +359,19 @@ def make_console(stream: IO[str]) -> Console:
 
 
 def emit(result: BaseModel, fmt: str, stream: IO[str], show_all: bool = False) -> None:
-    if fmt == "json":
-        from qwen_triage.textsafe import json_safe
-
-        stream.write(json_safe(to_json(result)) + "\n")  # same data; no C1 or bidi control on a terminal
-        return
-    markdown: dict[type, Callable[[BaseModel], str]] = {
-        PlanResult: lambda r: md_plan(r, show_all),  # type: ignore[arg-type]
-        CheckModelResult: md_check,  # type: ignore[dict-item]
-        DoctorResult: md_doctor,  # type: ignore[dict-item]
+    """A plan, check-model or doctor result in ``fmt``: its renderers, through the one switch (report/formats.py)."""
+    markdown: dict[type, Callable[[], str]] = {
+        PlanResult: lambda: md_plan(result, show_all),  # type: ignore[arg-type]
+        CheckModelResult: lambda: md_check(result),  # type: ignore[arg-type]
+        DoctorResult: lambda: md_doctor(result),  # type: ignore[arg-type]
     }
-    if fmt == "markdown":
-        stream.write(markdown[type(result)](result))
-        return
-    console = make_console(stream)
-    if isinstance(result, PlanResult):
-        text_plan(result, console, show_all)
-    elif isinstance(result, CheckModelResult):
-        text_check(result, console)
-    elif isinstance(result, DoctorResult):
-        text_doctor(result, console)
+    text: dict[type, Callable[[Console], None]] = {
+        PlanResult: lambda c: text_plan(result, c, show_all),  # type: ignore[arg-type]
+        CheckModelResult: lambda c: text_check(result, c),  # type: ignore[arg-type]
+        DoctorResult: lambda c: text_doctor(result, c),  # type: ignore[arg-type]
+    }
+    write_format(fmt, {
+        "json": json_renderer(lambda: to_json(result)),
+        "markdown": lambda _: markdown[type(result)](),
+        "text": lambda s: text[type(result)](make_console(s)),
+    }, stream)

@@ -1,10 +1,10 @@
-"""A report written in the format asked for: the one switch over text, JSON and Markdown."""
+"""A report written in the format asked for: its text, JSON and Markdown renderers for the one switch (report/formats.py)."""
 
 from __future__ import annotations
 
-import sys
 from typing import IO
 
+from qwen_triage.report.formats import json_renderer, write_format
 from qwen_triage.report.model import Report
 from qwen_triage.report.summary import NO_DIAGNOSIS, stats_line
 
@@ -31,24 +31,27 @@ def _isatty(stream: IO[str]) -> bool:
         return False
 
 
+def _text(report: Report, stream: IO[str]) -> str | None:
+    terminal = _isatty(stream)
+    plain = None if terminal else plain_summary(report)
+    if plain is not None:  # nothing to lay out: the same bytes rich would write, without importing it
+        return plain
+    from qwen_triage.report.text import print_text, text_console
+
+    # wrapped to the width only on a terminal: a pipe or a file gets whole lines, for grep
+    print_text(report, text_console(stream, terminal), boxed=terminal)
+    return None
+
+
+def _markdown(report: Report) -> str:
+    from qwen_triage.report.markdown import to_markdown
+
+    return to_markdown(report)
+
+
 def emit_report(report: Report, fmt: str, stream: IO[str] | None = None) -> None:
-    stream = stream or sys.stdout
-    if fmt == "json":
-        from qwen_triage.textsafe import json_safe
-
-        stream.write(json_safe(report.to_json()) + "\n")  # same data; no C1 or bidi control on a terminal
-    elif fmt == "markdown":
-        from qwen_triage.report.markdown import to_markdown
-
-        stream.write(to_markdown(report))
-    else:
-        terminal = _isatty(stream)
-        plain = None if terminal else plain_summary(report)
-        if plain is not None:  # nothing to lay out: the same bytes rich would write, without importing it
-            stream.write(plain)
-        else:
-            from qwen_triage.report.text import print_text, text_console
-
-            # wrapped to the width only on a terminal: a pipe or a file gets whole lines, for grep
-            print_text(report, text_console(stream, terminal), boxed=terminal)
-    stream.flush()
+    write_format(fmt, {
+        "json": json_renderer(report.to_json),
+        "markdown": lambda _: _markdown(report),
+        "text": lambda s: _text(report, s),
+    }, stream)

@@ -1,0 +1,40 @@
+"""The one output-format switch: a format name picks one of a command's renderers; its output is written.
+
+Every command that offers ``--format`` (``scan``, ``plan``/``check-model``/
+``doctor``, ``rules list``, ``eval`` …) hands :func:`write_format` one renderer
+per format it has. A renderer gets the stream and either returns the text to
+write or writes itself (rich consoles, ``click.echo``) and returns None. An
+unknown name falls back to ``default`` (the human format), as ``--format``'s
+choices already keep the name to known ones. Renderers import what they need
+when called, so a JSON run never imports rich.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from typing import IO
+
+Renderer = Callable[[IO[str]], "str | None"]
+
+
+def write_format(fmt: str, renderers: Mapping[str, Renderer], stream: IO[str] | None = None,
+                 *, default: str = "text") -> None:
+    """Render in ``fmt`` (else ``default``) to ``stream`` (stdout when None), then flush it."""
+    stream = stream or sys.stdout
+    render = renderers.get(fmt) or renderers[default]
+    text = render(stream)
+    if text is not None:
+        stream.write(text)
+    stream.flush()
+
+
+def json_renderer(dump: Callable[[], str]) -> Renderer:
+    """``dump()``'s JSON, one newline after it: the same data, with no C1 or bidi control for a terminal."""
+
+    def render(stream: IO[str]) -> str:
+        from qwen_triage.textsafe import json_safe
+
+        return json_safe(dump()) + "\n"
+
+    return render
