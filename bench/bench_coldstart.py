@@ -6,7 +6,9 @@
 Prints three figures:
 
 1. CPU time (user + system, of the scan process itself) of a 10-line `scan` with an empty cache
-   against the same scan warm, and their ratio (target: at most 2). The Hyperscan database is
+   against the same scan warm, and their ratio (target: at most 2), as installed from a wheel (the
+   bundled pack validated at build time: rulepack.prebuilt), and without that artefact (a checkout that
+   never built it: every bundled file parsed on the first run). The Hyperscan database is
    built by a detached, niced child for the next run (``--mode background``, the default); its CPU
    is off the critical path and not counted. ``--mode inline`` compiles it before scanning: the
    behaviour before issue 19, for the "before" figure.
@@ -90,7 +92,10 @@ def main() -> int:
     # the sources: ~80 ms of start-up that no installed copy pays)
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "qwen_triage")], stdout=subprocess.DEVNULL,
                    check=False)
-    base_env = {k: v for k, v in os.environ.items() if k != "XDG_CACHE_HOME"}
+    # the bundled pack validated once, where the wheel's build hook (hatch_build.py) puts it
+    subprocess.run([sys.executable, "-m", "qwen_triage.rulepack.prebuilt"], stdout=subprocess.DEVNULL, check=True,
+                   env={**os.environ, "PYTHONPATH": str(ROOT)})
+    base_env = {k: v for k, v in os.environ.items() if k not in ("XDG_CACHE_HOME", "QWEN_TRIAGE_PREBUILT")}
     base_env["PYTHONPATH"] = str(ROOT)
     base_env["QWEN_TRIAGE_HS_BUILD"] = args.mode
     with tempfile.TemporaryDirectory() as tmp:
@@ -101,13 +106,16 @@ def main() -> int:
         scan = [sys.executable, "-m", "qwen_triage", "scan", str(log)]
         jsontool = [sys.executable, "-m", "json.tool", str(tiny)]
 
-        # 1. cold vs warm CPU
-        env = {**base_env, "XDG_CACHE_HOME": str(Path(tmp, "xdg"))}
-        cold = timed_cpu(scan, env)
-        built = wait_built(Path(tmp, "xdg", "qwen-triage"))
-        warm = statistics.median(timed_cpu(scan, env) for _ in range(args.runs))
-        print(f"10-line scan CPU, empty cache vs warm ({args.mode}): {cold:.2f} s vs {warm:.2f} s "
-              f"= {cold / warm:.1f}x (target <= 2x){'' if built else '  [background build not finished]'}")
+        # 1. cold vs warm CPU, installed (prebuilt pack) and without the artefact
+        for label, extra in (("installed", {}), ("no prebuilt pack", {"QWEN_TRIAGE_PREBUILT": "off"})):
+            xdg = Path(tmp, f"xdg-{len(extra)}")
+            env = {**base_env, **extra, "XDG_CACHE_HOME": str(xdg)}
+            cold = timed_cpu(scan, env)
+            built = wait_built(xdg / "qwen-triage")
+            warm = statistics.median(timed_cpu(scan, env) for _ in range(args.runs))
+            print(f"10-line scan CPU, empty cache vs warm ({args.mode}, {label}): {cold:.2f} s vs {warm:.2f} s "
+                  f"= {cold / warm:.1f}x (target <= 2x){'' if built else '  [background build not finished]'}")
+        env = {**base_env, "XDG_CACHE_HOME": str(Path(tmp, "xdg-0"))}
 
         # 2. warm start-up vs json.tool
         timed_wall(jsontool, env)

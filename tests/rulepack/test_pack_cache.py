@@ -8,14 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from qwen_triage.engine.scanner import Scanner, compile_pack
+from qwen_triage.engine.matcher import CompiledPack
+from qwen_triage.engine.scanner import Scanner
 from qwen_triage.engine.sources import Source
 from qwen_triage.rulepack.cache import Cache
 from qwen_triage.rulepack.pack import load_pack
 from tests.conftest import ROOT
 from tests.rulepack.test_rule_files import GOOD_RULE
 
-XID_LINE = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python3, GPU has fallen off the bus.\n"
+SEGFAULT_LINE = "worker 3: Segmentation fault (core dumped)\n"
 
 
 def _pack_dir(tmp_path: Path) -> Path:
@@ -85,11 +86,11 @@ def test_an_edit_that_keeps_size_and_mtime_is_seen(tmp_path: Path) -> None:
     assert [r.rule.title for r in load_pack([rules], bundled=False, cache_dir=cache_dir).rules] == ["ONE"]
 
 
-def test_a_tampered_hyperscan_database_is_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_tampered_hyperscan_database_is_rebuilt(tmp_path: Path) -> None:
     pytest.importorskip("hyperscan")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    compile_pack(engine="hyperscan")
-    cache_dir = tmp_path / "xdg" / "qwen-triage"
+    cache_dir = tmp_path / "cache"
+    pack = load_pack([_pack_dir(tmp_path)], bundled=False)  # one rule: compiling it costs nothing
+    CompiledPack.build(pack, engine="hyperscan", cache_dir=cache_dir)
     (db,) = cache_dir.glob("hs-*")
     import hyperscan
 
@@ -99,8 +100,8 @@ def test_a_tampered_hyperscan_database_is_rebuilt(tmp_path: Path, monkeypatch: p
     db.write_bytes(header + b"\n" + hyperscan.dumpb(other))  # a valid database of other patterns
     os.chmod(db, 0o600)
     log = tmp_path / "k.log"
-    log.write_text(XID_LINE)
-    scanner = Scanner(compile_pack(engine="hyperscan"))
+    log.write_text(SEGFAULT_LINE)
+    scanner = Scanner(CompiledPack.build(pack, engine="hyperscan", cache_dir=cache_dir))
     for _ in scanner.scan_source(Source.from_arg(str(log))):
         pass
-    assert [d.class_ for d in scanner.report().diagnoses] == ["hardware.xid_fatal"]
+    assert [d.class_ for d in scanner.report().diagnoses] == ["process.segfault"]
