@@ -66,6 +66,12 @@ class CheckSpec(_Strict):
         return sorted(found, key=lambda s: s.rank)
 
     @property
+    def command(self) -> str:
+        """The command that runs this check: ``doctor``, ``check-model``, ``plan``, or the runner's ``run``."""
+        head = self.id.rsplit(".", 1)[0]
+        return {"preflight.doctor": "doctor", "preflight.model": "check-model", "preflight.plan": "plan"}.get(head, "run")
+
+    @property
     def classes(self) -> list[str]:
         return list(dict.fromkeys([self.class_, *(v.class_ for v in self.variants.values() if v.class_)]))
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import json
 import re
 
 import pytest
@@ -129,3 +131,33 @@ def test_the_checks_file_is_not_read_as_a_rule_file():
     from qwen_triage.rulepack.pack import rule_files
 
     assert bundled_rules_dir() / CHECKS_FILE not in rule_files(bundled_rules_dir())
+
+
+def test_rules_list_shows_the_checks_in_every_format():
+    """`rules list` (text, JSON, the docs' Markdown) lists each check under its classes, marked as a check."""
+    from rich.console import Console
+
+    from qwen_triage.authoring.catalog import catalog_json, catalog_markdown, print_catalog
+    from qwen_triage.rulepack.pack import load_pack
+
+    pack = load_pack([])
+    checks = bundled_checks()
+    entries = [r for c in json.loads(catalog_json(pack))["classes"] for r in c["rules"]]
+    listed = {r["id"]: r for r in entries if r["kind"] == "check"}
+    assert set(listed) == set(checks)
+    assert {r["kind"] for r in entries} == {"rule", "check"}
+    shm = listed["preflight.doctor.shm-small"]
+    assert (shm["severity"], shm["severities"], shm["sources"]) == ("error", ["error", "warning"], ["doctor"])
+    # a check that files under two classes (a variant's) is listed under both
+    under = [c["id"] for c in json.loads(catalog_json(pack))["classes"]
+             for r in c["rules"] if r["id"] == "preflight.model.sha256-mismatch"]
+    assert sorted(under) == ["model.gguf_corrupt", "model.shard_corrupt"]
+
+    page = catalog_markdown(pack)
+    assert f"{len(checks)} built-in checks" in page
+    assert "| `runner.preflight.port-in-use` | The server's port is already taken | error | `run` |" in page
+
+    out = io.StringIO()
+    print_catalog(pack, Console(file=out, highlight=False, force_terminal=False))
+    rows = [line.split() for line in out.getvalue().splitlines()]
+    assert ["server.port_in_use", "check", "runner.preflight.port-in-use", "error", "run"] in [r[:5] for r in rows]
