@@ -21,13 +21,13 @@ import fcntl
 import json
 import os
 import stat
-import tempfile
 import time
 from pathlib import Path
 from typing import Iterator
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from qwen_triage.atomicfile import write_atomic
 from qwen_triage.inputs.base import SourceState
 
 STATE_VERSION = 1
@@ -230,25 +230,3 @@ class StateStore:
         state.bound()
         data = state.model_dump_json(by_alias=True).encode()
         write_atomic(self.path, data, mode=0o600)
-
-
-def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int = 0o644) -> None:
-    """Write ``data`` to ``path`` so a reader sees the old file or the new one, never a part.
-
-    The temporary file lives beside the target (same filesystem, for rename) and
-    its name starts with a dot and does not end in ``.prom``, so node_exporter's
-    textfile collector never reads it.
-    """
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise

@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 
 from qwen_triage.fleet.check import CheckResult
-from qwen_triage.fleet.state import write_atomic
+from qwen_triage.atomicfile import write_atomic
 
 PREFIX = "qwen_triage_"
 

@@ -21,10 +21,10 @@ import json
 import os
 import stat
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from qwen_triage.atomicfile import write_atomic
 from qwen_triage.rulepack.pack import PACK_CACHE_FORMAT, RulePack, _key_prefix, pack_from_data, pack_to_json
 
 ARTEFACT = Path(__file__).resolve().parent / "bundled-pack.json"
@@ -116,18 +116,7 @@ def build_artefact(out: Path = ARTEFACT) -> Path:
     pack = load_pack(bundled=True, prebuilt=False)
     blob = artefact_bytes(base, contents, pack)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=".tmp-prebuilt-")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(blob)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, out)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_atomic(out, blob, mode=0o644)
     return out
 
 
