@@ -433,10 +433,10 @@ def rules_export(target: str, out_dir: str | None, plugins: tuple[str, ...], ide
     else:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         for name, config in result.configs.items():
+            from qwen_triage.atomicfile import write_atomic
+
             path = Path(out_dir) / name
-            tmp = path.with_name(f".{name}.tmp")
-            tmp.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-            tmp.replace(path)
+            write_atomic(path, json.dumps(config, indent=2) + "\n", mode=0o644)  # node-problem-detector reads it
             click.echo(f"qwen-triage: wrote {path} ({len(config['rules'])} NPD rules)", err=True)
     sys.exit(EXIT_FOUND if strict and result.skipped else EXIT_CLEAN)
 # --- end rules export (fleet) ---
