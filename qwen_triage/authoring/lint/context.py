@@ -30,16 +30,16 @@ class DataFile:
 @dataclass
 class LintContext:
     paths: list[Path]
-    base: Path = field(default_factory=bundled_rules_dir)
+    base: Path
     classes: dict[str, FailureClass] | None = None
     classes_error: RuleFileError | None = None
     cycles: list[list[str]] = field(default_factory=list)
     fix_defaults_error: RuleFileError | None = None
     data_files: list[DataFile] = field(default_factory=list)
     rules: list[LoadedRule] = field(default_factory=list)  # the linted rules, in load order
-    bundled: dict[str, LoadedRule] = field(default_factory=dict)  # beside contributors' rules: ids to clash with
     file_errors: list[tuple[Path, RuleFileError]] = field(default_factory=list)
     _examples: list[ExampleRun] | None = None
+    _bundled: dict[str, LoadedRule] | None = None
 
     @property
     def targets(self) -> list[Path]:
@@ -51,14 +51,22 @@ class LintContext:
         return not (self.classes_error or self.cycles or self.fix_defaults_error or self.file_errors
                     or any(d.error for d in self.data_files))
 
+    def bundled(self) -> dict[str, LoadedRule]:
+        """The bundled rules by id when contributors' rules are linted (they load beside them), else none:
+        loaded the first time a check compares against them."""
+        if self._bundled is None:
+            self._bundled = {lr.rule.id: lr for lr in _bundled_rules()} if self.paths else {}
+        return self._bundled
+
     def example_runs(self) -> list[ExampleRun]:
         if self._examples is None:
             self._examples = run_examples(self.paths) if self.loaded_cleanly else []
         return self._examples
 
 
-def load_context(paths: list[Path]) -> LintContext:
-    ctx = LintContext(paths=paths)
+def load_context(paths: list[Path], base: Path | None = None) -> LintContext:
+    """``base``: the directory of the catalogue and fix defaults the rules are checked against (the bundled one)."""
+    ctx = LintContext(paths=paths, base=base or bundled_rules_dir())
     try:
         ctx.classes = classes = load_classes(ctx.base / "classes.yaml")
     except RuleFileError as exc:
@@ -67,10 +75,6 @@ def load_context(paths: list[Path]) -> LintContext:
     ctx.cycles = class_cycles(classes)
     ctx.fix_defaults_error = fix_defaults_error(ctx.base / FIX_DEFAULTS_FILE, classes)
     ctx.data_files = list(_data_files([ctx.base, *(t for t in ctx.targets if t != ctx.base)]))
-    if paths:  # contributors' rules load beside the bundled ones: ids must not clash
-        for f in rule_files(ctx.base):
-            for lr in load_rule_file(f, classes):
-                ctx.bundled[lr.rule.id] = lr
     for target in ctx.targets:
         try:
             files = rule_files(target)
@@ -103,6 +107,17 @@ def class_cycles(classes: dict[str, FailureClass]) -> list[list[str]]:
         if cid not in state:
             visit(cid, [cid])
     return cycles
+
+
+def _bundled_rules() -> list[LoadedRule]:
+    """The bundled pack's rules, through the pack cache (each file parses once, not once a lint run)."""
+    from qwen_triage.engine.scanner import cache_dir
+    from qwen_triage.rulepack.pack import load_pack
+
+    try:
+        return load_pack([], cache_dir=cache_dir()).rules
+    except RuleFileError:
+        return []  # linted on its own (`rules lint` without paths) it says why
 
 
 def fix_defaults_error(path: Path, classes: dict[str, FailureClass]) -> RuleFileError | None:

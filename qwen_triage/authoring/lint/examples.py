@@ -64,9 +64,12 @@ def test_examples(pack: RulePack, compiled: CompiledPack) -> list[ExampleResult]
     return [run.result() for run in example_runs(pack, compiled)]
 
 
-def pack_for_paths(paths: list[Path]) -> RulePack:
-    """The bundled pack plus ``paths``; only the rules from ``paths`` when any are given."""
-    pack = load_pack(paths)
+def pack_for_paths(paths: list[Path], cache_dir: Path | None = None) -> RulePack:
+    """The bundled pack plus ``paths``; only the rules from ``paths`` when any are given.
+
+    ``cache_dir``: where a validated pack is kept (:func:`load_pack`): the bundled files parse once.
+    """
+    pack = load_pack(paths, cache_dir=cache_dir)
     if paths:
         wanted = {str(f.resolve()) for p in paths for f in rule_files(p)}
         pack.rules = [r for r in pack.rules if str(Path(r.path).resolve()) in wanted]
@@ -78,7 +81,7 @@ def run_examples(paths: list[Path]) -> list[ExampleRun]:
     from qwen_triage.engine.scanner import cache_dir
 
     try:
-        pack = pack_for_paths(paths)
+        pack = pack_for_paths(paths, cache_dir())
     except RuleFileError:
         return []  # the file checks say why
     return example_runs(pack, CompiledPack.build(pack, engine="auto", cache_dir=cache_dir()))

@@ -64,7 +64,7 @@ def _place(lr: LoadedRule) -> tuple[str, int, int]:
 def _rule_id_duplicate(check: Check, ctx: LintContext) -> Iterator[Problem]:
     """Rules are found, shown and tested by id: two with one id (a contributor's beside a bundled one
     included) make `rules show` and the report name the wrong one."""
-    seen = dict(ctx.bundled)
+    seen = dict(ctx.bundled())
     for lr in ctx.rules:
         first = seen.get(lr.rule.id)
         if first is not None and _place(first) != _place(lr):

@@ -32,7 +32,7 @@ def _duplicate_pattern(check: Check, ctx: LintContext) -> Iterator[Problem]:
     for one line, or, in one class, one rule's wording never shown. Usually a copy left behind."""
     first: dict[Hashable, LoadedRule] = {}
     linted = {id(lr) for lr in ctx.rules}
-    for lr in [*ctx.bundled.values(), *ctx.rules]:
+    for lr in [*ctx.bundled().values(), *ctx.rules]:
         for key in triggers(lr):
             other = first.setdefault(key, lr)
             if id(lr) in linted and other is not lr and other.rule.id != lr.rule.id:

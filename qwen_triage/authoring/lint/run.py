@@ -14,17 +14,17 @@ from qwen_triage.rulepack.pack import LoadedRule
 
 
 def lint_paths(paths: list[Path], *, examples: bool = True, select: Sequence[str] = (),
-               ignore: Sequence[str] = ()) -> list[Problem]:
+               ignore: Sequence[str] = (), base: Path | None = None) -> list[Problem]:
     """Lint rule files or directories (default: the bundled pack) with the checks ``select`` names
     (all when empty) less those ``ignore`` names (ids or id prefixes, :func:`.check.matches`).
 
     ``examples``: also run each rule's ``match``/``no_match`` examples through the real matcher
-    (what ``rules test`` does); a failing one is an error.
+    (what ``rules test`` does); a failing one is an error. ``base``: see :func:`.context.load_context`.
     """
     checks = chosen(CHECKS, select, ignore)
     if not examples:
         checks = [c for c in checks if not c.examples]
-    ctx = load_context(paths)
+    ctx = load_context(paths, base)
     if ctx.classes_error is not None:  # nothing else can be checked without the catalogue
         return list(CATALOGUE_INVALID.run(ctx)) if CATALOGUE_INVALID in checks else []
     problems: list[Problem] = []

@@ -1,0 +1,61 @@
+"""Each lint check on a small file that breaks one thing: the problem names exactly that check, at the
+check's level, and `--ignore` of the check's id silences it (the ids stay what the docs and users' CI say)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from qwen_triage.authoring.lint import CHECKS, lint_paths
+from tests.authoring.lint.rulefiles import ids, lint, rule, rules_dir
+
+DENIED = '- step: "preload the shim"\n        action: {type: set_env, name: LD_PRELOAD, value: /opt/x.so}'
+# check id -> (rule file texts, extra files); a rule file's other checks must stay quiet
+CASES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
+    "data-invalid": ((), {"benign_yaml": 'benign:\n  - pattern: "abc"\n    why: because\n    examples: ["xyz"]\n'}),
+    "benign-backtracking": ((), {"benign_yaml": "benign:\n  - pattern: 'ERROR (a|aa)+$'\n    why: noise\n"
+                                                "    examples: ['ERROR aa']\n"}),
+    "file-invalid": ((rule(extra="    colour: red\n"),), {}),
+    "class-unknown": ((rule(cls="nosuch.class"),), {}),
+    "rule-id-duplicate": ((rule("vllm.port-in-use"),), {}),
+    "pattern-no-literal": ((rule(match=r"any: ['[a-z]+ \d+']", example="frob 12", no_match="frob"),), {}),
+    "pattern-backtracking": ((rule(match="any: ['frobnicate (a+)+b']", example="frobnicate aab"),), {}),
+    "pattern-spans-lines": ((rule(match="any: ['(?s)frobnicate failed']", example="frobnicate failed"),), {}),
+    "pattern-unbounded-gap": ((rule(match="any: ['^.*frobnicate failed']", example="it: frobnicate failed"),), {}),
+    "extract-no-group": ((rule(extra="    extract: {size: int}\n"),), {}),
+    "template-no-group": ((rule(extra='    explain: "frobnicated {size} times"\n'),), {}),
+    "action-denied": ((rule(fix=DENIED),), {}),
+    "fix-missing": ((rule(fix=""),), {}),
+    "example-match-misses": ((rule(example="frobnicate failed well"),), {}),
+    "example-no-match-fires": ((rule(no_match="frobnicate failed badly twice"),), {}),
+    "overlap-duplicate-pattern": ((rule("local.a"), rule("local.b", cls="server.port_in_use")), {}),
+    "overlap-shadowed": ((rule("local.wide", severity="critical", match="any: ['frobnicate failed']",
+                               example="frobnicate failed"), rule("local.narrow")), {}),
+}
+# what else a case cannot help tripping: a `where` no example line has a field for never fires
+ALSO = {"where-backtracking": {"example-match-misses"}}
+CASES["where-backtracking"] = ((rule(match="any: ['frobnicate failed badly']\n      where: {program: '(a|a)*'}"),), {})
+CATALOGUE = {"catalogue-invalid", "catalogue-cycle", "fix-defaults-invalid"}  # tests/authoring/lint/test_catalogue.py
+LEVEL = {c.id: c.level for c in CHECKS}
+
+
+def test_every_check_has_a_case() -> None:
+    assert set(CASES) | CATALOGUE == set(LEVEL)
+
+
+def test_the_clean_rule_is_clean(tmp_path: Path) -> None:
+    assert lint(rules_dir(tmp_path, rule())) == []
+
+
+@pytest.mark.parametrize("check", sorted(CASES))
+def test_a_broken_file_names_the_check_and_ignore_silences_it(tmp_path: Path, check: str) -> None:
+    texts, files = CASES[check]
+    d = rules_dir(tmp_path, *texts, **files)
+    problems = lint(d)
+    assert ids(problems) == {check} | ALSO.get(check, set()), [str(p) for p in problems]
+    mine = [p for p in problems if p.check == check]
+    assert {p.level for p in mine} == {LEVEL[check]}
+    assert all(str(p).endswith(f" [{check}]") and str(p).startswith(f"{p.path}:{p.line}:{p.column}: ")
+               for p in mine)
+    assert check not in ids(lint_paths([d], ignore=[check]))
