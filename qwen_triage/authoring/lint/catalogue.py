@@ -1,4 +1,5 @@
-"""Checks of the files every pack shares: the class catalogue and the runner's per-class fix defaults."""
+"""Checks of the files every pack shares: the class catalogue, the runner's per-class fix defaults and
+the declarations of the built-in checks (rules/checks.yaml, :mod:`qwen_triage.rulepack.checks`)."""
 
 from __future__ import annotations
 
@@ -35,12 +36,24 @@ def _fix_defaults_invalid(check: Check, ctx: LintContext) -> Iterator[Problem]:
         yield failed(check, ctx.fix_defaults_error)
 
 
+def _checks_invalid(check: Check, ctx: LintContext) -> Iterator[Problem]:
+    """The built-in checks (doctor, check-model, plan, the runner) are declared in checks.yaml: a bad
+    declaration or an unknown class there fails a preflight finding when it is made, not when it is written."""
+    from qwen_triage.rulepack.checks import CHECKS_FILE, problems
+
+    path = ctx.base / CHECKS_FILE
+    if path.is_file():
+        yield from (failed(check, exc) for exc in problems(path, frozenset(ctx.classes or ())))
+
+
 CATALOGUE_INVALID = Check("catalogue-invalid", "error", "classes.yaml fails to load", "run", _catalogue_invalid)
 CHECKS = (
     CATALOGUE_INVALID,
     Check("catalogue-cycle", "error", "a class explains itself through `explains`", "run", _catalogue_cycle),
     Check("fix-defaults-invalid", "error", "fix-defaults.yaml fails its schema or names an unknown class", "run",
           _fix_defaults_invalid),
+    Check("checks-invalid", "error", "checks.yaml (the built-in checks) fails its schema or names an unknown class",
+          "run", _checks_invalid),
 )
 
 

@@ -1,4 +1,4 @@
-"""The checks of the files every pack shares (classes.yaml, fix-defaults.yaml), on a copy of the bundled
+"""The checks of the files every pack shares (classes.yaml, fix-defaults.yaml, checks.yaml), on a copy of the bundled
 catalogue broken one way: the problem names its check, and `--ignore` silences it."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from qwen_triage.rulepack.pack import bundled_rules_dir
 from tests.authoring.lint.rulefiles import ids, rule, rules_dir
 
 LEVEL = {c.id: c.level for c in CHECKS}
+SHARED = ("classes.yaml", "fix-defaults.yaml", "checks.yaml")
 GGUF_UNSUPPORTED_EXPLAINS = "explains: [process.segfault, server.startup_timeout]\n"
 
 
@@ -23,17 +24,20 @@ def _break(name: str, text: str) -> tuple[str, str]:
         assert text.count(GGUF_UNSUPPORTED_EXPLAINS) >= 1
         cyclic = "explains: [process.segfault, server.startup_timeout, model.gguf_corrupt]\n"
         return "classes.yaml", text.replace(GGUF_UNSUPPORTED_EXPLAINS, cyclic, 1)
+    if name == "checks-invalid":
+        assert "    class: runtime.no_gpu_visible\n" in text
+        return "checks.yaml", text.replace("    class: runtime.no_gpu_visible\n", "    class: nosuch.class\n", 1)
     return "fix-defaults.yaml", text.replace("classes: [memory.kv_cache_insufficient]", "classes: [nosuch.class]")
 
 
-@pytest.mark.parametrize("check", ["catalogue-invalid", "catalogue-cycle", "fix-defaults-invalid"])
+@pytest.mark.parametrize("check", ["catalogue-invalid", "catalogue-cycle", "fix-defaults-invalid", "checks-invalid"])
 def test_a_broken_catalogue_names_the_check(tmp_path: Path, check: str) -> None:
     base = tmp_path / "base"
     base.mkdir()
-    for name in ("classes.yaml", "fix-defaults.yaml"):
+    for name in SHARED:
         shutil.copy(bundled_rules_dir() / name, base / name)
-    name, text = _break(check, (bundled_rules_dir() / ("fix-defaults.yaml" if check.startswith("fix") else
-                                                         "classes.yaml")).read_text())
+    source = {"fix-defaults-invalid": "fix-defaults.yaml", "checks-invalid": "checks.yaml"}.get(check, "classes.yaml")
+    name, text = _break(check, (bundled_rules_dir() / source).read_text())
     (base / name).write_text(text)
     contributed = rules_dir(tmp_path, rule())
     problems = lint_paths([contributed], base=base)
@@ -45,6 +49,6 @@ def test_a_broken_catalogue_names_the_check(tmp_path: Path, check: str) -> None:
 def test_the_copied_catalogue_is_clean(tmp_path: Path) -> None:
     base = tmp_path / "base"
     base.mkdir()
-    for name in ("classes.yaml", "fix-defaults.yaml"):
+    for name in SHARED:
         shutil.copy(bundled_rules_dir() / name, base / name)
     assert lint_paths([rules_dir(tmp_path, rule())], base=base) == []

@@ -36,7 +36,7 @@ CASES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
 # what else a case cannot help tripping: a `where` no example line has a field for never fires
 ALSO = {"where-backtracking": {"example-match-misses"}}
 CASES["where-backtracking"] = ((rule(match="any: ['frobnicate failed badly']\n      where: {program: '(a|a)*'}"),), {})
-CATALOGUE = {"catalogue-invalid", "catalogue-cycle", "fix-defaults-invalid"}  # tests/authoring/lint/test_catalogue.py
+CATALOGUE = {"catalogue-invalid", "catalogue-cycle", "fix-defaults-invalid", "checks-invalid"}  # tests/authoring/lint/test_catalogue.py
 LEVEL = {c.id: c.level for c in CHECKS}
 
 
