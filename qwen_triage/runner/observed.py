@@ -13,12 +13,12 @@ from qwen_triage.preflight.findings import (
     CheckFinding,
     act,
     ev,
+    finding,
     fix,
     load_classes,
     to_report,
 )
 from qwen_triage.report.model import Diagnosis
-from qwen_triage.rulepack.schema import Severity
 
 # Stages where a hang has a launch-side fix. NCCL first gathers evidence, then
 # turns off peer-to-peer (the usual culprit on PCIe boxes); graph capture and
@@ -48,12 +48,10 @@ def hang(kind: str, seconds: float, stage: str | None, label: str | None, hint: 
     if hint:
         steps.append(fix(hint[0].upper() + hint[1:]))
     return _diagnoses([
-        CheckFinding(
-            class_id="nccl.timeout" if stage == "nccl" else "server.startup_timeout",
-            rule=f"runner.{kind}",
-            title="The launch hung" if kind == "stall" else "The server never became ready",
-            severity=Severity.error,
-            summary=f"the server {what}, {where}.",
+        finding(
+            f"runner.{kind}",  # declared in rules/checks.yaml: runner.stall, runner.timeout
+            f"the server {what}, {where}.",
+            variant="nccl" if stage == "nccl" else None,
             facts={"stage": stage, "seconds": round(seconds, 1)},
             evidence=[ev("runner", line or where)],
             fix=steps,
@@ -63,31 +61,21 @@ def hang(kind: str, seconds: float, stage: str | None, label: str | None, hint: 
 
 def gpus_idle(idle: list[int], busy: list[int], detail: str) -> list[Diagnosis]:
     return _diagnoses([
-        CheckFinding(
-            class_id="runtime.no_gpu_visible",
-            rule="runner.gpus-idle",
-            title="Not every GPU of the layout is working",
-            severity=Severity.error,
-            summary=f"the server answers, but {detail}: it runs on fewer GPUs than its layout "
+        finding(
+            "runner.gpus-idle",
+            f"the server answers, but {detail}: it runs on fewer GPUs than its layout "
             "(the 'only one card is working' failure).",
             facts={"idle": idle, "busy": busy},
             evidence=[ev("nvml", detail)],
-            fix=[
-                fix("check that CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES in the server's environment and the "
-                    "container's --gpus list the GPUs of the layout, and that the layout arguments reached vLLM"),
-            ],
         )
     ])
 
 
 def not_released(detail: str) -> list[Diagnosis]:
     return _diagnoses([
-        CheckFinding(
-            class_id="memory.gpu_oom",
-            rule="runner.not-released",
-            title="The previous attempt did not give its resources back",
-            severity=Severity.error,
-            summary=f"after the last attempt stopped, {detail}; a relaunch now would find the memory taken.",
+        finding(
+            "runner.not-released",
+            f"after the last attempt stopped, {detail}; a relaunch now would find the memory taken.",
             evidence=[ev("runner", detail)],
             fix=[fix(f"stop what still holds them: {detail}", act(StopProcess, what=detail))],
         )
