@@ -12,7 +12,8 @@ so a reader still sees that a value was there.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import NamedTuple
 
 MASK = "***"
 
@@ -93,24 +94,48 @@ def mask_env(env: Mapping[str, str]) -> dict[str, str]:
     return {k: (MASK if v and is_secret_env(k) else redact_text(v)) for k, v in env.items()}
 
 
+class ArgToken(NamedTuple):
+    """One token of a command line, as secret flags see it."""
+
+    text: str
+    flag: str | None = None  # the secret flag (as written) this token is or holds the value of; None: ordinary
+    value: str | None = None  # the secret value in it; None: an ordinary token or a bare secret flag
+    inline: bool = False  # ``--api-key=X``: flag and value in one token
+
+
+def secret_flag_tokens(argv: Sequence[str]) -> Iterator[ArgToken]:
+    """The tokens of ``argv`` with the secret flags' values found (``--api-key X`` and ``--api-key=X``).
+
+    After a bare secret flag every token up to the next flag is its value: vLLM
+    takes several keys. The one reading of a command line that masking
+    (:func:`mask_argv`) and printing with variables (``runner.render``) share.
+    """
+    flag: str | None = None
+    for tok in argv:
+        if flag is not None and not tok.startswith("-"):
+            yield ArgToken(tok, flag, tok)
+            continue
+        flag = None
+        name, eq, value = tok.partition("=")
+        if not is_secret_flag(name):
+            yield ArgToken(tok)
+        elif eq:
+            yield ArgToken(tok, name, value, inline=True)
+        else:
+            yield ArgToken(tok, name)
+            flag = name
+
+
 def mask_argv(argv: Sequence[str]) -> list[str]:
     """A command line with the values of secret flags masked (``--api-key X`` and ``--api-key=X``)."""
     out: list[str] = []
-    hide = False
-    for tok in argv:
-        if hide and not tok.startswith("-"):
-            out.append(MASK)  # every value up to the next flag: vLLM takes several keys
-            continue
-        hide = False
-        name, eq, _ = tok.partition("=")
-        if is_secret_flag(name):
-            if eq:
-                out.append(f"{name}={MASK}")
-            else:
-                out.append(tok)
-                hide = True
-            continue
-        out.append(redact_text(tok))
+    for t in secret_flag_tokens(argv):
+        if t.flag is None:
+            out.append(redact_text(t.text))
+        elif t.value is None:
+            out.append(t.text)
+        else:
+            out.append(f"{t.flag}={MASK}" if t.inline else MASK)
     return out
 
 

@@ -39,7 +39,7 @@ def command_text(launch: VllmLaunch, env: Mapping[str, str]) -> str:
     secret variable refer to a variable instead (``--api-key "$VLLM_API_KEY"``,
     ``HF_TOKEN="$HF_TOKEN"``), which the reader sets where the server runs.
     """
-    from qwen_triage.redact import flag_variable, is_secret_env, is_secret_flag, redact_text
+    from qwen_triage.redact import flag_variable, is_secret_env, redact_text, secret_flag_tokens
     from qwen_triage.runner.profile import valid_env_name
     from qwen_triage.textsafe import clean
 
@@ -53,22 +53,15 @@ def command_text(launch: VllmLaunch, env: Mapping[str, str]) -> str:
         assigns = ["env", *(shlex.quote(f"{k}={'***' if v and is_secret_env(k) else redact_text(v)}")
                             for k, v in items)]
     words: list[str] = []
-    argv = launch.to_argv()
-    secret_flag: str | None = None
-    for tok in argv:
-        if secret_flag is not None and not tok.startswith("-"):
-            words.append(ref(flag_variable(secret_flag, env, tok)))  # vLLM takes several keys
-            continue
-        secret_flag = None
-        name, eq, value = tok.partition("=")
-        if is_secret_flag(name):
-            if eq:
-                words.append(f"{shlex.quote(name)}={ref(flag_variable(name, env, value))}")
-            else:
-                words.append(shlex.quote(tok))
-                secret_flag = name
-            continue
-        words.append(shlex.quote(redact_text(tok)))
+    for t in secret_flag_tokens(launch.to_argv()):
+        if t.flag is None:
+            words.append(shlex.quote(redact_text(t.text)))
+        elif t.value is None:
+            words.append(shlex.quote(t.text))
+        elif t.inline:
+            words.append(f"{shlex.quote(t.flag)}={ref(flag_variable(t.flag, env, t.value))}")
+        else:
+            words.append(ref(flag_variable(t.flag, env, t.value)))
     return clean(" ".join([*assigns, *words]))
 
 
