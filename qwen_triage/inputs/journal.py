@@ -143,11 +143,13 @@ def read_unit(unit: str, lines: int, timeout: float, run: Any = subprocess.run) 
 
 
 def journal_tool_path() -> str | None:
+    """The tool ``check`` runs: the override (tests, containers with a host journal), else the one on PATH."""
     return os.environ.get(JOURNAL_TOOL_ENV) or shutil.which(JOURNAL_TOOL)
 
 
 def journal_tool_available() -> bool:
-    return journal_tool_path() is not None
+    """Whether the interactive commands (``journal``, ``attach``), which run the tool by its name, can run it."""
+    return shutil.which(JOURNAL_TOOL) is not None
 
 
 def journal_present() -> bool:
