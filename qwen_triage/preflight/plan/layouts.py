@@ -325,6 +325,30 @@ def _plan_model(model: ModelConfig, s: Settings) -> tuple[PlanModel, int, Any]:
     return shown, kv_total, overhead
 
 
+def _resolve_request(
+    model: ModelConfig, source: str, dtype: str, quantization: str | None, kv_cache_dtype: str,
+    max_model_len: int | None, util: float, gpu_mem_bytes: int, enforce_eager: bool,
+    compute_capabilities: list[str] | None, model_ref: str | None,
+) -> tuple[Settings, tuple[str, str | None, str | None], list[CheckFinding], list[str]]:
+    """What was asked, resolved as vLLM would: (settings, (model name, --dtype, --quantization to pass),
+    findings about the request itself, notes)."""
+    findings: list[CheckFinding] = []
+    notes: list[str] = []
+    quant, quant_arg, conflicts = _resolve_quant(model, quantization)
+    findings += quantization_findings(model, source, quantization, quant, conflicts)
+    model_name_ref, name_note = _quantized_name(model, model_ref or model.name, quantization)
+    if name_note:
+        notes.append(name_note)
+        quant_arg = None
+    run_dtype, dtype_arg, dtype_notes, dtype_findings = resolve_dtype(model, dtype, compute_capabilities)
+    notes += dtype_notes
+    findings += dtype_findings
+    findings += max_len_findings(model, source, max_model_len)
+    max_len = model.max_position_embeddings if max_model_len is None else max_model_len
+    s = _settings(run_dtype, kv_cache_dtype, quant, quant_arg, max_len, util, gpu_mem_bytes, enforce_eager)
+    return s, (model_name_ref, dtype_arg, quant_arg), findings, notes
+
+
 def plan_layouts(
     model_cfg: ModelConfig,
     gpus: int,
@@ -358,22 +382,12 @@ def plan_layouts(
         raise ValueError("plan needs at least one GPU")
     model = model_cfg
     source = model.source.split(": ", 1)[-1]
-    findings: list[CheckFinding] = []
-    notes: list[str] = []
-
-    quant, quant_arg, conflicts = _resolve_quant(model, quantization)
-    findings += quantization_findings(model, source, quantization, quant, conflicts)
-    model_name_ref, name_note = _quantized_name(model, model_ref or model.name, quantization)
-    if name_note:
-        notes.append(name_note)
-        quant_arg = None
-    run_dtype, dtype_arg, dtype_notes, dtype_findings = resolve_dtype(model, dtype, compute_capabilities)
-    notes += dtype_notes
-    findings += dtype_findings
-    findings += max_len_findings(model, source, max_model_len)
-    max_len = model.max_position_embeddings if max_model_len is None else max_model_len
-    s = _settings(run_dtype, kv_cache_dtype, quant, quant_arg, max_len, gpu_memory_utilization,
-                  gpu_mem_bytes, enforce_eager)
+    s, asked, findings, notes = _resolve_request(
+        model, source, dtype, quantization, kv_cache_dtype, max_model_len, gpu_memory_utilization, gpu_mem_bytes,
+        enforce_eager, compute_capabilities, model_ref,
+    )
+    model_name_ref, dtype_arg, quant_arg = asked
+    run_dtype, quant, max_len = s.dtype, s.quant, s.max_model_len
     if topology is not None and len(topology) < gpus:
         notes.append(f"the topology matrix covers {len(topology)} GPUs, not {gpus}: links are not judged")
         topology = None
