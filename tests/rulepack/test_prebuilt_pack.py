@@ -81,3 +81,13 @@ def test_a_broken_artefact_is_a_miss(prebuilt_pack: Path, tmp_path: Path) -> Non
     broken.write_bytes(prebuilt_pack.read_bytes()[:1000])
     os.chmod(broken, 0o644)
     assert load_prebuilt(bundled_rules_dir(), _contents(), broken) is None
+
+
+def test_the_wheel_build_hook_writes_the_artefact_where_the_package_reads_it() -> None:
+    from qwen_triage.rulepack.prebuilt import ARTEFACT
+    from tests.conftest import ROOT
+
+    assert f'ARTEFACT = "{ARTEFACT.relative_to(ROOT).as_posix()}"' in (ROOT / "hatch_build.py").read_text()
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert "[tool.hatch.build.targets.wheel.hooks.custom]" in pyproject
+    assert ARTEFACT.relative_to(ROOT).as_posix() in (ROOT / ".gitignore").read_text()  # generated, never committed
