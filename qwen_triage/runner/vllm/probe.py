@@ -30,6 +30,7 @@ import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -329,17 +330,11 @@ def probe_launch(
     )
 
 
-def parse_launch(
-    argv: Sequence[str],
-    env: Mapping[str, str] | None = None,
-    *,
-    cache_dir: Path | None = None,
-    timeout: float = PROBE_TIMEOUT,
-) -> VllmLaunch:
+def parse_launch(argv: Sequence[str], env: Mapping[str, str] | None = None, **probe: Any) -> VllmLaunch:
     """:func:`~.argv.parse_vllm_argv` with the launch's own vLLM table where it has one,
-    the built-in table otherwise."""
+    the built-in table otherwise. ``probe``: :func:`probe_launch`'s keywords (``cache_dir``, ``timeout``)."""
     try:
-        found = probe_launch(argv, env, cache_dir=cache_dir, timeout=timeout)
+        found = probe_launch(argv, env, **probe)
     except ProbeError:
         return parse_vllm_argv(argv)
     return parse_vllm_argv(argv, options=found.table, config_args=found.config_args)
