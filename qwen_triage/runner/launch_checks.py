@@ -28,7 +28,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -104,18 +104,30 @@ class PreflightResult(BaseModel):
     snapshot: GpuSnapshot | None = None
 
 
+class DeviceHints(TypedDict, total=False):
+    """What the runner is told about the devices besides what NVML says: its ``--gpus`` and ``--gpu-mem``,
+    the profile's expected GPU count, and the probe to ask (a recording in tests)."""
+
+    gpus: int | None
+    expected_gpus: int | None
+    gpu_memory_gib: float | None
+    gpu_probe: GpuProbe | None
+
+
+def _hints(given: dict[str, Any]) -> tuple[int | None, int | None, float | None, GpuProbe | None]:
+    """The hints in a fixed order; a name DeviceHints does not know is a TypeError, as a keyword would be."""
+    unknown = set(given) - set(DeviceHints.__annotations__)
+    if unknown:
+        raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
+    return given.get("gpus"), given.get("expected_gpus"), given.get("gpu_memory_gib"), given.get("gpu_probe")
+
+
 def probe_machine(
-    launch: VllmLaunch,
-    env: Mapping[str, str],
-    *,
-    gpus: int | None = None,
-    expected_gpus: int | None = None,
-    gpu_memory_gib: float | None = None,
-    gpu_probe: GpuProbe | None = None,
-    classes: dict[str, Any] | None = None,
+    launch: VllmLaunch, env: Mapping[str, str], *, classes: dict[str, Any] | None = None,
+    **hints: Unpack[DeviceHints],
 ) -> tuple[Machine, list[Diagnosis], list[Observation], list[str], GpuSnapshot | None]:
     """Run ``doctor`` for the server's environment; the machine, doctor's diagnoses, notes."""
-
+    gpus, expected_gpus, gpu_memory_gib, gpu_probe = _hints(dict(hints))
     cpu = is_cpu_build(env)
     util = launch.gpu_memory_utilization or 0.9
     result = probe(gpu_probe=gpu_probe, gpu_memory_utilization=util, environ=env, classes=classes)
@@ -291,21 +303,12 @@ def missing_local_model(launch: VllmLaunch) -> str | None:
 
 
 def run_preflight(
-    launch: VllmLaunch,
-    env: Mapping[str, str],
-    *,
-    gpus: int | None = None,
-    expected_gpus: int | None = None,
-    gpu_memory_gib: float | None = None,
-    gpu_probe: GpuProbe | None = None,
-    check_port: bool = True,
+    launch: VllmLaunch, env: Mapping[str, str], *, check_port: bool = True, **hints: Unpack[DeviceHints]
 ) -> PreflightResult:
     """Every check that can run before the launch; ``env`` is the server's full environment."""
     classes = load_classes()
-    machine, diagnoses, observations, notes, snap = probe_machine(
-        launch, env, gpus=gpus, expected_gpus=expected_gpus, gpu_memory_gib=gpu_memory_gib,
-        gpu_probe=gpu_probe, classes=classes,
-    )
+    expected_gpus = _hints(dict(hints))[1]
+    machine, diagnoses, observations, notes, snap = probe_machine(launch, env, classes=classes, **hints)
     notes.insert(0, f"planning for {machine.gpus} device(s): {machine.source}")
     findings: list[CheckFinding] = []
 
