@@ -59,6 +59,7 @@ def test_every_schema_error_in_one_pass(tmp_path: Path) -> None:
     lines = {p.line for p in errors}
     assert {5, 12, 15} <= lines, text  # each at its own line
     assert all(str(p).startswith(f"{f}:{p.line}:{p.column}: error") for p in errors)
+    assert {p.check for p in errors} == {"file-invalid"} and all(str(p).endswith(" [file-invalid]") for p in errors)
 
 
 def test_failing_examples_are_lint_errors(tmp_path: Path) -> None:
@@ -67,6 +68,7 @@ def test_failing_examples_are_lint_errors(tmp_path: Path) -> None:
     errors = [str(p) for p in lint_paths([f]) if p.level == "error"]
     assert any("match example does not fire" in e and "local.example" in e for e in errors), errors
     assert any("no_match example fires" in e for e in errors), errors
+    assert sorted(p.check for p in lint_paths([f])) == ["example-match-misses", "example-no-match-fires"]
 
 
 def test_rules_actions_lists_every_type() -> None:
