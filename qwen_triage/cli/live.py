@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
@@ -48,18 +49,7 @@ def _seconds_option(flag: str, default: float, help_text: str):  # type: ignore[
 )
 @pack_options
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def run(
-    log_path: str | None,
-    stall: float,
-    kill_on_fatal: bool,
-    grace: float,
-    report_path: str | None,
-    quiet: bool,
-    unbuffered: bool,
-    rule_dirs: tuple[str, ...],
-    engine: str,
-    command: tuple[str, ...],
-) -> None:
+def run(command: tuple[str, ...], stall: float, **options: Any) -> None:
     """Run COMMAND, show its output unchanged, save it, and triage it live.
 
     \b
@@ -73,20 +63,8 @@ def run(
     """
     from qwen_triage.live.run import run_main
 
-    sys.exit(
-        run_main(
-            list(command),
-            log_path=log_path,
-            stall=stall or None,
-            kill_on_fatal=kill_on_fatal,
-            grace=grace,
-            report_path=report_path,
-            quiet=quiet,
-            unbuffered=unbuffered,
-            rule_dirs=rule_dirs,
-            engine=engine,
-        )
-    )
+    # The options reach run_main by name: its signature is the one list of them.
+    sys.exit(run_main(list(command), stall=stall or None, **options))
 
 
 @click.command("attach", short_help="Triage a running server: follow its output, report its exit.")
