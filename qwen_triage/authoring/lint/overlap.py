@@ -53,7 +53,7 @@ def _shadowed(check: Check, ctx: LintContext) -> Iterator[Problem]:
     """Rule B is shadowed by rule A when both have one class and no table, A fires on every one of B's
     `match` examples, and A speaks for the group (more severe; or as severe with as many facts, and
     loaded first). Then B's title, explanation and fix are never shown on the lines it was written for."""
-    fired: dict[str, frozenset[str] | None] = {}
+    fired: dict[str, frozenset[str]] = {}  # rule id -> the other rules that fired on every one of its examples
     rules: dict[str, LoadedRule] = {}
     for run in ctx.example_runs():
         if run.kind != "match":
@@ -61,7 +61,7 @@ def _shadowed(check: Check, ctx: LintContext) -> Iterator[Problem]:
         rid = run.loaded.rule.id
         rules[rid] = run.loaded
         others = run.fired - {rid}
-        fired[rid] = others if rid not in fired else (fired[rid] or frozenset()) & others
+        fired[rid] = fired[rid] & others if rid in fired else others
     order = {rid: i for i, rid in enumerate(rules)}
     by_class: dict[str, set[str]] = defaultdict(set)
     for rid, lr in rules.items():
@@ -69,7 +69,7 @@ def _shadowed(check: Check, ctx: LintContext) -> Iterator[Problem]:
     for rid, lr in rules.items():
         if lr.rule.table is not None:
             continue
-        over = [rules[a] for a in sorted((fired[rid] or frozenset()) & by_class[lr.rule.class_])
+        over = [rules[a] for a in sorted(fired[rid] & by_class[lr.rule.class_])
                 if rules[a].rule.table is None and speaks_over(rules[a], lr, order)]
         if over:
             yield check.on_rule(lr, f"shadowed by {over[0].rule.id} ({over[0].path}:{over[0].position.line}): "
