@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -123,22 +123,10 @@ class Run:
         return ctx.model_copy(update={"untrusted_rules": self.untrusted_rules(diagnoses)})
 
     def untrusted_rules(self, diagnoses: list[Diagnosis]) -> frozenset[str]:
-        """Rules of these diagnoses that were not bundled (``--rules``, ``QWEN_TRIAGE_RULES``).
-
-        Their steps are printed, never applied, unless ``--allow-rule-actions``:
-        a rule pack from a stranger must not change a server it relaunches.
-        Checks (``preflight.…``) and the tool's own findings are not rules of a pack.
-        """
-        ids = {d.rule for d in diagnoses if not d.rule.startswith("preflight.")}
-        if self.deps.allow_rule_actions or not ids:
+        """Rules of these diagnoses whose steps are printed, never applied (see :func:`unbundled_rules`)."""
+        if self.deps.allow_rule_actions:
             return frozenset()
-        from qwen_triage.rulepack.paths import bundled_rules_dir
-
-        base = bundled_rules_dir().resolve()
-        return frozenset(
-            lr.rule.id for lr in self.compiled().pack.rules
-            if lr.rule.id in ids and not Path(lr.path).resolve().is_relative_to(base)
-        )
+        return unbundled_rules(diagnoses, self.compiled)
 
     def layout_gpus(self, launch: VllmLaunch, env: Mapping[str, str]) -> list[int]:
         """NVML indices of the GPUs this launch runs on."""
@@ -339,6 +327,25 @@ class Run:
                         f"the fixed command is identical to attempt {self.failed[new_key]}, which failed: not launched")
         self.launch, self.env, self.pending_changes = plan.launch, plan.env, plan.changes
         return False
+
+
+def unbundled_rules(diagnoses: list[Diagnosis], compiled: Callable[[], "CompiledPack"]) -> frozenset[str]:
+    """Rules of these diagnoses that were not bundled (``--rules``, ``QWEN_TRIAGE_RULES``).
+
+    Their steps are printed, never applied, unless ``--allow-rule-actions``:
+    a rule pack from a stranger must not change a server it relaunches.
+    Checks (``preflight.…``) and the tool's own findings are not rules of a pack.
+    """
+    ids = {d.rule for d in diagnoses if not d.rule.startswith("preflight.")}
+    if not ids:
+        return frozenset()
+    from qwen_triage.rulepack.paths import bundled_rules_dir
+
+    base = bundled_rules_dir().resolve()
+    return frozenset(
+        lr.rule.id for lr in compiled().pack.rules
+        if lr.rule.id in ids and not Path(lr.path).resolve().is_relative_to(base)
+    )
 
 
 def _end_after(outcome: str, rec: AttemptRecord, launch: VllmLaunch) -> None:
