@@ -259,21 +259,27 @@ def _hyperscan() -> bool:
 @click.option("--strict", is_flag=True, help="Warnings fail too.")
 @click.option("--select", multiple=True, metavar="ID", help="Only these checks (an id, or a prefix: `pattern`).")
 @click.option("--ignore", multiple=True, metavar="ID", help="Not these checks (an id, or a prefix: `overlap`).")
+@click.option("--level", "level_pairs", multiple=True, metavar="ID=LEVEL",
+              help="Report these checks at another level (error, warning, info): `overlap=error`.")
 @click.option("--list-checks", is_flag=True, help="List every check (id, level, what it finds) and exit.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def rules_lint(paths: tuple[str, ...], strict: bool, select: tuple[str, ...], ignore: tuple[str, ...],
-               list_checks: bool, fmt: str) -> None:
+               level_pairs: tuple[str, ...], list_checks: bool, fmt: str) -> None:
     """Schema, patterns, ids, classes, actions, examples, backtracking probes, overlapping rules."""
     from qwen_triage.authoring import lint
 
-    unknown = lint.unknown_selectors(lint.CHECKS, [*select, *ignore])
+    try:
+        levels = lint.parse_levels(level_pairs)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--level") from None
+    unknown = lint.unknown_selectors(lint.CHECKS, [*select, *ignore, *(sel for sel, _ in levels)])
     if unknown:
         raise click.BadParameter(f"no check {', '.join(map(repr, unknown))} (`rules lint --list-checks`)",
-                                 param_hint="--select/--ignore")
+                                 param_hint="--select/--ignore/--level")
     if list_checks:
         click.echo((lint.checks_json if fmt == "json" else lint.checks_text)(lint.CHECKS))
         return
-    problems = lint.lint_paths([Path(p) for p in paths], select=select, ignore=ignore)
+    problems = lint.lint_paths([Path(p) for p in paths], select=select, ignore=ignore, levels=levels)
     errors = [p for p in problems if p.level == "error" or strict]
     if fmt == "json":
         click.echo(lint.problems_json(problems, len(errors)))

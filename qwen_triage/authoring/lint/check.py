@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from qwen_triage.authoring.lint.problem import Level, Problem
+from qwen_triage.authoring.lint.problem import LEVELS, Level, Problem
 
 Scope = Literal["rule", "run"]  # one loaded rule at a time, or the whole lint run (files, pack, examples)
 
@@ -60,3 +60,19 @@ def chosen(checks: Sequence[Check], select: Sequence[str] = (), ignore: Sequence
         c for c in checks
         if (not select or any(matches(s, c.id) for s in select)) and not any(matches(s, c.id) for s in ignore)
     ]
+
+
+def parse_levels(pairs: Iterable[str]) -> list[tuple[str, Level]]:
+    """``ID=LEVEL`` pairs (``overlap=error``: every overlap check fails the run); ValueError on a bad one."""
+    out: list[tuple[str, Level]] = []
+    for pair in pairs:
+        selector, _, level = pair.partition("=")
+        if level not in LEVELS or not selector:
+            raise ValueError(f"{pair!r}: give ID=LEVEL, LEVEL one of {', '.join(LEVELS)}")
+        out.append((selector, level))  # type: ignore[arg-type]
+    return out
+
+
+def level_of(check: Check, levels: Sequence[tuple[str, Level]]) -> Level:
+    """The check's level, or the last override whose selector names it."""
+    return next((lv for sel, lv in reversed(levels) if matches(sel, check.id)), check.level)

@@ -1,4 +1,4 @@
-"""Choosing checks: `--select`/`--ignore` take an id or a leading run of its words (`pattern` is every
+"""Choosing checks: `--select`/`--ignore`/`--level` take an id or a leading run of its words (`pattern` is every
 `pattern-*` check), an unknown one is a usage error, `--list-checks` lists them all (text, JSON), and
 the exit status stays what it was: errors fail, warnings only with `--strict`."""
 
@@ -70,3 +70,14 @@ def test_list_checks_text_and_json() -> None:
     assert code == 0 and [c["id"] for c in listed] == [c.id for c in CHECKS]
     assert all(c["level"] in ("error", "warning", "info") and len(c["why"]) > len(c["summary"]) for c in listed)
     assert len({c.id for c in CHECKS}) == len(CHECKS)
+
+
+def test_a_check_given_another_level(tmp_path: Path) -> None:
+    d = rules_dir(tmp_path, TWO_WARNINGS)
+    assert {(p.check, p.level) for p in lint(d, levels=[("fix", "error"), ("pattern", "info")])} == {
+        ("fix-missing", "error"), ("pattern-unbounded-gap", "info")}
+    assert {p.level for p in lint(d, levels=[("fix", "error"), ("fix-missing", "info")])} == {"info", "warning"}
+    code, out = _lint("--level", "fix-missing=error", str(d))
+    assert code == 1 and "error: [local.clean] no fix steps" in out
+    assert _lint("--level", "fix-missing=loud", str(d))[0] == 2
+    assert _lint("--level", "fix-mising=error", str(d))[0] == 2
