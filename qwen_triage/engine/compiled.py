@@ -1,0 +1,193 @@
+"""The rule pack compiled for matching: pattern ids, who uses each, the prefilter over all of them.
+
+Compiled once per pack and shared by every matcher (engine.matcher) of a run: each
+distinct pattern gets an id, the prefilter is built over all of them, and each
+pattern knows which rules use it and how (`any`, `all`, `unless`). What the
+matcher asks of it per line (which patterns only give context, which only mark a
+traceback frame) is worked out here once, not per line.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import regex
+
+from qwen_triage.engine.multiline import HINTS_PATTERN
+from qwen_triage.engine.prefilter import Prefilter, build_prefilter
+from qwen_triage.engine.unrecognised import SIGNALS
+from qwen_triage.rulepack.pack import LoadedRule, RulePack, compile_pattern
+from qwen_triage.rulepack.spec import RuleSpec
+
+CONFIRM_TIMEOUT = 0.25  # seconds for one confirm call on one line
+
+
+class LazyRegexes:
+    """Confirmation patterns, each compiled the first time a candidate line needs it.
+
+    A typical log makes only a handful of patterns candidates; compiling all
+    three hundred up front cost more than scanning a small log.
+    """
+
+    def __init__(self, patterns: list[str]):
+        self._patterns = patterns
+        self._compiled: list[regex.Pattern[str] | None] = [None] * len(patterns)
+
+    def __len__(self) -> int:
+        return len(self._patterns)
+
+    def __getitem__(self, pid: int) -> regex.Pattern[str]:
+        compiled = self._compiled[pid]
+        if compiled is None:
+            compiled = self._compiled[pid] = compile_pattern(self._patterns[pid])
+        return compiled
+
+
+class GuardedPattern:
+    """A pattern that is not a rule's (a known-benign template) run as rules' patterns are run.
+
+    Each search has the confirm timeout; a pattern that times out once is disabled for the
+    rest of the scan (it matches nothing, so its lines are listed rather than dropped), and
+    says so in ``disabled_at``: a stranger's ``benign.yaml`` cannot stall a scan.
+    """
+
+    __slots__ = ("pattern", "disabled_at")
+
+    def __init__(self, pattern: regex.Pattern[str]):
+        self.pattern = pattern
+        self.disabled_at: str | None = None
+
+    def search(self, text: str) -> regex.Match[str] | None:
+        if self.disabled_at is not None:
+            return None
+        try:
+            return self.pattern.search(text, timeout=CONFIRM_TIMEOUT)
+        except TimeoutError:
+            self.disabled_at = f"a {len(text)}-character line"
+            return None
+
+
+@dataclass
+class CompiledRule:
+    index: int
+    loaded: LoadedRule
+    any_ids: tuple[int, ...]
+    all_ids: tuple[int, ...]
+    unless_ids: tuple[int, ...]
+    where: tuple[tuple[str, regex.Pattern[str]], ...]
+    sources: frozenset[str] = frozenset({"any"})  # the rule's `sources:`, enforced by engine.origin
+
+    @property
+    def rule(self) -> RuleSpec:
+        return self.loaded.rule
+
+
+@dataclass
+class CompiledPack:
+    pack: RulePack
+    patterns: list[str]
+    regexes: LazyRegexes
+    rules: list[CompiledRule]
+    users: list[list[tuple[int, str]]]  # pattern id -> [(rule index, role)]
+    prefilter: Prefilter
+    # pattern id -> what else it signals (engine.unrecognised): "frame", "exception", "error",
+    # or "heartbeat"; a pattern can also be a rule's
+    signals: dict[int, tuple[str, ...]]
+
+    @functools.cached_property
+    def context_uses(self) -> dict[int, tuple[tuple[int, tuple[int, ...] | None, int, int], ...]]:
+        """Per context-only pattern, its uses: (rule index, the rule's other `all` parts or None for
+        an `unless`, how many lines back a deferred line stays of use, the rule's window)."""
+        out = {}
+        for pid in self.context_only:
+            uses = []
+            for ri, role in self.users[pid]:
+                rule = self.rules[ri]
+                window = rule.rule.match.window
+                # an `all` part must lie within the window of a later hit; a veto within the window
+                # of a finding's first line, itself within the window of the line that completes it
+                others = tuple(q for q in dict.fromkeys(rule.all_ids) if q != pid) if role == "all" else None
+                uses.append((ri, others, 2 * window, window))
+            out[pid] = tuple(uses)
+        return out
+
+    @functools.cached_property
+    def frame_only(self) -> frozenset[int]:
+        """The pattern ids of a line that is only a Python traceback frame: context for the exception after it."""
+        return frozenset(pid for pid, kinds in self.signals.items() if kinds == ("frame",) and not self.users[pid])
+
+    @functools.cached_property
+    def span_only(self) -> frozenset[int]:
+        """The pattern ids of a line that only carries a multi-line hint word (see :data:`HINTS_PATTERN`)."""
+        return frozenset(pid for pid, kinds in self.signals.items() if kinds == ("span",))
+
+    @functools.cached_property
+    def context_only(self) -> frozenset[int]:
+        """Patterns that only give context: each use is an `all` part or an `unless` veto, and they signal nothing.
+
+        A line that is a candidate for these alone cannot fire a rule by itself, so the
+        matcher may keep it raw (engine.deferred) until some rule asks about it.
+        """
+        multiline = {p for r in self.rules if r.rule.match.multiline for p in (*r.any_ids, *r.all_ids)}
+        return frozenset(
+            pid for pid, users in enumerate(self.users)
+            if users and pid not in self.signals and pid not in multiline
+            and all(role != "any" for _ri, role in users)
+        )
+
+    @functools.cached_property
+    def stage_re(self) -> re.Pattern[bytes] | None:
+        """Every launch stage's patterns in one alternation, a named group per stage (raw bytes)."""
+        stages = [st for st in self.pack.stages if st["patterns"]]
+        if not stages:
+            return None
+        return re.compile("|".join(f"(?P<{st['id']}>{'|'.join(st['patterns'])})" for st in stages).encode())
+
+    def benign_patterns(self) -> tuple["GuardedPattern", ...]:
+        """The known-benign templates, compiled (a handful; compiled per scan, each under a timeout)."""
+        return tuple(GuardedPattern(compile_pattern(p)) for p in self.pack.benign)
+
+    @classmethod
+    def build(cls, pack: RulePack, engine: str = "auto", cache_dir: Path | None = None) -> "CompiledPack":
+        ids: dict[str, int] = {}
+        patterns: list[str] = []
+
+        def pid(p: str) -> int:
+            if p not in ids:
+                ids[p] = len(patterns)
+                patterns.append(p)
+            return ids[p]
+
+        rules = []
+        for i, lr in enumerate(pack.rules):
+            m = lr.rule.match
+            rules.append(
+                CompiledRule(
+                    index=i,
+                    loaded=lr,
+                    any_ids=tuple(pid(p) for p in m.any),
+                    all_ids=tuple(pid(p) for p in m.all),
+                    unless_ids=tuple(pid(p) for p in m.unless),
+                    where=tuple((k, compile_pattern(v)) for k, v in m.where.items()),
+                    sources=frozenset(lr.rule.sources) or frozenset({"any"}),
+                )
+            )
+        signals: dict[int, tuple[str, ...]] = {}
+        kinds = [(kind, p) for kind, p in SIGNALS.items()]
+        kinds += [("heartbeat", p) for p in pack.heartbeats]
+        kinds.append(("span", HINTS_PATTERN))  # lines that may belong to a multi-line record
+        for kind, p in kinds:
+            key = pid(p)
+            signals[key] = (*signals.get(key, ()), kind)
+        users: list[list[tuple[int, str]]] = [[] for _ in patterns]
+        for r in rules:
+            for role, group in (("any", r.any_ids), ("all", r.all_ids), ("unless", r.unless_ids)):
+                for p in dict.fromkeys(group):
+                    users[p].append((r.index, role))
+        regexes = LazyRegexes(patterns)
+        multiline = frozenset(p for r in rules if r.rule.match.multiline for p in (*r.any_ids, *r.all_ids))
+        prefilter = build_prefilter(patterns, engine, cache_dir, multiline)
+        return cls(pack, patterns, regexes, rules, users, prefilter, signals)

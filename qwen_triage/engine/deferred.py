@@ -1,0 +1,198 @@
+"""Context lines kept raw: candidates that only an `all` part or an `unless` veto could use.
+
+In a healthy log most candidate lines are context: NCCL's channel lines that an
+`all` rule needs only next to a rarer line, Ollama's GPU inventory that vetoes
+a rule which never fires, traceback frames with no exception after them.
+Decoding, normalising and confirming each of them cost most of a scan; kept raw
+(per rule and input, a few dozen at most), only the few a rule asks about are
+ever settled, and settling leaves exactly what matching them at once would have.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import regex
+
+from qwen_triage.engine.block_records import normalized
+from qwen_triage.engine.compiled import CompiledPack, CompiledRule
+from qwen_triage.engine.confirm import Confirmer
+from qwen_triage.engine.facts import facts_of
+from qwen_triage.engine.records import LineRecord
+from qwen_triage.engine.sources import Block, LineMeta
+from qwen_triage.engine.unrecognised import frame_file
+from qwen_triage.engine.vetoes import VetoWindows
+
+DEFER_MAX = 32  # deferred context lines kept per rule and input before they are settled
+DEFER_MAX_LINE = 4096  # bytes: a longer context line is matched at once, not kept
+
+AllState = dict[tuple[int, int], dict[int, tuple[LineRecord, dict[str, object]]]]
+
+
+@dataclass(slots=True)
+class _Deferred:
+    """A candidate line of context-only patterns, kept raw until a rule asks about it."""
+
+    raw: bytes
+    line: int
+    meta: LineMeta | None
+    truncated: bool
+    source_name: str
+    source_index: int
+    rec: LineRecord | None = None
+    hits: dict[int, regex.Match[str] | None] | None = None  # pattern id -> confirmed match, once asked
+
+    @classmethod
+    def of(cls, block: Block, index: int, line_no: int, raw: bytes, source_name: str,
+           source_index: int) -> "_Deferred":
+        meta = block.meta[index] if block.meta is not None else None
+        return cls(raw, line_no, meta, line_no in block.truncated, source_name, source_index)
+
+    def record(self) -> LineRecord:
+        """The line normalised, once."""
+        if self.rec is None:
+            self.rec = normalized(self.raw, self.source_name, self.line, self.source_index, self.truncated,
+                                  self.meta)
+        return self.rec
+
+
+@dataclass(slots=True)
+class _Kept:
+    """One rule's deferred lines in one input: (pattern id, line) oldest first, and each pattern's newest line."""
+
+    lines: deque[tuple[int, _Deferred]] = field(default_factory=deque)
+    newest: dict[int, int] = field(default_factory=dict)
+
+
+class DeferredContext:
+    """The kept context lines of every rule and input, and the traceback frames kept the same way.
+
+    ``all_state`` (per (rule, source): the latest hit of each `all` part) and ``vetoes``
+    are the matcher's: settling writes into them what matching at once would have.
+    """
+
+    def __init__(self, compiled: CompiledPack, confirmer: Confirmer, vetoes: VetoWindows, all_state: AllState):
+        self.c = compiled
+        self.confirmer = confirmer
+        self.vetoes = vetoes
+        self.all_state = all_state
+        self.kept: dict[tuple[int, int], _Kept] = {}  # per (rule, source), oldest first
+        self.last_frame: dict[int, str] = {}  # source -> file of the latest traceback frame seen
+        # source -> frame lines kept raw, newest last: only the newest real one before an exception counts
+        self.frames: dict[int, deque[_Deferred]] = {}
+
+    def defer(self, pids: set[int], raw: bytes, block: Block, index: int, line_no: int, source_name: str,
+              source_index: int) -> bool:
+        """Keep a context-only candidate line raw when no rule needs it now; False: match it now.
+
+        A rule needs it now when it has findings waiting out their veto window (an
+        `unless` line may close them) or when every other `all` part of the rule has
+        a hit or a kept line within the window (this line may complete it).
+        """
+        uses = self.c.context_uses
+        waiting = self.vetoes.waiting
+        for pid in pids:
+            for ri, others, _reach, window in uses[pid]:
+                if others is None:  # an `unless` use
+                    if waiting(ri, source_index):
+                        return False
+                elif self._all_may_complete(ri, others, window, source_index, line_no, pids):
+                    return False
+        entry = _Deferred.of(block, index, line_no, raw, source_name, source_index)
+        kept_by_rule = self.kept
+        for pid in pids:
+            for ri, _others, reach, _window in uses[pid]:
+                kept = kept_by_rule.get((ri, source_index))
+                if kept is None:
+                    kept = kept_by_rule[(ri, source_index)] = _Kept()
+                lines = kept.lines
+                lines.append((pid, entry))
+                kept.newest[pid] = line_no
+                while line_no - lines[0][1].line > reach:  # out of reach of any later line
+                    lines.popleft()
+                if len(lines) > DEFER_MAX:
+                    self.settle(self.c.rules[ri], source_index)
+        return True
+
+    def _all_may_complete(self, ri: int, others: tuple[int, ...], window: int, source_index: int, line_no: int,
+                          here: set[int]) -> bool:
+        """Whether a hit on ``line_no`` could complete rule ``ri``'s `all`: its ``others`` parts are all near
+        (on this line, among its pattern ids ``here``, or on a line within the window)."""
+        state = self.all_state.get((ri, source_index))
+        kept = self.kept.get((ri, source_index))
+        for other in others:
+            if other in here:
+                continue
+            hit = state.get(other) if state is not None else None
+            if hit is not None and line_no - hit[0].line <= window:
+                continue
+            newest = kept.newest.get(other) if kept is not None else None
+            if newest is not None and line_no - newest <= window:
+                continue
+            return False
+        return True
+
+    def keep_frame(self, raw: bytes, block: Block, index: int, line_no: int, source_name: str,
+                   source_index: int) -> None:
+        """A traceback frame line, kept raw: it names the library only if an exception line follows."""
+        frames = self.frames.get(source_index)
+        if frames is None:
+            frames = self.frames[source_index] = deque()
+        frames.append(_Deferred.of(block, index, line_no, raw, source_name, source_index))
+        if len(frames) > DEFER_MAX:
+            self.settle_frames(source_index)
+
+    def settle_frames(self, source_index: int) -> None:
+        """The newest kept frame line that really is one becomes the latest frame seen; the rest go."""
+        frames = self.frames.pop(source_index, None)
+        for entry in reversed(frames or ()):
+            frame = frame_file(entry.record().message)
+            if frame is not None:
+                self.last_frame[source_index] = frame
+                return
+
+    def _hit(self, entry: _Deferred, pid: int) -> regex.Match[str] | None:
+        """Settle one kept line for one pattern: normalised once, confirmed once per pattern."""
+        if entry.hits is None:
+            entry.hits = {}
+        elif pid in entry.hits:
+            return entry.hits[pid]
+        m = None if pid in self.confirmer.disabled_patterns else self.confirmer.confirm(pid, entry.record())
+        entry.hits[pid] = m
+        return m
+
+    def settle(self, rule: CompiledRule, source_index: int) -> None:
+        """Turn a rule's kept lines into what matching them at once would have left: its last veto, its `all` hits.
+
+        Only the newest confirmed line of each pattern counts (a later hit replaces an
+        earlier one), so they are settled newest first and the rest dropped unread.
+        """
+        kept = self.kept.pop((rule.index, source_index), None)
+        if kept is None:
+            return
+        key = (rule.index, source_index)
+        unless = set(rule.unless_ids)
+        todo = set(rule.all_ids) | unless
+        state = self.all_state[key] if rule.all_ids else None
+        last_veto = self.vetoes.last
+        for pid, entry in reversed(kept.lines):
+            if pid not in todo:
+                continue
+            m = self._hit(entry, pid)
+            if m is None:
+                continue
+            if pid in unless:
+                last_veto[key] = max(last_veto.get(key, 0), entry.line)
+                todo -= unless
+            elif state is not None and self.confirmer.where_ok(rule, entry.record(), m):
+                if pid not in state or state[pid][0].line < entry.line:
+                    state[pid] = (entry.record(), facts_of(rule.rule, m))
+                todo.discard(pid)
+            if not todo:
+                break
+
+    def settle_source(self, source_index: int | None = None) -> None:
+        """Settle every rule's kept lines of one input (or all): a live input goes on after a settle."""
+        for ri, src in [k for k in self.kept if source_index is None or k[1] == source_index]:
+            self.settle(self.c.rules[ri], src)
