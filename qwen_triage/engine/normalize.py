@@ -61,54 +61,44 @@ def level_name(raw: str | None) -> str | None:
 
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 
-JOURNALD_SHORT = re.compile(
-    rf"(?P<ts>{_MONTH} [ \d]\d \d\d:\d\d:\d\d) (?P<host>[^\s:]+) (?P<prog>[^\s\[:]+)(?:\[(?P<pid>\d+)\])?: ?(?P<msg>.*)",
-    re.S,
-)
-JOURNALD_ISO = re.compile(
-    r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?) (?P<host>[^\s:]+) "
-    r"(?P<prog>[^\s\[:]+)(?:\[(?P<pid>\d+)\])?: ?(?P<msg>.*)",
-    re.S,
-)
-DMESG = re.compile(r"\[\s*(?P<ts>\d+\.\d+)\] ?(?P<msg>.*)", re.S)
-DMESG_T = re.compile(
-    rf"\[(?P<ts>(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) {_MONTH} [ \d]\d \d\d:\d\d:\d\d \d{{4}})\] ?(?P<msg>.*)", re.S
-)
+
+def _wrapper(*parts: str) -> re.Pattern[str]:
+    """One wrapper's regex, its parts joined; DOTALL, so the message group takes the rest of the line, CRs too."""
+    return re.compile("".join(parts), re.S)
+
+
+# syslog's tag after the timestamp, as journald prints it
+_SYSLOG_TAG = r"(?P<host>[^\s:]+) (?P<prog>[^\s\[:]+)(?:\[(?P<pid>\d+)\])?: ?(?P<msg>.*)"
+JOURNALD_SHORT = _wrapper(rf"(?P<ts>{_MONTH} [ \d]\d \d\d:\d\d:\d\d) ", _SYSLOG_TAG)
+JOURNALD_ISO = _wrapper(r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?) ", _SYSLOG_TAG)
+DMESG = _wrapper(r"\[\s*(?P<ts>\d+\.\d+)\] ?(?P<msg>.*)")
+DMESG_T = _wrapper(rf"\[(?P<ts>(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) {_MONTH} [ \d]\d \d\d:\d\d:\d\d \d{{4}})\] ?(?P<msg>.*)")
 # `kubectl logs --timestamps` and `docker logs -t`
-RFC3339_PREFIX = re.compile(r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) (?P<msg>.*)", re.S)
-COMPOSE = re.compile(r"(?P<container>[A-Za-z0-9][\w.-]*?)\s+\| (?P<msg>.*)", re.S)
+RFC3339_PREFIX = _wrapper(r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) (?P<msg>.*)")
+COMPOSE = _wrapper(r"(?P<container>[A-Za-z0-9][\w.-]*?)\s+\| (?P<msg>.*)")
 # The message starts after `msg="` (or `msg=` for a bare value) and runs to the
 # end of the line: the closing quote and the key=value pairs after it stay as
 # printed, so the message is a substring of the raw line — what the
 # prefilter, which sees raw bytes, relies on.
-OLLAMA_LOGFMT = re.compile(
-    r"time=(?P<ts>\S+) level=(?P<level>[A-Za-z]+)(?: source=(?P<src>\S+))?(?: msg=\"?)?(?P<rest>.*)",
-    re.S,
-)
-VLLM_PREFIX = re.compile(
-    r"\((?P<proc>[A-Za-z][\w-]*(?: [A-Za-z][\w-]*)?)(?: rank=(?P<rank>\d+))? pid=(?P<pid>\d+)(?:, ip=[^)]*)?\) ?(?P<msg>.*)",
-    re.S,
-)
-VLLM_LINE = re.compile(
-    r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?P<ts>\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) "
-    r"(?:\[(?P<src>[^\]\s]+)\]|(?P<src_old>[\w.]+:\d+)\]) ?(?P<msg>.*)",
-    re.S,
-)
-NCCL_LINE = re.compile(
-    r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<gpu>\d+)\] (?:(?P<loc>[\w/.-]+\.\w+:\d+) )?"
-    r"(?P<msg>NCCL (?P<level>WARN|INFO|ERROR|TRACE|ABORT)\b.*)",
-    re.S,
-)
+OLLAMA_LOGFMT = _wrapper(r"time=(?P<ts>\S+) level=(?P<level>[A-Za-z]+)(?: source=(?P<src>\S+))?",
+                         r"(?: msg=\"?)?(?P<rest>.*)")
+VLLM_PREFIX = _wrapper(r"\((?P<proc>[A-Za-z][\w-]*(?: [A-Za-z][\w-]*)?)(?: rank=(?P<rank>\d+))? pid=(?P<pid>\d+)",
+                       r"(?:, ip=[^)]*)?\) ?(?P<msg>.*)")
+VLLM_LINE = _wrapper(r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?P<ts>\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) ",
+                     r"(?:\[(?P<src>[^\]\s]+)\]|(?P<src_old>[\w.]+:\d+)\]) ?(?P<msg>.*)")
+NCCL_LINE = _wrapper(r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<gpu>\d+)\] (?:(?P<loc>[\w/.-]+\.\w+:\d+) )?",
+                     r"(?P<msg>NCCL (?P<level>WARN|INFO|ERROR|TRACE|ABORT)\b.*)")
 # mpirun --tag-output: `[1,0]<stdout>:…`
-MPI_TAG = re.compile(r"\[(?P<job>\d+),(?P<rank>\d+)\]<(?:stdout|stderr)>:(?P<msg>.*)", re.S)
+MPI_TAG = _wrapper(r"\[(?P<job>\d+),(?P<rank>\d+)\]<(?:stdout|stderr)>:(?P<msg>.*)")
 # Ray's worker prefix without a name: `(pid=909608) …`
-RAY_PID = re.compile(r"\(pid=(?P<pid>\d+)(?:, ip=[^)]*)?\) ?(?P<msg>.*)", re.S)
+RAY_PID = _wrapper(r"\(pid=(?P<pid>\d+)(?:, ip=[^)]*)?\) ?(?P<msg>.*)")
 # talosctl dmesg: `10.0.0.2: kern: warning: [2026-04-22T21:25:20.458998481Z]: …`
-TALOS_KERN = re.compile(r"(?P<host>[\w.:-]+): kern: +(?P<level>\w+): \[(?P<ts>[^\]]+)\]: (?P<msg>.*)", re.S)
-TORCH_RANK = re.compile(r"\[rank(?P<rank>\d+)\]:(?P<msg>.*)", re.S)
-GLOG = re.compile(r"\[(?P<level>[IWEF])(?P<ts>\d{3,4} \d\d:\d\d:\d\d\.\d+)(?: +\d+)? (?P<src>[^\]\s]+:\d+)\] ?(?P<msg>.*)", re.S)
+TALOS_KERN = _wrapper(r"(?P<host>[\w.:-]+): kern: +(?P<level>\w+): \[(?P<ts>[^\]]+)\]: (?P<msg>.*)")
+TORCH_RANK = _wrapper(r"\[rank(?P<rank>\d+)\]:(?P<msg>.*)")
+GLOG = _wrapper(r"\[(?P<level>[IWEF])(?P<ts>\d{3,4} \d\d:\d\d:\d\d\.\d+)(?: +\d+)? ",
+                r"(?P<src>[^\]\s]+:\d+)\] ?(?P<msg>.*)")
 # torch's own logging without brackets: `W1129 16:46:03.146000 11144 torch/_library/triton.py:53] …`
-GLOG_BARE = re.compile(r"(?P<level>[IWEF])(?P<ts>\d{4} \d\d:\d\d:\d\d\.\d+) +\d+ (?P<src>\S+:\d+)\] ?(?P<msg>.*)", re.S)
+GLOG_BARE = _wrapper(r"(?P<level>[IWEF])(?P<ts>\d{4} \d\d:\d\d:\d\d\.\d+) +\d+ (?P<src>\S+:\d+)\] ?(?P<msg>.*)")
 GPU_IN_PROC = re.compile(r"(?:TP|rank|_|-)(\d+)$")
 
 
