@@ -8,6 +8,7 @@ so ``qwen-triage --help`` stays fast.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,12 +36,21 @@ _format = click.option(
 
 
 def _layout_options(f: Any) -> Any:
-    f = click.option("--data-parallel-size", type=click.IntRange(1, 1024), help="replicas you intend to launch")(f)
-    f = click.option("--pipeline-parallel-size", type=click.IntRange(1, 1024), help="PP you intend to launch")(f)
-    f = click.option("--tensor-parallel-size", type=click.IntRange(1, 1024), help="TP you intend to launch (checked)")(
-        f
+    """``--tensor/--pipeline/--data-parallel-size``, handed to the command as one ``requested`` layout."""
+
+    @functools.wraps(f)
+    def command(*args: Any, tensor_parallel_size: int | None, pipeline_parallel_size: int | None,
+                data_parallel_size: int | None, **kwargs: Any) -> Any:
+        return f(*args, requested=_requested(tensor_parallel_size, pipeline_parallel_size, data_parallel_size),
+                 **kwargs)
+
+    c: Any = command
+    c = click.option("--data-parallel-size", type=click.IntRange(1, 1024), help="replicas you intend to launch")(c)
+    c = click.option("--pipeline-parallel-size", type=click.IntRange(1, 1024), help="PP you intend to launch")(c)
+    c = click.option("--tensor-parallel-size", type=click.IntRange(1, 1024), help="TP you intend to launch (checked)")(
+        c
     )
-    return f
+    return c
 
 
 def _requested(tp: int | None, pp: int | None, dp: int | None) -> tuple[int, int, int] | None:
@@ -121,9 +131,7 @@ def plan(
     max_model_len: int | None,
     gpu_memory_utilization: float,
     enforce_eager: bool,
-    tensor_parallel_size: int | None,
-    pipeline_parallel_size: int | None,
-    data_parallel_size: int | None,
+    requested: tuple[int, int, int] | None,
     topo: str | None,
     snapshot: str | None,
     nvidia_smi: str | None,
@@ -188,7 +196,7 @@ def plan(
         enforce_eager=enforce_eager,
         topology=topology,
         compute_capabilities=ccs,
-        requested=_requested(tensor_parallel_size, pipeline_parallel_size, data_parallel_size),
+        requested=requested,
         model_ref=model,
         detected_gpus=detected,
     )
@@ -251,37 +259,18 @@ def check_model(path: str, sha256: str | None, fmt: str) -> None:
 @click.option("--max-model-len", type=click.IntRange(16, None))
 @click.option("--gpu-memory-utilization", type=click.FloatRange(0.05, 1.0), default=0.9, show_default=True)
 @_format
-def doctor(
-    nvidia_smi: str | None,
-    topo: str | None,
-    snapshot: str | None,
-    record: str | None,
-    model: str | None,
-    tensor_parallel_size: int | None,
-    pipeline_parallel_size: int | None,
-    data_parallel_size: int | None,
-    max_model_len: int | None,
-    gpu_memory_utilization: float,
-    fmt: str,
-) -> None:
+def doctor(snapshot: str | None, record: str | None, fmt: str, **probe_args: Any) -> None:
     """Probe GPUs, links, /dev/shm, driver and software; report findings and an inventory."""
     from qwen_triage.preflight.doctor import DoctorInputError, probe
     from qwen_triage.preflight.machine.nvml import ReplayProbe
     from qwen_triage.preflight.machine.nvml import record as write_snapshot
 
-    if record and (nvidia_smi or topo or snapshot):
+    # probe_args: --nvidia-smi, --topo, --model, the layout and its limits, by probe()'s own names
+    if record and (probe_args["nvidia_smi"] or probe_args["topo"] or snapshot):
         fail("--record writes this machine's GPUs; it cannot be combined with --nvidia-smi/--topo/--snapshot",
              command="doctor")
     try:
-        result = probe(
-            gpu_probe=ReplayProbe(snapshot) if snapshot else None,
-            nvidia_smi=nvidia_smi,
-            topo=topo,
-            model=model,
-            gpu_memory_utilization=gpu_memory_utilization,
-            max_model_len=max_model_len,
-            requested=_requested(tensor_parallel_size, pipeline_parallel_size, data_parallel_size),
-        )
+        result = probe(gpu_probe=ReplayProbe(snapshot) if snapshot else None, **probe_args)
     except DoctorInputError as exc:
         fail(str(exc), command="doctor")
     if record:
