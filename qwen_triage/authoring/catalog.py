@@ -158,7 +158,8 @@ def print_catalog(pack: RulePack, console: Console) -> None:
                  for r in [header, *rows]]
         console.file.write("\n".join(lines) + "\n")
         return
-    table = Table(title=f"{len(pack.rules)} rules and {len(bundled_checks())} built-in checks in {len(pack.classes)} classes")
+    counts = f"{len(pack.rules)} rules and {len(bundled_checks())} built-in checks"
+    table = Table(title=f"{counts} in {len(pack.classes)} classes")
     for col in header:
         table.add_column(col)
     for row in rows:

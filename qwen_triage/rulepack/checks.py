@@ -26,6 +26,7 @@ CHECKS_FILE = "checks.yaml"
 # preflight.<command>.<name> for doctor / check-model / plan; runner.<name> (or runner.preflight.<name>)
 # for what the runner itself judges around a launch.
 CHECK_ID = r"^(preflight\.(doctor|model|plan)|runner|runner\.preflight)\.[a-z0-9][a-z0-9-]*$"
+_COMMANDS = {"preflight.doctor": "doctor", "preflight.model": "check-model", "preflight.plan": "plan"}
 
 
 class _Strict(BaseModel):
@@ -69,7 +70,7 @@ class CheckSpec(_Strict):
     def command(self) -> str:
         """The command that runs this check: ``doctor``, ``check-model``, ``plan``, or the runner's ``run``."""
         head = self.id.rsplit(".", 1)[0]
-        return {"preflight.doctor": "doctor", "preflight.model": "check-model", "preflight.plan": "plan"}.get(head, "run")
+        return _COMMANDS.get(head, "run")
 
     @property
     def classes(self) -> list[str]:
@@ -84,10 +85,10 @@ class CheckFile(_Strict):
 
 def load_checks(path: Path, class_ids: set[str] | frozenset[str], text: str | None = None) -> dict[str, CheckSpec]:
     """The checks of ``path`` by id; :class:`RuleFileError` at the first bad declaration, named and placed."""
-    found = problems(path, class_ids, text)
+    checks, found = _checked(path, class_ids, text)
     if found:
         raise found[0]
-    return _parse(path, text)[0]
+    return checks
 
 
 def problems(path: Path | None = None, class_ids: set[str] | frozenset[str] | None = None,
@@ -97,22 +98,27 @@ def problems(path: Path | None = None, class_ids: set[str] | frozenset[str] | No
     ``path`` defaults to the bundled file, ``class_ids`` to the bundled class catalogue's.
     """
     path = path or bundled_rules_dir() / CHECKS_FILE
-    if class_ids is None:
-        class_ids = frozenset(_bundled_class_ids())
+    return _checked(path, frozenset(_bundled_class_ids()) if class_ids is None else class_ids, text)[1]
+
+
+def _checked(
+    path: Path, class_ids: set[str] | frozenset[str], text: str | None
+) -> tuple[dict[str, CheckSpec], list[RuleFileError]]:
+    """(the checks, every problem): the schema's, then each class a check or a variant names that is unknown."""
     try:
         checks, loaded = _parse(path, text)
     except RuleFileError as exc:
-        return list(getattr(exc, "all_errors", [exc]))
+        return {}, list(getattr(exc, "all_errors", [exc]))
     out = []
     for i, c in enumerate(checks.values()):
-        named = [("class", c.class_)] + [(("variants", k, "class"), v.class_) for k, v in c.variants.items() if v.class_]
+        named = [(("class",), c.class_)]
+        named += [(("variants", k, "class"), v.class_) for k, v in c.variants.items() if v.class_]
         for where, class_id in named:
             if class_id not in class_ids:
-                key = where if isinstance(where, tuple) else (where,)
-                pos = loaded.position_of(("checks", i, *key))
+                pos = loaded.position_of(("checks", i, *where))
                 out.append(RuleFileError(path, pos.line, pos.column,
                                          f"check {c.id!r} names unknown class {class_id!r} (see {CLASSES_FILE})"))
-    return out
+    return checks, out
 
 
 def _parse(path: Path, text: str | None) -> tuple[dict[str, CheckSpec], Any]:

@@ -73,7 +73,8 @@ def test_an_unknown_class_is_refused_by_name_and_place(tmp_path, classes):
 def test_an_unknown_variant_class_is_refused(tmp_path, classes):
     body = GOOD + "    variants:\n      odd: {class: model.nope}\n"
     found = problems(_write(tmp_path, body), set(classes))
-    assert [p.reason for p in found] == ["check 'preflight.doctor.one' names unknown class 'model.nope' (see classes.yaml)"]
+    wanted = "check 'preflight.doctor.one' names unknown class 'model.nope' (see classes.yaml)"
+    assert [p.reason for p in found] == [wanted]
 
 
 def test_a_duplicate_id_is_refused_at_the_second(tmp_path, classes):

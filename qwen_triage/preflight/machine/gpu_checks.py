@@ -327,7 +327,8 @@ def _p2p(snap: GpuSnapshot, at: str, iommu: str | None) -> list[CheckFinding]:
     if broken_nv:
         out.append(finding("preflight.doctor.p2p-nvlink",
                            f"{len(broken_nv)} NVLink pair(s) report P2P status other than OK.",
-                           evidence=[ev(at, f"GPU{a}-GPU{b}: {topo[a][b]}, P2P {p2p[a][b]}") for a, b in broken_nv[:5]]))
+                           evidence=[ev(at, f"GPU{a}-GPU{b}: {topo[a][b]}, P2P {p2p[a][b]}")
+                                     for a, b in broken_nv[:5]]))
     pcie_ok = [(a, b) for a, b in pairs if kind(topo[a][b]) != "NV" and p2p[a][b] == "OK"]
     if pcie_ok and iommu == "on":
         out.append(finding("preflight.doctor.iommu-p2p",

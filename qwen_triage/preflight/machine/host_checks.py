@@ -228,7 +228,8 @@ def _environment(env: dict[str, str]) -> list[CheckFinding]:
     notable = {k: v for k, v in env.items() if k in _NCCL_TRANSPORTS}
     if notable:
         out.append(finding("preflight.doctor.nccl-env",
-                           ", ".join(f"{k}={v}" for k, v in notable.items()) + ": slower, but sometimes the workaround.",
+                           ", ".join(f"{k}={v}" for k, v in notable.items())
+                           + ": slower, but sometimes the workaround.",
                            evidence=[ev("environment", f"{k}={v}") for k, v in notable.items()]))
     return out
 

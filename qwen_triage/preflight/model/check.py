@@ -373,7 +373,8 @@ def inspect_model(
         )
 
     if sums is not None or hash_files:
-        _check_hashes(st, sums, hash_files, files["safetensors"] + files["gguf"] + files["pytorch"], progress, list_name)
+        weights = files["safetensors"] + files["gguf"] + files["pytorch"]
+        _check_hashes(st, sums, hash_files, weights, progress, list_name)
 
     diagnoses, observations = to_report(st.findings, classes)
     return CheckModelResult(
