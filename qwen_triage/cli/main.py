@@ -206,18 +206,23 @@ def rules_list(fmt: str, rule_dirs: tuple[str, ...]) -> None:
 @rules_option
 def rules_classes(fmt: str, rule_dirs: tuple[str, ...]) -> None:
     """Every failure class id a rule's `class:` may name, with its title and fix."""
-    from qwen_triage.textsafe import clean, json_safe
+    from qwen_triage.report.formats import json_renderer
+    from qwen_triage.textsafe import clean
 
     pack = load_rule_pack(rule_dirs)
     classes = sorted(pack.classes.values(), key=lambda c: c.id)
-    if fmt == "json":
+
+    def as_json() -> str:
         rows = [{"id": c.id, "title": c.title, "fix": c.fix, "explains": list(c.explains)} for c in classes]
-        click.echo(json_safe(json.dumps({"classes": rows}, indent=2, ensure_ascii=False)))
-        return
-    width = max((len(c.id) for c in classes), default=0)
-    for c in classes:
-        click.echo(clean(f"{c.id:<{width}}  {c.title}"))
-        click.echo(clean(f"{'':<{width}}  fix: {c.fix}"))
+        return json.dumps({"classes": rows}, indent=2, ensure_ascii=False)
+
+    def as_text(_: object) -> None:
+        width = max((len(c.id) for c in classes), default=0)
+        for c in classes:
+            click.echo(clean(f"{c.id:<{width}}  {c.title}"))
+            click.echo(clean(f"{'':<{width}}  fix: {c.fix}"))
+
+    write_format(fmt, {"json": json_renderer(as_json), "text": as_text})
 
 
 @rules.command("show")
@@ -319,22 +324,26 @@ def rules_actions(fmt: str) -> None:
     from qwen_triage.rulepack.actions import allow_lists, describe_actions
 
     actions = describe_actions()
-    if fmt == "json":
-        click.echo(json.dumps({"actions": actions, "allowed": allow_lists()}, indent=2, default=str))
-        return
-    for a in actions:
-        params = ", ".join(
-            f"{p['name']}: {p['type']}" + ("" if p["required"] else f" = {p['default']!r}")
-            for p in a["parameters"]  # type: ignore[attr-defined]
-        )
-        click.echo(f"{a['type']:<30} {a['safety']:<16} {params or '-'}")
-        if a["summary"]:
-            click.echo(f"{'':<30} {a['summary']}")
-    allowed = allow_lists()
-    click.echo("")
-    click.echo("safe only with a valid value for: " + " ".join(allowed["args"]))
-    click.echo("and the variables: " + " ".join(allowed["env"]))
-    click.echo("anything else is printed as a step for you (caution), whatever the rule says.")
+
+    def as_text(_: object) -> None:
+        for a in actions:
+            params = ", ".join(
+                f"{p['name']}: {p['type']}" + ("" if p["required"] else f" = {p['default']!r}")
+                for p in a["parameters"]  # type: ignore[attr-defined]
+            )
+            click.echo(f"{a['type']:<30} {a['safety']:<16} {params or '-'}")
+            if a["summary"]:
+                click.echo(f"{'':<30} {a['summary']}")
+        allowed = allow_lists()
+        click.echo("")
+        click.echo("safe only with a valid value for: " + " ".join(allowed["args"]))
+        click.echo("and the variables: " + " ".join(allowed["env"]))
+        click.echo("anything else is printed as a step for you (caution), whatever the rule says.")
+
+    write_format(fmt, {
+        "json": lambda _: click.echo(json.dumps({"actions": actions, "allowed": allow_lists()}, indent=2, default=str)),
+        "text": as_text,
+    })
 
 
 @rules.command("suggest")
