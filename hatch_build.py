@@ -1,4 +1,4 @@
-"""Wheel build hook: the bundled pack validated once, at build time (qwen_triage.rulepack.prebuilt).
+"""Wheel build hook: the bundled pack validated once, at build time (qwen_triage.rulepack.prebuild).
 
 An installed package then loads its bundled rules from that JSON instead of parsing the YAML on the
 first run of every user and node (~2 s of CPU). Where the hook cannot validate (its dependencies
@@ -24,7 +24,7 @@ class PrebuiltPackHook(BuildHookInterface):  # type: ignore[misc]
             return
         sys.path.insert(0, self.root)
         try:
-            from qwen_triage.rulepack.prebuilt import build_artefact
+            from qwen_triage.rulepack.prebuild import build_artefact
 
             out = build_artefact(Path(self.root) / ARTEFACT)
         except ImportError as exc:

@@ -93,7 +93,7 @@ def main() -> int:
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "qwen_triage")], stdout=subprocess.DEVNULL,
                    check=False)
     # the bundled pack validated once, where the wheel's build hook (hatch_build.py) puts it
-    subprocess.run([sys.executable, "-m", "qwen_triage.rulepack.prebuilt"], stdout=subprocess.DEVNULL, check=True,
+    subprocess.run([sys.executable, "-m", "qwen_triage.rulepack.prebuild"], stdout=subprocess.DEVNULL, check=True,
                    env={**os.environ, "PYTHONPATH": str(ROOT)})
     base_env = {k: v for k, v in os.environ.items() if k not in ("XDG_CACHE_HOME", "QWEN_TRIAGE_PREBUILT")}
     base_env["PYTHONPATH"] = str(ROOT)

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from qwen_triage.rulepack.cache import Cache
 
 PACK_CACHE_FORMAT = 1
-VALIDATING_CODE = ("schema.py", "actions.py", "spec.py", "stages.py", "benign.py", "pack.py", "prebuilt.py")
+VALIDATING_CODE = ("schema.py", "actions.py", "spec.py", "stages.py", "benign.py", "pack.py", "prebuilt.py",
+                   "prebuild.py")
 MAX_RULE_FILES = 2000
 
 RULES_ENV = "QWEN_TRIAGE_RULES"
@@ -338,7 +339,7 @@ def load_pack(
 
 def _prebuilt(base: Path, contents: dict[Path, bytes] | None) -> RulePack | None:
     """The bundled part from the build-time artefact, when it is that of the bundled files as they are now."""
-    from qwen_triage.rulepack.prebuilt import artefact_path, load_prebuilt
+    from qwen_triage.rulepack.prebuilt import artefact_path, prebuilt_data
 
     if artefact_path() is None:
         return None
@@ -346,7 +347,8 @@ def _prebuilt(base: Path, contents: dict[Path, bytes] | None) -> RulePack | None
     own = {p: contents[p] for p in wanted if p in contents} if contents is not None else read_all(wanted)
     if own is None or len(own) != len(wanted):
         return None
-    return load_prebuilt(base, own)
+    data = prebuilt_data(base, own, _key_prefix())
+    return pack_from_data(data) if data is not None else None
 
 
 def _add_data_files(pack: RulePack, base: Path, benign_files: list[Path], seed: RulePack | None) -> None:

@@ -3,8 +3,9 @@
 Parsing the bundled YAML in pure Python (ruamel.yaml has no C loader here) and validating it
 costs ~2 s of CPU, ten times a whole warm scan; a fresh node, a new user or an upgrade paid it
 on the first run. The wheel's build hook (``hatch_build.py``), an image build, or
-``python -m qwen_triage.rulepack.prebuilt`` writes the validated pack once, as JSON, beside
-this module (:data:`ARTEFACT`); a load then takes the bundled part from it.
+``python -m qwen_triage.rulepack.prebuild`` writes the validated pack once, as JSON, beside
+this module (:data:`ARTEFACT`); a load (rulepack.pack) then takes the bundled part from it.
+This module reads it; rulepack.prebuild writes it.
 
 It is as safe as the private cache: JSON of the plain specs (no pickle); keyed by the contents
 of every bundled data and rule file and by the validating code (the same prefix as the cache's
@@ -20,12 +21,8 @@ from __future__ import annotations
 import json
 import os
 import stat
-import sys
 from pathlib import Path
 from typing import Any
-
-from qwen_triage.atomicfile import write_atomic
-from qwen_triage.rulepack.pack import PACK_CACHE_FORMAT, RulePack, _key_prefix, pack_from_data, pack_to_json
 
 ARTEFACT = Path(__file__).resolve().parent / "bundled-pack.json"
 PREBUILT_ENV = "QWEN_TRIAGE_PREBUILT"
@@ -40,12 +37,13 @@ def artefact_path() -> Path | None:
     return Path(chosen) if chosen else ARTEFACT
 
 
-def artefact_key(base: Path, contents: dict[Path, bytes]) -> str:
-    """The digest an artefact of these bundled files carries: names relative to ``base``, so the key is the
-    same in the build tree and in the installed package."""
+def artefact_key(base: Path, contents: dict[Path, bytes], prefix: list[bytes]) -> str:
+    """The digest an artefact of these bundled files carries: ``prefix`` (the pack cache's: version, format,
+    validating code), then names relative to ``base``, so the key is the same in the build tree and in the
+    installed package."""
     from qwen_triage.rulepack.cache import digest
 
-    parts = _key_prefix()
+    parts = list(prefix)
     for path in sorted(contents, key=lambda p: str(p.relative_to(base))):
         parts += [str(path.relative_to(base)).encode(), contents[path]]
     return digest(*parts)[:40]
@@ -74,58 +72,31 @@ def _relative(value: str, base: Path) -> str:
     return str(Path(value).relative_to(base))
 
 
-def load_prebuilt(base: Path, contents: dict[Path, bytes], path: Path | None = None) -> RulePack | None:
-    """The bundled pack from the artefact when its key is that of ``contents`` (every bundled file under
-    ``base``, read), with paths under ``base``; None when there is none, it is stale or not trusted."""
+def prebuilt_data(base: Path, contents: dict[Path, bytes], prefix: list[bytes],
+                  path: Path | None = None) -> dict[str, Any] | None:
+    """The pack the artefact holds (rulepack.pack's JSON form, paths under ``base``) when its key is that of
+    ``contents`` (every bundled file under ``base``, read); None when there is none, it is stale or not trusted."""
     path = path or artefact_path()
     blob = _read_trusted(path) if path is not None else None
     if blob is None:
         return None
     try:
         data: Any = json.loads(blob)
-        if not isinstance(data, dict) or data.get("key") != artefact_key(base, contents):
+        if not isinstance(data, dict) or data.get("key") != artefact_key(base, contents, prefix):
             return None
         pack = data["pack"]
         pack["files"] = [str(base / f) for f in pack["files"]]
         for rule in pack["rules"]:
             rule["path"] = str(base / rule["path"])
-        return pack_from_data(pack)
+        return pack if isinstance(pack, dict) else None
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
-def artefact_bytes(base: Path, contents: dict[Path, bytes], pack: RulePack) -> bytes:
-    """The artefact of ``pack``, loaded from the files in ``contents`` under ``base``."""
-    data = json.loads(pack_to_json(pack))
+def artefact_bytes(base: Path, contents: dict[Path, bytes], prefix: list[bytes], pack: dict[str, Any]) -> bytes:
+    """The artefact of ``pack`` (rulepack.pack's JSON form), loaded from the files in ``contents`` under ``base``."""
+    data = dict(pack)
     data["files"] = [_relative(f, base) for f in data["files"]]
-    for rule in data["rules"]:
-        rule["path"] = _relative(rule["path"], base)
-    return json.dumps({"format": PACK_CACHE_FORMAT, "key": artefact_key(base, contents), "pack": data},
+    data["rules"] = [dict(rule, path=_relative(rule["path"], base)) for rule in data["rules"]]
+    return json.dumps({"format": data.get("format"), "key": artefact_key(base, contents, prefix), "pack": data},
                       separators=(",", ":")).encode()
-
-
-def build_artefact(out: Path = ARTEFACT) -> Path:
-    """Validate the bundled pack from its YAML (no cache, no artefact) and write the artefact to ``out``
-    atomically, readable by all and writable by its owner only (as installed code is)."""
-    from qwen_triage.rulepack.pack import bundled_files, bundled_rules_dir, load_pack, read_all
-
-    base = bundled_rules_dir()
-    contents = read_all(bundled_files(base))
-    if contents is None:
-        raise OSError(f"cannot read the bundled rules under {base}")
-    pack = load_pack(bundled=True, prebuilt=False)
-    blob = artefact_bytes(base, contents, pack)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(out, blob, mode=0o644)
-    return out
-
-
-def main(argv: list[str]) -> int:
-    """``python -m qwen_triage.rulepack.prebuilt [OUT]``: write the artefact (default: beside this module)."""
-    out = build_artefact(Path(argv[0]) if argv else ARTEFACT)
-    print(f"validated bundled pack written to {out}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
