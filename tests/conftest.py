@@ -77,7 +77,8 @@ def prebuilt_pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
     Built from the YAML as it is now (a checkout's own artefact may be stale or missing); a test of
     cold loading on purpose sets ``QWEN_TRIAGE_PREBUILT=off``.
     """
-    from qwen_triage.rulepack.prebuilt import PREBUILT_ENV, build_artefact
+    from qwen_triage.rulepack.prebuild import build_artefact
+    from qwen_triage.rulepack.prebuilt import PREBUILT_ENV
 
     out = build_artefact(tmp_path_factory.mktemp("prebuilt") / "bundled-pack.json")
     os.environ[PREBUILT_ENV] = str(out)
@@ -89,6 +90,17 @@ def compiled():
     from qwen_triage.engine.scanner import compile_pack
 
     return compile_pack()
+
+
+@pytest.fixture(scope="session")
+def warm_cache():
+    """The session's cache with the bundled pack's Hyperscan database in it (compiled once, inline): scans in
+    process, and in the processes tests start, then run as a user's second run does, not on the literal
+    prefilter while a background child is still compiling (which would make their stats depend on timing)."""
+    from qwen_triage.engine.prefilter import hyperscan_available
+    from qwen_triage.engine.scanner import compile_pack
+
+    return compile_pack(engine="hyperscan" if hyperscan_available() else "literal")
 
 
 @pytest.fixture(scope="session")
