@@ -13,8 +13,11 @@ reason (``diff``). The rest, one job per module:
 * ``fixplan``    diagnoses -> launch edits and instructions; identical-attempt keys
 * ``observed``   hangs, timeouts, idle GPUs as diagnoses
 * ``readiness``  /health, /v1/models, a completion, per-GPU memory
-* ``attempt``    one launch (supervised or detached) and its triage
-* ``loop``       the bounded relaunch loop
+* ``attempt``    the server of one launch (supervised or detached) and its log's triage
+* ``one_attempt``  one attempt: start, prove ready, serve, stop and release, triage
+* ``fixwait``    a step only the user can take: wait for it (--wait-for-fix) or end the run
+* ``deps``/``stops``  what the loop reaches the machine through; how a run ends (exit statuses)
+* ``loop``       the bounded relaunch loop: what to launch next, the journal's run records
 * ``journal``    the JSONL journal
 * ``render``     what is printed
 * ``cli``/``main``  the click command, kept cheap to import
