@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any, NoReturn
 
 import click
