@@ -5,15 +5,18 @@
 ``/proc/PID/fd/N`` itself, so a rename by logrotate or a deleted file is still the file the process writes to; a
 socket of a process in a systemd unit (:func:`unit_of`, from ``/proc/PID/cgroup``) is its journal stream. Deciding
 what to follow from these targets is ``attach``'s (:mod:`qwen_triage.live.attach`); finding them is this module's.
+A child wrapped by ``run`` or ``relaunch`` is read here too: :class:`ChildOutput`, what its pass-through logged.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import time
 from dataclasses import dataclass
+from typing import Iterator
 
-from qwen_triage.inputs.base import Reader
+from qwen_triage.inputs.base import Chunk, Reader, SourceState
 from qwen_triage.inputs.file import FileReader
 
 
@@ -112,3 +115,85 @@ def output_reader(pid: int, fd: int = 1, proc_root: str = "/proc") -> Reader:
     reader = FileReader(target.path)
     reader.label = target.name
     return reader
+
+
+@dataclass
+class OutputChunk(Chunk):
+    """A piece of a wrapped child's output as it wrote it, not cut at lines: the feed's splitters, one per
+    stream, make the lines (stdout and stderr pieces interleave). ``first_line`` counts both streams' lines."""
+
+    stream: int = 1  # 1: stdout, 2: stderr
+    when: float = 0.0  # time.monotonic() when the pass-through saw it
+
+
+class ChildOutput(Reader):
+    """A wrapped child's output, in the order the pass-through saw it (``qwen-triage run``, ``relaunch``).
+
+    Why a reader: the supervisor's receive side gets from the pump process only *what* was written
+    (:meth:`logged`: stream and length; :meth:`handed`: the bytes themselves when there is no log), and
+    takes the bytes back from ``log_fd`` when triage's turn comes, within a budget and a deadline as every
+    source is read. The position is the log offset, kept for this run only: a child's output is read once,
+    so ``prev`` is ignored. ``log_fd`` (the log, or an unnamed spool file; None: every piece is handed over)
+    is this reader's to close.
+    """
+
+    def __init__(self, log_fd: int | None, label: str = "<child>"):
+        super().__init__(key=f"process:{label}", label=label, via="log" if log_fd is not None else "records")
+        self.log_fd = log_fd
+        self._pending: list[tuple[int, int | bytes, float]] = []
+        self._pos = 0
+
+    def logged(self, stream: int, n: int, when: float) -> None:
+        """The pass-through wrote ``n`` bytes of ``stream`` to the log: to be read back."""
+        self._pending.append((stream, n, when))
+
+    def handed(self, stream: int, data: bytes, when: float) -> None:
+        """The pass-through handed ``data`` over itself (no log, or the log failed)."""
+        self._pending.append((stream, data, when))
+
+    @property
+    def waiting(self) -> bool:
+        return bool(self._pending)
+
+    def read(self, prev: SourceState | None, budget: int, deadline: float, boot_id: str = "") -> Iterator[OutputChunk]:
+        """The pieces waiting, in order; stops (``more``) once ``budget`` bytes are out or at ``deadline``."""
+        self.more = False
+        out = taken = 0
+        try:
+            while taken < len(self._pending):
+                if out >= budget or time.monotonic() >= deadline:
+                    self.more = True
+                    break
+                stream, what, when = self._pending[taken]
+                taken += 1
+                data = what if isinstance(what, bytes) else self._read_log(what)
+                out += len(data)
+                first = self.lines + 1
+                self.lines += data.count(b"\n")
+                self.bytes += len(data)
+                yield OutputChunk(data=data, first_line=first, stream=stream, when=when)
+        finally:
+            del self._pending[:taken]  # what was handed out is gone, even if the caller stopped early
+        self.state = SourceState(kind="process", lines_total=self.lines, bytes_total=self.bytes)
+
+    def _read_log(self, n: int) -> bytes:
+        """The next ``n`` bytes logged (b"" should the log be unreadable)."""
+        fd = self.log_fd
+        parts = []
+        while n > 0 and fd is not None:
+            try:
+                part = os.pread(fd, n, self._pos)
+            except OSError:
+                part = b""
+            if not part:
+                self._pos += n  # truncated behind our back: that much is lost to triage
+                break
+            parts.append(part)
+            self._pos += len(part)
+            n -= len(part)
+        return b"".join(parts)
+
+    def close(self) -> None:
+        if self.log_fd is not None:
+            os.close(self.log_fd)
+            self.log_fd = None

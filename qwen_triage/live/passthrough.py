@@ -6,14 +6,17 @@ then tells us on a records pipe. :meth:`PassThrough.run` (the receive thread)
 reads those records and hands the chunks to the triage feed — read back from the
 log once a burst of output pauses (:data:`BURST_GAP`, at most :data:`BURST_MAX`
 after it began), so that while the output flows the pass-through has the machine
-to itself. A pump that dies is started again (:data:`PUMP_RESTARTS`) on the same
+to itself. The bytes themselves come through the input layer's reader of a child's output
+(:class:`qwen_triage.inputs.process.ChildOutput`), as every source is read. A pump that dies is started again (:data:`PUMP_RESTARTS`) on the same
 pipes: the child's output must keep flowing.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -24,6 +27,7 @@ from qwen_triage.live.feed import STDERR, STDOUT, TriageFeed
 from qwen_triage.live.hooks import Hooks
 
 if TYPE_CHECKING:
+    from qwen_triage.inputs.process import ChildOutput
     from qwen_triage.live.live_report import Sink
 
 QUIET_AFTER = 0.5  # seconds without output after which a multi-line record still open is complete
@@ -33,7 +37,6 @@ BURST_GAP = 0.05
 BURST_MAX = 0.25
 PUMP_RESTARTS = 3  # a pump process that dies is started again this often: the child's output must keep flowing
 
-_Burst = list[tuple[int, int, float]]  # logged runs not read back yet: (stream, bytes, when)
 
 
 class PassThrough:
@@ -44,18 +47,19 @@ class PassThrough:
     every chunk over in its record.
     """
 
-    def __init__(self, sinks: "dict[int, Sink | None]", log_fd: int | None, log_path: Path | None,
+    def __init__(self, sinks: "dict[int, Sink | None]", log_fd: int | None, log_path: Path | None, label: str,
                  feed: TriageFeed, hooks: Hooks):
         self.sinks = sinks
         self.log_fd = log_fd
         self.log_path = log_path
+        self.label = label
+        self.reader: ChildOutput | None = None  # made by the receive thread; the log descriptor is then its own
         self.feed = feed
         self.hooks = hooks
         self.link: pump.PumpLink | None = None
         self.pipes: dict[int, int] = {}  # read ends of the child's pipes, kept for a pump restart
         self.done = threading.Event()  # the receive side has ended: everything the pump gave is delivered
         self.abandon = False  # stop reading: someone outside the child holds its pipes open
-        self._log_pos = 0
 
     def open(self) -> dict[int, int]:
         """The child's pipes; the write ends (by stream) are for the child, the caller closes them."""
@@ -91,9 +95,11 @@ class PassThrough:
         for fd in self.pipes.values():
             os.close(fd)
         self.pipes = {}
-        if self.log_fd is not None:
+        if self.reader is not None:
+            self.reader.close()
+        elif self.log_fd is not None:
             os.close(self.log_fd)
-            self.log_fd = None
+        self.log_fd = None
 
     def drain(self) -> None:
         """The child is gone: wait for its output still in the pipes, not forever for a process holding them."""
@@ -111,14 +117,18 @@ class PassThrough:
         last_output, quiet_sent = time.monotonic(), True
         restarts = 0
         held: list[threading.Lock] = []  # the sinks' locks, from the pump's EOF to its FINAL
-        burst: _Burst = []
-        since = 0.0
+        since = 0.0  # when the burst waiting to be read back began
         try:
+            # Imported here, not on the way to the child's start: the input layer's positions are pydantic models.
+            from qwen_triage.inputs.process import ChildOutput
+
+            reader = self.reader = ChildOutput(self.log_fd, self.label)
             while not self.abandon and self.link is not None:
+                burst = reader.waiting
                 got = self.link.receive(BURST_GAP if burst else 0.2)
                 now = time.monotonic()
                 if got is None or (burst and (not got or now - since >= BURST_MAX)):
-                    self._read_back(burst)
+                    self._read_back()
                 if got is None:
                     if held or restarts >= PUMP_RESTARTS:
                         break  # it ended (or keeps dying): what is left of the output cannot be read
@@ -127,16 +137,16 @@ class PassThrough:
                     continue
                 for kind, stream, payload, when in got:
                     if kind == pump.LOGGED:
-                        if not burst:
+                        if not reader.waiting:
                             since = now
-                        burst.append((stream, int.from_bytes(payload, "little"), when))
+                        reader.logged(stream, int.from_bytes(payload, "little"), when)
                         last_output, quiet_sent = now, False
-                        continue
-                    self._read_back(burst)  # in order: what was logged before this record first
-                    if kind == pump.DATA:
-                        self.feed.deliver(stream, payload, when)
+                    elif kind == pump.DATA:
+                        reader.handed(stream, payload, when)
+                        self._read_back()  # in order: what was logged before it, then it
                         last_output, quiet_sent = time.monotonic(), False
                     else:
+                        self._read_back()  # in order: what was logged before this record first
                         self._record(kind, stream, payload, held)
                 if not got and not quiet_sent and time.monotonic() - last_output >= QUIET_AFTER:
                     self.feed.quiet()
@@ -189,25 +199,8 @@ class PassThrough:
             self.hooks.note(f"writing the log {self.log_path} failed ({message}); output still passes through",
                             report=True)
 
-    def _read_back(self, burst: _Burst) -> None:
+    def _read_back(self) -> None:
         """Triage's turn: the chunks of a burst, read back from the log."""
-        for stream, n, when in burst:
-            self.feed.deliver(stream, self._read_log(n), when)
-        burst.clear()
-
-    def _read_log(self, n: int) -> bytes:
-        """The next ``n`` bytes the pump logged (b"" should the log be unreadable)."""
-        fd = self.log_fd
-        parts = []
-        while n > 0 and fd is not None:
-            try:
-                part = os.pread(fd, n, self._log_pos)
-            except OSError:
-                part = b""
-            if not part:
-                self._log_pos += n  # truncated behind our back: that much is lost to triage
-                break
-            parts.append(part)
-            self._log_pos += len(part)
-            n -= len(part)
-        return b"".join(parts)
+        assert self.reader is not None
+        for chunk in self.reader.read(None, sys.maxsize, math.inf):
+            self.feed.deliver(chunk.stream, chunk.data, chunk.when)

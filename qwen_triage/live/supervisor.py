@@ -256,8 +256,9 @@ class Supervisor:
             log_fd, self.log_path = open_log(self.log_path, self.log_exclusive)
         else:
             log_fd = _spool()
-        self.feed.open(self.source_name or (str(self.log_path) if self.log_path is not None else "<child>"))
-        self.passthrough = PassThrough(self.sinks, log_fd, self.log_path, self.feed, self.hooks)
+        name = self.source_name or (str(self.log_path) if self.log_path is not None else "<child>")
+        self.feed.open(name)
+        self.passthrough = PassThrough(self.sinks, log_fd, self.log_path, name, self.feed, self.hooks)
         ends = self.passthrough.open()
         try:
             self.passthrough.start()
