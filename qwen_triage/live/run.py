@@ -28,7 +28,8 @@ def run_main(
     from qwen_triage.exits import EXIT_ERROR
     from qwen_triage.exits import EXIT_CANNOT_RUN, EXIT_NOT_EXECUTABLE
     from qwen_triage.live.live_report import LiveReporter, Sink
-    from qwen_triage.live.supervisor import LogFileError, Supervisor, default_log_path
+    from qwen_triage.live.run_log import LogFileError, default_log_path
+    from qwen_triage.live.supervisor import Supervisor
 
     def say(msg: str) -> None:
         print(f"qwen-triage: {msg}", file=sys.stderr, flush=True)

@@ -33,25 +33,30 @@ to this process and reaped here. With ``die_with_parent`` (the command line sets
 it) the wrapper's own death is covered too: the child gets ``PR_SET_PDEATHSIG``
 (SIGKILL) and a guard process (:mod:`qwen_triage.live.orphan_guard`) stops the whole
 tree when the wrapper is gone without having stopped it, ``kill -9`` included.
+
+Where each job lives: the pipes, the pump and the receive thread in
+:mod:`~qwen_triage.live.passthrough` (the bytes read back through
+:class:`qwen_triage.inputs.process.ChildOutput`); the triage thread and the stall
+watchdog's ticks in :mod:`~qwen_triage.live.feed`; finding, signalling and reaping
+the child's processes in :mod:`~qwen_triage.live.shutdown`; the log file in
+:mod:`~qwen_triage.live.run_log`. :class:`Supervisor` starts them and ends the run.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import threading
 import time
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from qwen_triage.filemode import make_private
 from qwen_triage.live import procs
 from qwen_triage.live.feed import STDERR, STDOUT, TriageFeed
 from qwen_triage.live.hooks import Hooks
 from qwen_triage.live.passthrough import PassThrough
+from qwen_triage.live.run_log import open_log, spool
 from qwen_triage.live.shutdown import ProcessTree
 from qwen_triage.live.stall import Stall, StageState
 
@@ -64,60 +69,6 @@ if TYPE_CHECKING:
 
 TICK = 0.1  # the watch thread's period: stall checks
 SCAN_EVERY = 0.5  # seconds between two looks for descendants in /proc (the first waits too: not while output starts)
-
-
-def default_log_path(argv: Sequence[str], now: datetime | None = None, base: Path | None = None) -> Path:
-    """`<state dir>/runs/20250107-101500-vllm-serve.log`: named by time and command."""
-    if base is None:
-        from platformdirs import user_state_dir
-
-        base = Path(user_state_dir("qwen-triage")) / "runs"
-    stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")
-    return base / f"{stamp}-{command_slug(argv)}.log"
-
-
-def command_slug(argv: Sequence[str]) -> str:
-    words = list(argv)
-    if not words:
-        return "run"
-    first = os.path.basename(words[0])
-    rest = words[1:]
-    if re.fullmatch(r"python[\d.]*", first) and rest:
-        if rest[0] == "-m" and len(rest) > 1:
-            first, rest = rest[1], rest[2:]
-        elif not rest[0].startswith("-"):
-            first, rest = os.path.basename(rest[0]), rest[1:]
-    parts = [first]
-    if rest and re.fullmatch(r"[A-Za-z][\w-]{0,30}", rest[0]):
-        parts.append(rest[0])  # a subcommand: `vllm serve`, `ollama serve`
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", "-".join(parts)).strip("._-")
-    return slug[:48] or "run"
-
-
-class LogFileError(Exception):
-    """The log file cannot be created; nothing was started."""
-
-
-def open_log(path: Path, exclusive: bool = False) -> tuple[int, Path]:
-    """Create (or truncate) the log. ``exclusive``: never overwrite, add -2, -3… to the name instead.
-
-    Open for reading too: the pump writes it, triage reads the chunks back from it.
-    """
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if not exclusive:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-            make_private(fd)  # an existing log keeps its mode on O_TRUNC: it holds the server's output, secrets too
-            return fd, path
-        for n in range(1, 1000):
-            candidate = path if n == 1 else path.with_name(f"{path.stem}-{n}{path.suffix}")
-            try:
-                return os.open(candidate, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600), candidate
-            except FileExistsError:
-                continue
-        raise FileExistsError(path)
-    except OSError as exc:
-        raise LogFileError(f"cannot write the log {path}: {exc.strerror or exc}") from exc
 
 
 class Supervisor:
@@ -255,7 +206,7 @@ class Supervisor:
         if self.log_path is not None:
             log_fd, self.log_path = open_log(self.log_path, self.log_exclusive)
         else:
-            log_fd = _spool()
+            log_fd = spool()
         name = self.source_name or (str(self.log_path) if self.log_path is not None else "<child>")
         self.feed.open(name)
         self.passthrough = PassThrough(self.sinks, log_fd, self.log_path, name, self.feed, self.hooks)
@@ -404,14 +355,3 @@ class Supervisor:
             self._guard.disarm()  # everything is stopped: nothing left for the guard
         self._done.set()
         self.hooks.call(self.on_exit, self.exit_status)
-
-
-def _spool() -> int | None:
-    """An unnamed temporary file for a run without a log: the pump writes it, triage reads it back."""
-    import tempfile
-
-    try:
-        with tempfile.TemporaryFile(buffering=0) as f:
-            return os.dup(f.fileno())
-    except OSError:
-        return None  # then the pump hands every chunk over in its record

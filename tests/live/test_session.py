@@ -12,7 +12,7 @@ import pytest
 from qwen_triage.live import procs
 from qwen_triage.live.lines import LineSplitter
 from qwen_triage.live.session import LiveSession
-from qwen_triage.live.supervisor import LogFileError, command_slug, default_log_path, open_log
+from qwen_triage.live.run_log import LogFileError, command_slug, default_log_path, open_log
 
 OOM = b"ggml_backend_cuda_buffer_type_alloc_buffer: allocating 8192.00 MiB on device 0: cudaMalloc failed: out of memory"
 SEGV = b"SIGSEGV: segmentation violation"

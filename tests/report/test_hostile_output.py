@@ -251,7 +251,7 @@ def test_command_refers_to_the_variable_not_to_a_mask() -> None:
 
 
 def test_journal_and_attempt_log_hold_no_secret_and_are_private(tmp_path: Path) -> None:
-    from qwen_triage.live.supervisor import open_log
+    from qwen_triage.live.run_log import open_log
     from qwen_triage.runner.runlog import AttemptRecord, DiagnosisBrief, Journal, RunRecord
     from qwen_triage.runner.vllm.diff import Change
 

@@ -78,7 +78,7 @@ def test_item8_unwritable_directory_is_one_line(tmp_path) -> None:
 
 
 def test_item8_attempt_logs_are_created_0600(tmp_path) -> None:
-    from qwen_triage.live.supervisor import open_log
+    from qwen_triage.live.run_log import open_log
 
     for exclusive in (False, True):
         fd, path = open_log(tmp_path / f"attempt-{exclusive}.log", exclusive=exclusive)
