@@ -89,23 +89,37 @@ class DeferredContext:
         A rule needs it now when it has findings waiting out their veto window (an
         `unless` line may close them) or when every other `all` part of the rule has
         a hit or a kept line within the window (this line may complete it).
+
+        Called for most candidate lines of a healthy log, so lookups are hoisted out of
+        the loops and the common answer (nothing near: keep it) costs a few dict probes.
         """
         uses = self.c.context_uses
-        waiting = self.vetoes.waiting
+        kept_by_rule = self.kept
+        pending = self.vetoes.pending.get(source_index)
+        waiting = pending.by_rule if pending is not None else None
+        all_state = self.all_state
         for pid in pids:
             for ri, others, _reach, window in uses[pid]:
-                if others is None:  # an `unless` use
-                    if waiting(ri, source_index):
+                if others is None:  # an `unless` use: findings a veto may still close?
+                    open_ = waiting.get(ri) if waiting else None
+                    if open_ and any(not q.closed for q in open_):
                         return False
-                elif self._all_may_complete(ri, others, window, source_index, line_no, pids):
+                    continue
+                key = (ri, source_index)
+                state = all_state.get(key)
+                kept = kept_by_rule.get(key)
+                if (state or kept) and self._all_may_complete(others, window, state, kept, line_no, pids):
                     return False
-        entry = _Deferred.of(block, index, line_no, raw, source_name, source_index)
-        kept_by_rule = self.kept
+                if not state and not kept and all(other in pids for other in others):
+                    return False  # every other part is on this very line
+        meta = block.meta[index] if block.meta is not None else None
+        entry = _Deferred(raw, line_no, meta, line_no in block.truncated, source_name, source_index)
         for pid in pids:
             for ri, _others, reach, _window in uses[pid]:
-                kept = kept_by_rule.get((ri, source_index))
+                key = (ri, source_index)
+                kept = kept_by_rule.get(key)
                 if kept is None:
-                    kept = kept_by_rule[(ri, source_index)] = _Kept()
+                    kept = kept_by_rule[key] = _Kept()
                 lines = kept.lines
                 lines.append((pid, entry))
                 kept.newest[pid] = line_no
@@ -115,12 +129,11 @@ class DeferredContext:
                     self.settle(self.c.rules[ri], source_index)
         return True
 
-    def _all_may_complete(self, ri: int, others: tuple[int, ...], window: int, source_index: int, line_no: int,
-                          here: set[int]) -> bool:
-        """Whether a hit on ``line_no`` could complete rule ``ri``'s `all`: its ``others`` parts are all near
-        (on this line, among its pattern ids ``here``, or on a line within the window)."""
-        state = self.all_state.get((ri, source_index))
-        kept = self.kept.get((ri, source_index))
+    @staticmethod
+    def _all_may_complete(others: tuple[int, ...], window: int, state: dict | None, kept: _Kept | None,
+                          line_no: int, here: set[int]) -> bool:
+        """Whether a hit on ``line_no`` could complete an `all` rule: its ``others`` parts are all near (on
+        this line, among its pattern ids ``here``, or a hit in ``state`` or a kept line within the window)."""
         for other in others:
             if other in here:
                 continue
