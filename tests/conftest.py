@@ -71,18 +71,39 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def prebuilt_pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The bundled pack validated once for the session, as a build leaves it (rulepack.prebuilt): every load
-    and every process a test starts takes the bundled part from it instead of parsing the YAML again.
+    """The bundled pack validated once, as a wheel build leaves it (rulepack.prebuilt): every load and every
+    process a test starts takes the bundled part from it instead of parsing the YAML again.
 
-    Built from the YAML as it is now (a checkout's own artefact may be stale or missing); a test of
-    cold loading on purpose sets ``QWEN_TRIAGE_PREBUILT=off``.
+    The checkout's own artefact (gitignored), rebuilt only when the YAML or the validating code changed
+    since, so the test sessions of one checkout share one parse; a session's own copy where the checkout
+    cannot be written. A test of cold loading on purpose sets ``QWEN_TRIAGE_PREBUILT=off``.
     """
-    from qwen_triage.rulepack.prebuild import build_artefact
-    from qwen_triage.rulepack.prebuilt import PREBUILT_ENV
+    from qwen_triage.rulepack.pack import bundled_files, bundled_rules_dir, read_all
+    from qwen_triage.rulepack.prebuild import build_artefact, load_prebuilt
+    from qwen_triage.rulepack.prebuilt import ARTEFACT, PREBUILT_ENV
 
-    out = build_artefact(tmp_path_factory.mktemp("prebuilt") / "bundled-pack.json")
+    out = ARTEFACT
+    base = bundled_rules_dir()
+    if load_prebuilt(base, read_all(bundled_files(base)) or {}, ARTEFACT) is None:
+        try:
+            build_artefact(ARTEFACT)
+        except OSError:
+            out = build_artefact(tmp_path_factory.mktemp("prebuilt") / "bundled-pack.json")
     os.environ[PREBUILT_ENV] = str(out)
     return out
+
+
+@pytest.fixture()
+def prebuilt_now(prebuilt_pack: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An artefact that is that of the files as they are now: the session's, or a new one when a rule file or
+    the validating code changed since the session began (a shared checkout is edited while tests run)."""
+    from qwen_triage.rulepack.pack import bundled_files, bundled_rules_dir, read_all
+    from qwen_triage.rulepack.prebuild import build_artefact, load_prebuilt
+
+    base = bundled_rules_dir()
+    if load_prebuilt(base, read_all(bundled_files(base)) or {}, prebuilt_pack) is not None:
+        return prebuilt_pack
+    return build_artefact(tmp_path_factory.mktemp("prebuilt-now") / "bundled-pack.json")
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,9 @@ Two levels: the whole pack (one read on a warm run), and each file on its own
 (``file-*``), so an edit of one rule file re-validates that file alone (pure-Python
 YAML costs ~0.1 s per 10 kB), and a load cut by a deadline (:class:`LoadDeadline`:
 a node check under node-problem-detector's timeout) keeps what it validated for
-the next run to continue from.
+the next run to continue from. Before either, the bundled files come from the artefact
+validated when the wheel was built (rulepack.prebuilt), so a first run on a fresh node
+parses only a site's own rule files.
 """
 
 from __future__ import annotations

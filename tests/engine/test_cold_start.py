@@ -156,11 +156,11 @@ def test_a_fresh_node_check_cut_at_loading_answers_unknown_and_warms_up(tmp_path
     assert full.stdout.startswith("ok:")
 
 
-def test_a_fresh_node_check_with_the_prebuilt_pack_answers_at_once(tmp_path: Path, prebuilt_pack: Path) -> None:
+def test_a_fresh_node_check_with_the_prebuilt_pack_answers_at_once(tmp_path: Path, prebuilt_now: Path) -> None:
     log = tmp_path / "x.log"
     log.write_text("all quiet\n")
     state = tmp_path / "state"
-    env = {BUILD_ENV: "off", "XDG_CACHE_HOME": "", PREBUILT_ENV: str(prebuilt_pack)}  # as installed from a wheel
+    env = {BUILD_ENV: "off", "XDG_CACHE_HOME": "", PREBUILT_ENV: str(prebuilt_now)}  # as installed from a wheel
     first = _cli("check", "--format", "npd", "--file", str(log), "--state", str(state), "--timeout", "300", env=env)
     assert first.returncode == 0, first.stdout + first.stderr  # the very first run
     assert first.stdout.startswith("ok:")

@@ -26,9 +26,9 @@ def _contents() -> dict[Path, bytes]:
     return contents
 
 
-def _retitled(prebuilt_pack: Path, tmp_path: Path) -> tuple[Path, str]:
+def _retitled(artefact: Path, tmp_path: Path) -> tuple[Path, str]:
     """A copy of the session's artefact whose first rule says another title (its key unchanged)."""
-    data = json.loads(prebuilt_pack.read_bytes())
+    data = json.loads(artefact.read_bytes())
     rule = data["pack"]["rules"][0]["rule"]
     rule["title"] = "retitled in the artefact"
     out = tmp_path / "retitled.json"
@@ -37,18 +37,18 @@ def _retitled(prebuilt_pack: Path, tmp_path: Path) -> tuple[Path, str]:
     return out, rule["id"]
 
 
-def test_the_artefact_is_the_pack_the_yaml_gives(prebuilt_pack: Path) -> None:
+def test_the_artefact_is_the_pack_the_yaml_gives(prebuilt_now: Path) -> None:
     parsed = load_pack(prebuilt=False)  # the YAML, parsed and validated now
-    prebuilt = load_prebuilt(bundled_rules_dir(), _contents(), prebuilt_pack)
+    prebuilt = load_prebuilt(bundled_rules_dir(), _contents(), prebuilt_now)
     assert prebuilt is not None
     _same(prebuilt, parsed)
     _same(load_pack(), parsed)  # what a load takes from it
 
 
 def test_a_load_takes_the_bundled_part_from_the_artefact_and_parses_the_rest(
-    prebuilt_pack: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    prebuilt_now: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    artefact, rule_id = _retitled(prebuilt_pack, tmp_path)
+    artefact, rule_id = _retitled(prebuilt_now, tmp_path)
     extra = tmp_path / "rules"
     extra.mkdir()
     (extra / "r.yaml").write_text(GOOD_RULE)
@@ -60,15 +60,16 @@ def test_a_load_takes_the_bundled_part_from_the_artefact_and_parses_the_rest(
     assert load_pack([extra]).rule(rule_id).rule.title != "retitled in the artefact"
 
 
-def test_an_artefact_of_other_contents_is_not_used(prebuilt_pack: Path) -> None:
+def test_an_artefact_of_other_contents_is_not_used(prebuilt_now: Path) -> None:
     contents = _contents()
+    assert load_prebuilt(bundled_rules_dir(), contents, prebuilt_now) is not None
     edited = next(p for p in contents if p.name not in ("classes.yaml", "stages.yaml", "benign.yaml"))
     contents[edited] += b"\n# edited after the build\n"
-    assert load_prebuilt(bundled_rules_dir(), contents, prebuilt_pack) is None
+    assert load_prebuilt(bundled_rules_dir(), contents, prebuilt_now) is None
 
 
-def test_an_artefact_others_could_write_or_a_link_is_not_trusted(prebuilt_pack: Path, tmp_path: Path) -> None:
-    artefact, _ = _retitled(prebuilt_pack, tmp_path)
+def test_an_artefact_others_could_write_or_a_link_is_not_trusted(prebuilt_now: Path, tmp_path: Path) -> None:
+    artefact, _ = _retitled(prebuilt_now, tmp_path)
     assert load_prebuilt(bundled_rules_dir(), _contents(), artefact) is not None
     link = tmp_path / "link.json"
     link.symlink_to(artefact)
@@ -77,9 +78,9 @@ def test_an_artefact_others_could_write_or_a_link_is_not_trusted(prebuilt_pack: 
     assert load_prebuilt(bundled_rules_dir(), _contents(), artefact) is None
 
 
-def test_a_broken_artefact_is_a_miss(prebuilt_pack: Path, tmp_path: Path) -> None:
+def test_a_broken_artefact_is_a_miss(prebuilt_now: Path, tmp_path: Path) -> None:
     broken = tmp_path / "broken.json"
-    broken.write_bytes(prebuilt_pack.read_bytes()[:1000])
+    broken.write_bytes(prebuilt_now.read_bytes()[:1000])
     os.chmod(broken, 0o644)
     assert load_prebuilt(bundled_rules_dir(), _contents(), broken) is None
 
