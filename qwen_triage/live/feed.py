@@ -88,6 +88,7 @@ class TriageFeed:
         self.activity = time.monotonic()  # last byte from the child
         self._progress = self.activity  # last output that was not a heartbeat line
         self._last_seen = self._progress  # the activity the stall watchdog knows of
+        self._reading = False  # no stall before triage can read: our own start-up is no silence of the child
 
     def open(self, name: str) -> None:
         """The live session, with the child's output as its one input ``name``."""
@@ -99,8 +100,10 @@ class TriageFeed:
         self._input = self.session.add_input(name, kind="text")
 
     def started(self, when: float) -> None:
+        """Triage can read the child's output from now on: the stall watchdog's clock starts."""
         self.activity = when
         self.watchdog.activity(when)
+        self._reading = True
 
     # -- the receive side's end ---------------------------------------------------
 
@@ -253,6 +256,8 @@ class TriageFeed:
 
     def tick(self) -> None:
         """One look of the stall watchdog while the child runs: a stall is reported once it is due."""
+        if not self._reading:
+            return
         stage = self.stages.current
         partial = self.partial()
         peek = self.stages.peek(partial) if partial else None

@@ -7,8 +7,8 @@ reads those records and hands the chunks to the triage feed — read back from t
 log once a burst of output pauses (:data:`BURST_GAP`, at most :data:`BURST_MAX`
 after it began), so that while the output flows the pass-through has the machine
 to itself. The bytes themselves come through the input layer's reader of a child's output
-(:class:`qwen_triage.inputs.process.ChildOutput`), as every source is read. A pump that dies is started again (:data:`PUMP_RESTARTS`) on the same
-pipes: the child's output must keep flowing.
+(:class:`qwen_triage.inputs.process.ChildOutput`), as every source is read. A pump that dies is
+started again (:data:`PUMP_RESTARTS`) on the same pipes: the child's output must keep flowing.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class PassThrough:
         self.log_fd = log_fd
         self.log_path = log_path
         self.label = label
-        self.reader: ChildOutput | None = None  # made by the receive thread; the log descriptor is then its own
+        self.reader: ChildOutput | None = None  # see open_reader(); the log descriptor is then its own
         self.feed = feed
         self.hooks = hooks
         self.link: pump.PumpLink | None = None
@@ -71,6 +71,15 @@ class PassThrough:
     def start(self) -> None:
         """The pump, on the read ends of the child's pipes."""
         self.link = self._start_pump()
+
+    def open_reader(self) -> "ChildOutput":
+        """The reader of what the pump logs, made by the receive thread: the input layer's positions are
+        pydantic models, an import that must hold back neither the child's start nor the caller's signal
+        handlers (a SIGTERM before they are set would kill the wrapper, not stop the child)."""
+        from qwen_triage.inputs.process import ChildOutput
+
+        self.reader = ChildOutput(self.log_fd, self.label)
+        return self.reader
 
     def _start_pump(self) -> "pump.PumpLink":
         sinks = {stream: (sink.fd if sink is not None and sink.alive else -1) for stream, sink in self.sinks.items()}
@@ -119,10 +128,8 @@ class PassThrough:
         held: list[threading.Lock] = []  # the sinks' locks, from the pump's EOF to its FINAL
         since = 0.0  # when the burst waiting to be read back began
         try:
-            # Imported here, not on the way to the child's start: the input layer's positions are pydantic models.
-            from qwen_triage.inputs.process import ChildOutput
-
-            reader = self.reader = ChildOutput(self.log_fd, self.label)
+            reader = self.open_reader()
+            self.feed.started(time.monotonic())  # the stall clock starts once triage can read
             while not self.abandon and self.link is not None:
                 burst = reader.waiting
                 got = self.link.receive(BURST_GAP if burst else 0.2)

@@ -236,7 +236,6 @@ class Supervisor:
                 for fd in ends.values():
                     os.close(fd)
         self.started_at = time.monotonic()
-        self.feed.started(self.started_at)
         self.tree.child = self.proc.pid  # setsid: the child leads its session and its group
         if self._guard is not None:
             self._guard.child(self.proc.pid)
