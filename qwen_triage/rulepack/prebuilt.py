@@ -85,9 +85,10 @@ def prebuilt_data(base: Path, contents: dict[Path, bytes], prefix: list[bytes],
         if not isinstance(data, dict) or data.get("key") != artefact_key(base, contents, prefix):
             return None
         pack = data["pack"]
-        pack["files"] = [str(base / f) for f in pack["files"]]
+        under = {f: str(base / f) for f in pack["files"]}  # one path join per file, not per rule
+        pack["files"] = list(under.values())
         for rule in pack["rules"]:
-            rule["path"] = str(base / rule["path"])
+            rule["path"] = under[rule["path"]]
         return pack if isinstance(pack, dict) else None
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
