@@ -54,41 +54,29 @@ class Family:
         return True
 
 
+def _family(name: str, starts: str, continues: str, *, max_lines: int, strip: str | None = None,
+            keep: str | None = None, ends: str | None = None) -> Family:
+    """A family from its patterns' text (compiled here, once)."""
+    def compiled(p: str | None) -> re.Pattern[str] | None:
+        return re.compile(p) if p is not None else None
+
+    return Family(name, re.compile(starts), re.compile(continues), compiled(strip), max_lines, compiled(keep),
+                  compiled(ends))
+
+
+_PCI_FUNCTION = r"(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]: +"  # a device's address, `0000:3b:00.0: `
+_AER_DETAIL = (r"PCIe Bus Error: |^\s*(?:\S+ )?" + _PCI_FUNCTION
+               + r"(?:device \[|\[ ?\d+\]|TLP Header|AER: +(?:aer_|\[))|^\s+(?:device \[|\[ ?\d+\]|TLP Header)")
+
 FAMILIES: tuple[Family, ...] = (
-    Family(
-        "nvrm",
-        starts=re.compile(r"^NVRM: "),
-        continues=re.compile(r"^NVRM: "),
-        strip=re.compile(r"^NVRM: +"),
-        max_lines=8,
-    ),
-    Family(
-        "aer",
-        starts=re.compile(r"AER: .{0,60}error received|PCIe Bus Error: "),
-        continues=re.compile(
-            r"PCIe Bus Error: |^\s*(?:\S+ )?(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]: +(?:device \[|"
-            r"\[ ?\d+\]|TLP Header|AER: +(?:aer_|\[))|^\s+(?:device \[|\[ ?\d+\]|TLP Header)"
-        ),
-        strip=re.compile(r"^\S+ (?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]: +"),
-        max_lines=8,
-    ),
-    Family(
-        "oom",
-        starts=re.compile(r"invoked oom-killer: "),
-        continues=re.compile(r"."),
-        strip=None,
-        max_lines=160,
-        keep=re.compile(r"^oom-kill:|Out of memory|Killed process|Memory cgroup out of memory"),
-        ends=re.compile(r"Killed process"),
-    ),
-    Family(
-        "go_panic",
-        starts=re.compile(r"^panic: |^fatal error: "),
-        continues=re.compile(r"^$|^goroutine \d+ \[|^\S+\(.*\)$|^\t|^\[signal "),
-        strip=None,
-        max_lines=6,
-        keep=re.compile(r"^\[signal |^[\w./-]+\.\(?\*?[\w]+\)?\.?\w*\("),
-    ),
+    _family("nvrm", r"^NVRM: ", r"^NVRM: ", strip=r"^NVRM: +", max_lines=8),
+    _family("aer", r"AER: .{0,60}error received|PCIe Bus Error: ", _AER_DETAIL, strip=r"^\S+ " + _PCI_FUNCTION,
+            max_lines=8),
+    # an OOM report: only the lines that say what was killed are joined (the memory dump between is passed over)
+    _family("oom", r"invoked oom-killer: ", r".", max_lines=160, ends=r"Killed process",
+            keep=r"^oom-kill:|Out of memory|Killed process|Memory cgroup out of memory"),
+    _family("go_panic", r"^panic: |^fatal error: ", r"^$|^goroutine \d+ \[|^\S+\(.*\)$|^\t|^\[signal ", max_lines=6,
+            keep=r"^\[signal |^[\w./-]+\.\(?\*?[\w]+\)?\.?\w*\("),
 )
 
 _GO_FRAME = re.compile(r"^(?P<pkg>[\w.-]+(?:/[\w.-]+)*)\.(?:\(\*?\w+\)\.)?\w+\(")
