@@ -65,7 +65,7 @@ class Matcher:
         self.firing = Firing(self.vetoes)
         self.context = DeferredContext(compiled, self.confirmer, self.vetoes, self.firing.all_state)
         self._held: dict[int, tuple[LineRecord, set[int], Assembly]] = {}  # source -> a record awaiting more lines
-        self._context: tuple[bytes, int] = (b"", 0)  # the block being matched and the current line's offset
+        self._position: tuple[bytes, int] = (b"", 0)  # the block being matched and the current line's offset
 
     @property
     def disabled_rules(self) -> dict[int, DisabledRule]:
@@ -75,6 +75,7 @@ class Matcher:
     # -- input ---------------------------------------------------------------
 
     def feed_block(self, block: Block, source_name: str, source_index: int = 0) -> Iterator[Finding]:
+        """One block of whole lines of an input: the findings it completes, in order."""
         data = block.data
         self.stats.bytes += len(data)
         self.stats.truncated += len(block.truncated)
@@ -169,9 +170,9 @@ class Matcher:
                 if not assembly.done:  # the record may go on in the next block: wait for it
                     self._held[source_index] = (rec, pids, assembly)
                     continue
-            self._context = (data, start)
+            self._position = (data, start)
             yield from self._on_line(rec, pids)
-        self._context = (b"", 0)
+        self._position = (b"", 0)
         last_line = block.origin_line(max(nlines - 1, 0)) if nlines else block.first_line
         yield from vetoes.expire(source_index, last_line)
 
@@ -268,7 +269,7 @@ class Matcher:
         Looked up only when a heartbeat run starts: stage lines are common (NCCL INFO),
         and keeping them out of the prefilter keeps the scan fast.
         """
-        data, start = self._context
+        data, start = self._position
         pattern = self.c.stage_re
         if pattern is None or not data:
             return None

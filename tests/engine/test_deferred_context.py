@@ -1,7 +1,7 @@
 """Context lines kept raw and settled later give exactly the findings of matching every line at once.
 
 Most candidate lines of a healthy log only give context (an `all` part, an
-`unless` veto); the matcher keeps them raw (engine.matcher._Deferred) and
+`unless` veto); the matcher keeps them raw (engine.deferred._Deferred) and
 settles them when a rule asks. Random logs over a small vocabulary, cut into
 random blocks, go through a matcher that defers and one that does not.
 """
