@@ -190,7 +190,7 @@ def rules() -> None:
 @format_option
 @rules_option
 def rules_list(fmt: str, rule_dirs: tuple[str, ...]) -> None:
-    """Every class and rule of the pack."""
+    """Every class, rule and built-in check of the pack."""
     from qwen_triage.authoring.catalog import catalog_json, catalog_markdown, print_catalog
 
     pack = load_rule_pack(rule_dirs)
