@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 def scan(log: str, compiled, features: bool) -> float:  # type: ignore[no-untyped-def]
     from qwen_triage.engine import matcher as matcher_mod
     from qwen_triage.engine.scanner import Scanner
-    from qwen_triage.engine.sources import Source
+    from qwen_triage.inputs.file import open_source
 
     saved = matcher_mod.may_span
     if not features:
@@ -34,7 +34,7 @@ def scan(log: str, compiled, features: bool) -> float:  # type: ignore[no-untype
         if not features:
             scanner.matcher.collector = None
         t0 = time.perf_counter()
-        for _ in scanner.scan_source(Source.from_arg(log)):
+        for _ in scanner.scan_source(open_source(log)):
             pass
         scanner.report()
         return time.perf_counter() - t0

@@ -67,12 +67,13 @@ def injected_failures_found(log: Path, meta: dict) -> tuple[int, list[int]]:
     sys.path.insert(0, str(ROOT))
     from qwen_triage.engine.matcher import Matcher
     from qwen_triage.engine.scanner import compile_pack
-    from qwen_triage.engine.sources import Source, iter_blocks
+    from qwen_triage.engine.sources import iter_blocks
+    from qwen_triage.inputs.file import open_source
 
     compiled = compile_pack()
     matcher = Matcher(compiled)
     seen: set[int] = set()
-    source = Source.from_arg(str(log))
+    source = open_source(str(log))
     for block in iter_blocks(source):
         for finding in matcher.feed_block(block, source.name, 0):
             seen.update(r.line for r in finding.records)

@@ -85,9 +85,10 @@ def section_of(report: Report, title: str, source: str) -> Section:
 def _scan(compiled: CompiledPack, name: str, data: bytes | None = None, path: str | None = None) -> Report:
     from qwen_triage.engine.scanner import Scanner
     from qwen_triage.engine.sources import Source
+    from qwen_triage.inputs.file import open_source
 
     scanner = Scanner(compiled)
-    source = Source.from_arg(path) if path is not None else Source(name=name, stream=io.BytesIO(data or b""))
+    source = open_source(path) if path is not None else Source(name=name, stream=io.BytesIO(data or b""))
     for _ in scanner.scan_source(source):
         pass
     return scanner.report()

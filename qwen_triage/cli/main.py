@@ -92,7 +92,8 @@ def scan(ctx: click.Context, paths: tuple[str, ...], fmt: str, rule_dirs: tuple[
     """Triage logs: files (plain or gzip), or stdin when no path or `-` is given."""
     from qwen_triage.cli.progress import scan_progress
     from qwen_triage.engine.scanner import Scanner, load_compiled
-    from qwen_triage.engine.sources import InputError, Source
+    from qwen_triage.engine.sources import InputError
+    from qwen_triage.inputs.file import open_source
 
     if jobs is not None or fmt == "jsonl":
         if fmt != "jsonl" and ctx.get_parameter_source("fmt") != click.core.ParameterSource.DEFAULT:
@@ -113,7 +114,7 @@ def scan(ctx: click.Context, paths: tuple[str, ...], fmt: str, rule_dirs: tuple[
             fail("--follow is not available in this installation")
         sys.exit(follow_mod.follow_scan(list(paths) or ["-"], compiled, fmt, max_line=max_line))
     try:
-        sources = [Source.from_arg(p, i) for i, p in enumerate(paths or ("-",))]
+        sources = [open_source(p, i) for i, p in enumerate(paths or ("-",))]
     except InputError as exc:
         fail(str(exc))
     if paths == () and sys.stdin.isatty():
@@ -160,11 +161,12 @@ def _scan_batch(paths: tuple[str, ...], rule_dirs: tuple[str, ...], engine: str,
     """`scan --jobs N` / `--format jsonl`: many saved logs, one report per input (engine/batch.py)."""
     from qwen_triage.engine.scanner import load_compiled
     from qwen_triage.engine.batch import BatchError, run_batch, summary
+    from qwen_triage.inputs.file import open_source
 
     compiled = load_compiled(rule_dirs, engine)  # a broken rule file stops here, before any worker starts
     try:
-        stats = run_batch(paths or ("-",), sys.stdout, jobs=1 if jobs is None else jobs, rule_dirs=rule_dirs,
-                          engine=engine, max_line=max_line, compiled=compiled)
+        stats = run_batch(paths or ("-",), sys.stdout, open_source=open_source, jobs=1 if jobs is None else jobs,
+                          rule_dirs=rule_dirs, engine=engine, max_line=max_line, compiled=compiled)
     except BatchError as exc:
         fail(str(exc))
     except KeyboardInterrupt:
@@ -356,13 +358,14 @@ def rules_suggest(paths: tuple[str, ...], rule_dirs: tuple[str, ...], engine: st
     """Draft a rule for each error line no rule explains (fill in the class, then lint and test)."""
     from qwen_triage.authoring.suggest import draft_rules, render
     from qwen_triage.engine.scanner import Scanner, load_compiled
-    from qwen_triage.engine.sources import InputError, Source
+    from qwen_triage.engine.sources import InputError
+    from qwen_triage.inputs.file import open_source
 
     compiled = load_compiled(rule_dirs, engine)
     scanner = Scanner(compiled)
     try:
         for i, p in enumerate(paths):
-            for _ in scanner.scan_source(Source.from_arg(p, i)):
+            for _ in scanner.scan_source(open_source(p, i)):
                 pass
     except InputError as exc:
         fail(str(exc))

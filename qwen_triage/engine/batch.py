@@ -17,6 +17,10 @@ the path as given or found), written as one JSON line, **in input order**
 * An input that cannot be read becomes ``{"input": …, "error": "…"}``; the rest
   carry on. Exit status: 2 when any input failed, else 1 when any input has a
   diagnosis, else 0.
+* Opening an input is the caller's: ``open_source`` (the CLI gives
+  :func:`qwen_triage.inputs.file.open_source`) turns a path into a
+  :class:`~qwen_triage.engine.sources.Source`, in the worker that scans it; it
+  must be a module-level function, so a spawned worker can be handed it.
 """
 
 from __future__ import annotations
@@ -25,11 +29,10 @@ import json
 import multiprocessing
 import os
 import signal
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Iterable, Iterator
+from typing import IO, Callable, Iterable, Iterator
 
 from qwen_triage.engine.scanner import Scanner, compile_pack
 from qwen_triage.engine.matcher import CompiledPack
@@ -84,10 +87,13 @@ def _rss_bytes() -> int:
 _compiled: CompiledPack | None = None
 _compiled_for: tuple[tuple[str, ...], str] | None = None  # (rule_dirs, engine) of _compiled
 _max_line = MAX_LINE
+Opener = Callable[[str, int], Source]  # a path and its index -> the source to scan (inputs.file.open_source)
+_open_source: Opener | None = None
 
 
-def _init_worker(rule_dirs: tuple[str, ...], engine: str, max_line: int, pool: bool = False) -> None:
-    global _compiled, _compiled_for, _max_line
+def _init_worker(rule_dirs: tuple[str, ...], engine: str, max_line: int, open_source: Opener,
+                 pool: bool = False) -> None:
+    global _compiled, _compiled_for, _max_line, _open_source
     if pool:  # Ctrl-C is the parent's to handle: it stops the pool; workers print no tracebacks
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     # A forked worker inherits the parent's compiled pack (copy-on-write); a spawned one compiles it.
@@ -95,6 +101,7 @@ def _init_worker(rule_dirs: tuple[str, ...], engine: str, max_line: int, pool: b
         _compiled = compile_pack(rule_dirs, engine=engine)
         _compiled_for = (tuple(rule_dirs), engine)
     _max_line = max_line
+    _open_source = open_source
 
 
 @dataclass
@@ -107,10 +114,10 @@ class Result:
     rss: int  # the worker's resident memory after this input
 
 
-def report_object(path: str, compiled: CompiledPack, max_line: int = MAX_LINE) -> dict:
+def report_object(path: str, compiled: CompiledPack, open_source: Opener, max_line: int = MAX_LINE) -> dict:
     """The report of one input as `scan --format json` gives it, with ``input`` first."""
     scanner = Scanner(compiled, max_line=max_line)
-    for _ in scanner.scan_source(Source.from_arg(path, 0)):
+    for _ in scanner.scan_source(open_source(path, 0)):
         pass
     report = scanner.report()
     return {"input": path, **to_dict(report)}
@@ -118,9 +125,9 @@ def report_object(path: str, compiled: CompiledPack, max_line: int = MAX_LINE) -
 
 def _scan_one(task: tuple[int, str]) -> Result:
     index, path = task
-    assert _compiled is not None, "worker not initialised"
+    assert _compiled is not None and _open_source is not None, "worker not initialised"
     try:
-        obj = report_object(path, _compiled, _max_line)
+        obj = report_object(path, _compiled, _open_source, _max_line)
         found, error = bool(obj["diagnoses"]), False
     except InputError as exc:
         obj, found, error = {"input": path, "error": str(exc)}, False, True
@@ -149,20 +156,20 @@ class BatchStats:
 
 
 def _results(paths: list[str], jobs: int, rule_dirs: tuple[str, ...], engine: str, max_line: int,
-             max_tasks: int, compiled: CompiledPack | None) -> Iterator[Result]:
+             max_tasks: int, compiled: CompiledPack | None, open_source: Opener) -> Iterator[Result]:
     global _compiled, _compiled_for
     tasks = list(enumerate(paths))
     if compiled is not None:
         _compiled, _compiled_for = compiled, (tuple(rule_dirs), engine)
     if jobs <= 1:
-        _init_worker(rule_dirs, engine, max_line)
+        _init_worker(rule_dirs, engine, max_line, open_source)
         for task in tasks:
             yield _scan_one(task)
         return
     with multiprocessing.get_context().Pool(
         processes=jobs,
         initializer=_init_worker,
-        initargs=(tuple(rule_dirs), engine, max_line, True),
+        initargs=(tuple(rule_dirs), engine, max_line, open_source, True),
         maxtasksperchild=max_tasks,
     ) as pool:
         yield from pool.imap(_scan_one, tasks, chunksize=1)
@@ -172,6 +179,7 @@ def run_batch(
     args: Iterable[str],
     out: IO[str],
     *,
+    open_source: Opener,
     jobs: int = 0,
     rule_dirs: tuple[str, ...] = (),
     engine: str = "auto",
@@ -187,7 +195,7 @@ def run_batch(
     jobs = max(1, min(jobs, len(paths)))
     stats = BatchStats(inputs=len(paths), jobs=jobs)
     started = time.perf_counter()
-    for result in _results(paths, jobs, rule_dirs, engine, max_line, max_tasks, compiled):
+    for result in _results(paths, jobs, rule_dirs, engine, max_line, max_tasks, compiled, open_source):
         out.write(result.line + "\n")
         stats.found += result.found
         stats.errors += result.error
@@ -203,9 +211,3 @@ def summary(stats: BatchStats) -> str:
         f"qwen-triage: {stats.inputs} input(s), {stats.found} with a diagnosis, {stats.errors} unreadable; "
         f"{stats.jobs} job(s), {stats.seconds:.1f} s"
     )
-
-
-if __name__ == "__main__":  # pragma: no cover - `python -m qwen_triage.engine.batch DIR…`
-    result = run_batch(sys.argv[1:], sys.stdout)
-    print(summary(result), file=sys.stderr)
-    sys.exit(result.exit_status)

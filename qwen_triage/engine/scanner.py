@@ -166,12 +166,3 @@ class Scanner:
                 disabled_rules=disabled,
             ),
         )
-
-
-def scan_paths(paths: list[str], compiled: CompiledPack) -> Report:
-    """Convenience for tests and the eval command: scan files, return the report."""
-    scanner = Scanner(compiled)
-    for i, p in enumerate(paths):
-        for _ in scanner.scan_source(Source.from_arg(p, i)):
-            pass
-    return scanner.report()

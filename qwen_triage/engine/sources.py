@@ -11,20 +11,21 @@ Everything here reads text nobody vetted, so every number taken from it is
 bounded (:func:`qwen_triage.units.bounded_int`), journal fields of the wrong
 type are dropped, and a compressed input that ends early still yields what was
 read, with a note (:attr:`Source.notes`).
+
+Opening an input (a path, stdin, gzip by its magic) is not done here: that is
+:func:`qwen_triage.inputs.file.open_source`, which hands the engine a
+:class:`Source` that opens itself when reading starts (:attr:`Source.opener`).
 """
 
 from __future__ import annotations
 
-import gzip
 from zlib import error as zlib_error
-import io
 import json
 import re
-import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Callable, Iterator
 
 from qwen_triage.engine.normalize import ANSI_BYTES_RE, PRIORITY_LEVELS
 from qwen_triage.engine.records import LineRecord
@@ -32,12 +33,13 @@ from qwen_triage.units import bounded_int
 
 CHUNK = 1 << 20
 MAX_LINE = 64 * 1024
-GZIP_MAGIC = b"\x1f\x8b"
 # A journal JSON line holds one message of up to MAX_LINE bytes; a non-UTF-8
 # message is a byte array, up to four characters a byte ("255,"), plus fields.
 JOURNAL_MAX_LINE = 5 * MAX_LINE
 JOURNAL_START = re.compile(rb'\s*\{\s*"(?:__CURSOR|__REALTIME_TIMESTAMP|__MONOTONIC_TIMESTAMP|MESSAGE)"\s*:')
 MAX_FIELD = 256  # a host or program name longer than this is not one
+# what reading a stream may raise: a file's errors, a gzip cut short or corrupt (gzip.BadGzipFile is an OSError)
+READ_ERRORS = (OSError, EOFError, zlib_error)
 
 
 class InputError(Exception):
@@ -84,11 +86,25 @@ class Block:
 
 
 @dataclass
+class Opened:
+    """An input opened for reading (by :mod:`qwen_triage.inputs.file`): what the engine decodes, and the rest.
+
+    ``stream`` gives the bytes to decode (already decompressed; a compressed one reads one decompression step
+    a ``read``, so an input cut short loses nothing already decompressed); ``raw`` is the file under it, whose
+    position is the progress bar's; ``close`` closes what the opener opened, never a stream it was given.
+    """
+
+    stream: BinaryIO
+    raw: BinaryIO | None = None
+    close: Callable[[], None] = lambda: None
+
+
+@dataclass
 class Source:
     name: str  # what reports show: the path, or "<stdin>"
     index: int = 0
     path: Path | None = None  # None for stdin or a stream
-    stream: BinaryIO | None = None
+    stream: BinaryIO | None = None  # bytes given to decode as they are (no opener); never closed here
     size: int | None = None  # bytes on disk, for progress (compressed size for gzip)
     lines_read: int = 0
     bytes_read: int = 0
@@ -96,22 +112,10 @@ class Source:
     kind: str = "text"  # "text" or "journal-json"
     empty: bool = False  # it held no log line: empty, or only the journal's own "-- No entries --" lines
     notes: list[str] = field(default_factory=list)  # about reading it (a gzip that ended early, not text)
+    # opens the input when reading starts (inputs.file.open_source): N inputs named hold no file open until read
+    opener: Callable[[], Opened] | None = field(default=None, repr=False)
     _raw: BinaryIO | None = field(default=None, repr=False)
-
-    @classmethod
-    def from_arg(cls, arg: str, index: int = 0) -> "Source":
-        if arg == "-":
-            return cls(name="<stdin>", index=index, stream=sys.stdin.buffer)
-        path = Path(arg).expanduser()
-        if path.is_dir():
-            raise InputError(f"{arg}: is a directory")
-        if not path.exists():
-            raise InputError(f"{arg}: no such file")
-        try:
-            size = path.stat().st_size
-        except OSError as exc:
-            raise InputError(f"{arg}: {exc.strerror}") from None
-        return cls(name=str(arg), index=index, path=path, size=size)
+    _close: Callable[[], None] | None = field(default=None, repr=False)
 
     def position(self) -> int:
         """Bytes consumed from the underlying file so far (for progress)."""
@@ -121,24 +125,22 @@ class Source:
         except (OSError, ValueError):
             return self.bytes_read
 
-    def open(self) -> BinaryIO:
-        if self.stream is not None:
-            raw: BinaryIO = self.stream
-        else:
-            assert self.path is not None
-            try:
-                raw = open(self.path, "rb")  # noqa: SIM115 - closed by iter_blocks
-            except OSError as exc:
-                raise InputError(f"{self.name}: {exc.strerror}") from None
-        self._raw = raw
-        buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[arg-type]
-        try:
-            head = buffered.peek(2)[:2]
-        except (OSError, ValueError):
-            head = b""
-        if head == GZIP_MAGIC:
-            return gzip.GzipFile(fileobj=buffered)  # type: ignore[return-value]
-        return buffered  # type: ignore[return-value]
+    def begin(self) -> BinaryIO:
+        """The bytes to decode: what :attr:`opener` opens now (:class:`InputError` when it cannot), else
+        :attr:`stream` as given. :meth:`end` closes what was opened here."""
+        if self.opener is None:
+            assert self.stream is not None, f"{self.name}: a source needs a stream or an opener"
+            self._raw = self.stream
+            return self.stream
+        opened = self.opener()
+        self._raw, self._close = opened.raw, opened.close
+        return opened.stream
+
+    def end(self) -> None:
+        """Close what :meth:`begin` opened (a stream given as :attr:`stream` stays open: it is the caller's)."""
+        close, self._close = self._close, None
+        if close is not None:
+            close()
 
 
 def looks_like_journal_json(first: bytes) -> bool:
@@ -162,7 +164,7 @@ class _Prefixed:
 
     def __init__(self, head: bytes, stream: BinaryIO):
         self.head = head
-        self._read = stream.read1 if isinstance(stream, gzip.GzipFile) else stream.read
+        self._read = stream.read
 
     def read(self, n: int = -1) -> bytes:
         if not self.head:
@@ -172,7 +174,7 @@ class _Prefixed:
             return head
         try:  # the same first chunk as without the look: block boundaries do not depend on it
             return head + self._read(n - len(head) if n > 0 else -1)
-        except (OSError, EOFError, gzip.BadGzipFile, zlib_error):
+        except READ_ERRORS:
             return head  # the next read fails again and says so
 
 
@@ -183,7 +185,7 @@ def _first_line(stream: BinaryIO, limit: int) -> bytes:
     while b"\n" not in head and len(head) < limit:
         try:
             data = read1(limit - len(head))
-        except (OSError, EOFError, gzip.BadGzipFile, zlib_error):
+        except READ_ERRORS:
             if not head:
                 raise
             break  # what was read is kept; reading on fails again and says so
@@ -198,14 +200,13 @@ def raw_blocks(stream: BinaryIO, source: Source, max_line: int = MAX_LINE, chunk
     line_no = 1
     pending = b""
     skipping = False  # inside the unread tail of an overlong line
-    # gzip: one decompression step a read, so an input that ends early loses nothing already decompressed
-    read = stream.read1 if isinstance(stream, gzip.GzipFile) else stream.read
+    read = stream.read  # a compressed input reads one decompression step a read (Opened)
     sample = b""
     from_start = source.bytes_read == 0  # the text check is made once, on a source's first bytes
     while True:
         try:
             data = read(chunk)
-        except (OSError, EOFError, gzip.BadGzipFile, zlib_error) as exc:
+        except READ_ERRORS as exc:
             if not source.bytes_read and not pending:
                 raise InputError(f"{source.name}: read failed: {exc}") from None
             source.notes.append(f"{source.name}: input ended early ({exc}); the report covers what was read")
@@ -408,12 +409,12 @@ def _journal_time(usec: object) -> str | None:
 
 
 def iter_blocks(source: Source, max_line: int = MAX_LINE, chunk: int = CHUNK) -> Iterator[Block]:
-    """Blocks of one source, detecting gzip and journal JSON from the first bytes."""
-    stream = source.open()
+    """Blocks of one source, detecting journal JSON from the first bytes (gzip is the opener's: :class:`Opened`)."""
+    stream = source.begin()
     try:
         try:
             head = _first_line(stream, JOURNAL_MAX_LINE)
-        except (OSError, EOFError, gzip.BadGzipFile, zlib_error) as exc:
+        except READ_ERRORS as exc:
             raise InputError(f"{source.name}: {exc}") from None
         reader: BinaryIO = _Prefixed(head, stream)  # type: ignore[assignment]
         if looks_like_journal_json(head):
@@ -425,10 +426,7 @@ def iter_blocks(source: Source, max_line: int = MAX_LINE, chunk: int = CHUNK) ->
             source.truncated_count += len(block.truncated)
             yield block
     finally:
-        if source.stream is None:
-            stream.close()
-            if source._raw is not None:
-                source._raw.close()
+        source.end()
 
 
 def is_terminal(stream: object) -> bool:

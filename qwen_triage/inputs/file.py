@@ -11,22 +11,28 @@ Both read a file by its identity (device, inode), an offset and a hash of its fi
   changed; reading starts again at 0.
 - a file that is missing: an error for a run of ``check``; waited for by a follower.
 
-Compressed files (gzip) do not grow: :func:`is_gzip` lets ``--follow`` refuse them (``scan`` reads them whole,
-through the engine's decoder); stdin that is a regular file is followed as ``/dev/stdin``.
-Decoding the bytes read (line limits, journal JSON, ANSI) is the engine's, not this module's.
+Compressed files (gzip) do not grow: :func:`is_gzip` lets ``--follow`` refuse them (``scan`` reads them whole:
+:func:`open_source` opens a path or stdin, decompressing gzip found by its magic); stdin that is a regular file
+is followed as ``/dev/stdin``. Decoding the bytes read (line limits, journal JSON, ANSI) is the engine's, not
+this module's.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import io
 import os
 import stat
+import sys
 import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import BinaryIO, Callable, Iterator
 
 from qwen_triage.inputs.base import Chunk, FileCursor, Reader, SourceState, totals
-from qwen_triage.engine.sources import GZIP_MAGIC, looks_like_journal_json
+from qwen_triage.engine.sources import InputError, Opened, Source, looks_like_journal_json
+
+GZIP_MAGIC = b"\x1f\x8b"
 
 HEAD = 4096  # bytes of a file's start hashed to recognise it
 READ_CHUNK = 4 << 20  # bytes read per step (and per chunk handed to the engine)
@@ -370,3 +376,70 @@ def stdin_is_regular_file() -> bool:
         return stat.S_ISREG(os.fstat(0).st_mode)
     except OSError:
         return False
+
+
+# --- whole inputs for `scan` -----------------------------------------------------------------------------
+
+
+def open_source(arg: str, index: int = 0) -> Source:
+    """A command-line input for the engine to decode: ``-`` is stdin, anything else a file path.
+
+    The path is checked now (a directory, a missing file, one that cannot be stat'ed: :class:`InputError` with
+    the message ``scan`` prints) and opened only when the engine starts reading it (:attr:`Source.opener`), so
+    a scan of ten thousand paths holds one file open at a time, and closed when it has been read.
+    """
+    if arg == "-":
+        stdin = sys.stdin.buffer
+        return Source(name="<stdin>", index=index, opener=lambda: _decompressed(stdin))
+    path = Path(arg).expanduser()
+    if path.is_dir():
+        raise InputError(f"{arg}: is a directory")
+    if not path.exists():
+        raise InputError(f"{arg}: no such file")
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise InputError(f"{arg}: {exc.strerror}") from None
+    name = str(arg)
+    return Source(name=name, index=index, path=path, size=size, opener=lambda: _open_file(path, name))
+
+
+def _open_file(path: Path, name: str) -> Opened:
+    try:
+        raw = open(path, "rb")  # noqa: SIM115 - closed by Opened.close, when the engine has read it
+    except OSError as exc:
+        raise InputError(f"{name}: {exc.strerror}") from None
+    opened = _decompressed(raw)
+
+    def close() -> None:
+        opened.stream.close()
+        raw.close()
+
+    return Opened(stream=opened.stream, raw=raw, close=close)
+
+
+def _decompressed(raw: BinaryIO) -> Opened:
+    """``raw`` buffered, and decompressed when it starts as gzip does (its magic decides, not its name).
+
+    Closing is the caller's: stdin stays open; a file is closed by :func:`_open_file`'s ``close``.
+    """
+    buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[arg-type]
+    try:
+        head = buffered.peek(2)[:2]
+    except (OSError, ValueError):
+        head = b""
+    if head == GZIP_MAGIC:
+        return Opened(stream=_Stepwise(gzip.GzipFile(fileobj=buffered)), raw=raw)  # type: ignore[arg-type]
+    return Opened(stream=buffered, raw=raw)  # type: ignore[arg-type]
+
+
+class _Stepwise:
+    """A gzip stream whose ``read`` is one decompression step (``read1``): an input that ends early (a cut
+    download) loses nothing already decompressed; the engine reports what was read, with a note."""
+
+    def __init__(self, gz: gzip.GzipFile):
+        self._gz = gz
+        self.read = self.read1 = gz.read1
+
+    def close(self) -> None:
+        self._gz.close()

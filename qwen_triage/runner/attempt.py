@@ -327,12 +327,13 @@ def triage_attempt(
     """The attempt's log and the kernel log of its window, scanned as one report."""
     from qwen_triage.engine.scanner import Scanner
     from qwen_triage.engine.sources import InputError, Source
+    from qwen_triage.inputs.file import open_source
 
     notes: list[str] = []
     scanner = Scanner(compiled)
     sources = []
     try:
-        sources.append(Source.from_arg(str(log_path), 0))
+        sources.append(open_source(str(log_path), 0))
     except InputError as exc:
         notes.append(f"log not readable: {exc}")
     if kernel:

@@ -18,7 +18,7 @@ from qwen_triage.engine import warmup
 from qwen_triage.engine.matcher import CompiledPack
 from qwen_triage.engine.prefilter import BUILD_ENV, hyperscan_available
 from qwen_triage.engine.scanner import Scanner
-from qwen_triage.engine.sources import Source
+from qwen_triage.inputs.file import open_source
 from qwen_triage.rulepack.pack import LoadDeadline, load_pack
 from qwen_triage.rulepack.prebuilt import PREBUILT_ENV
 from tests.rulepack.test_rule_files import GOOD_RULE
@@ -39,7 +39,7 @@ def _diagnoses(compiled: CompiledPack, tmp_path: Path) -> list[tuple[str, str]]:
     log = tmp_path / "x.log"
     log.write_text(LOG)
     scanner = Scanner(compiled)
-    for _ in scanner.scan_source(Source.from_arg(str(log))):
+    for _ in scanner.scan_source(open_source(str(log))):
         pass
     return [(d.class_, d.rule) for d in scanner.report().diagnoses]
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from qwen_triage.engine.normalize import ANSI_BYTES_RE
 from qwen_triage.engine.sources import Source, iter_blocks, raw_blocks, strip_ansi_lines
+from qwen_triage.inputs.file import open_source
 
 
 def lines_of(blocks) -> list[tuple[int, bytes, bool]]:
@@ -46,7 +47,7 @@ def test_overlong_last_line_without_newline() -> None:
 def test_gzip_is_detected_by_magic(tmp_path) -> None:
     p = tmp_path / "server.log.gz"
     p.write_bytes(gzip.compress(b"one\ntwo\n"))
-    src = Source.from_arg(str(p))
+    src = open_source(str(p))
     assert [t for _, t, _ in lines_of(iter_blocks(src))] == [b"one", b"two"]
     assert src.lines_read == 2
 
@@ -60,7 +61,7 @@ def test_journal_json_message_string_and_byte_array(tmp_path) -> None:
     ]
     p = tmp_path / "j.json"
     p.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
-    src = Source.from_arg(str(p))
+    src = open_source(str(p))
     blocks = list(iter_blocks(src))
     assert src.kind == "journal-json"
     got = lines_of(blocks)

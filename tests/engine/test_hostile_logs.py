@@ -21,8 +21,9 @@ from hypothesis import strategies as st
 
 from qwen_triage.engine.matcher import CompiledPack, convert_fact
 from qwen_triage.engine.normalize import decode_line, normalize
-from qwen_triage.engine.scanner import scan_paths
 from qwen_triage.engine.sources import Block, InputError, Source, iter_blocks, journal_blocks, raw_blocks
+from qwen_triage.inputs.file import open_source
+from qwen_triage.inputs.scan import scan_paths
 from qwen_triage.rulepack.pack import load_pack
 from qwen_triage.units import MAX_INT_DIGITS, bounded_int, port_number
 
@@ -191,7 +192,7 @@ def test_item4_property_iter_blocks_on_any_bytes(tmp_path_factory, data: bytes) 
     p = tmp_path_factory.mktemp("b") / "x.log"
     p.write_bytes(data)
     try:
-        for block in iter_blocks(Source.from_arg(str(p))):
+        for block in iter_blocks(open_source(str(p))):
             assert all(len(line) <= 5 * 64 * 1024 for line in block.data.split(b"\n"))
     except InputError:  # gzip magic then garbage: the one clean refusal allowed
         assert data.startswith(b"\x1f\x8b")
@@ -241,7 +242,7 @@ def test_item10_gzip_broken_from_the_start_is_still_an_input_error(tmp_path) -> 
     p = tmp_path / "bad.gz"
     p.write_bytes(b"\x1f\x8bnot gzip at all")
     with pytest.raises(InputError):
-        list(iter_blocks(Source.from_arg(str(p))))
+        list(iter_blocks(open_source(str(p))))
 
 
 # --- item 11: big journal records -------------------------------------------------
@@ -252,7 +253,7 @@ def test_item11_first_record_over_4kb_is_still_journal_json(tmp_path) -> None:
             {"__CURSOR": "c2", "MESSAGE": "TESTSEGV signal: segmentation fault", "_PID": "7"}]
     p = tmp_path / "j.json"
     p.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
-    src = Source.from_arg(str(p))
+    src = open_source(str(p))
     lines = lines_of(iter_blocks(src))
     assert src.kind == "journal-json"
     assert lines[1] == (2, b"TESTSEGV signal: segmentation fault")
@@ -262,7 +263,7 @@ def test_item11_first_record_longer_than_a_journal_line_is_detected_by_its_key(t
     p = tmp_path / "j.json"
     p.write_text(json.dumps({"__CURSOR": "c", "MESSAGE": "B" * 400_000}) + "\n"
                  + json.dumps({"__CURSOR": "d", "MESSAGE": "after"}) + "\n")
-    src = Source.from_arg(str(p))
+    src = open_source(str(p))
     lines = lines_of(iter_blocks(src))
     assert src.kind == "journal-json" and lines[-1] == (2, b"after")
 
@@ -271,7 +272,7 @@ def test_item11_non_utf8_byte_array_message_over_13kb_is_decoded(tmp_path) -> No
     message = b"TESTSEGV signal: segmentation fault \xff" + b"\xfe" * 20_000
     p = tmp_path / "j.json"
     p.write_text(json.dumps({"__CURSOR": "c", "MESSAGE": list(message)}) + "\n")
-    src = Source.from_arg(str(p))
+    src = open_source(str(p))
     lines = lines_of(iter_blocks(src))
     assert src.kind == "journal-json"
     assert lines[0][1] == message

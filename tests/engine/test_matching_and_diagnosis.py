@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from qwen_triage.engine.scanner import Scanner, scan_paths
+from qwen_triage.engine.scanner import Scanner
 from qwen_triage.engine.matcher import CompiledPack
 from qwen_triage.rulepack.pack import load_pack
 from qwen_triage.engine.sources import Source
+from qwen_triage.inputs.file import open_source
+from qwen_triage.inputs.scan import scan_paths
 
 DATA = Path(__file__).parents[1] / "data"
 
@@ -154,7 +156,7 @@ def test_stdin_source(test_pack, monkeypatch) -> None:
     fake = io.TextIOWrapper(io.BufferedReader(io.BytesIO(b"TESTSEGV signal: segmentation fault\n")))
     monkeypatch.setattr(sys, "stdin", fake)
     scanner = Scanner(test_pack)
-    list(scanner.scan_source(Source.from_arg("-")))
+    list(scanner.scan_source(open_source("-")))
     report = scanner.report()
     assert report.classes() == ["process.segfault"]
     assert report.diagnoses[0].evidence[0].path == "<stdin>"

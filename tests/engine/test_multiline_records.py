@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from qwen_triage.engine.matcher import CompiledPack
-from qwen_triage.engine.scanner import Scanner, scan_paths
+from qwen_triage.engine.scanner import Scanner
 from qwen_triage.engine.sources import Block, Source
+from qwen_triage.inputs.scan import scan_paths
 from qwen_triage.rulepack.pack import load_pack
 
 RULES = """\

@@ -13,7 +13,8 @@ import pytest
 from qwen_triage.engine import prefilter as prefilter_mod
 from qwen_triage.engine.matcher import CompiledPack
 from qwen_triage.engine.normalize import decode_line, normalize
-from qwen_triage.engine.sources import Source, iter_blocks
+from qwen_triage.engine.sources import iter_blocks
+from qwen_triage.inputs.file import open_source
 from qwen_triage.rulepack.pack import load_pack
 from tests.conftest import FIXTURES
 
@@ -50,7 +51,7 @@ def test_literal_engine_misses_no_confirmed_pattern(pack, reference, variant, mo
     assert (literal.prefilter._re2 is not None) == (variant == "re2")  # type: ignore[attr-defined]
     checked = 0
     for path in LOGS:
-        for block in iter_blocks(Source.from_arg(str(path))):
+        for block in iter_blocks(open_source(str(path))):
             ours = literal.prefilter.candidates(block.data)
             theirs = reference.prefilter.candidates(block.data)
             lines = _lines(block.data)
@@ -72,7 +73,7 @@ def test_a_phrase_split_by_a_nul_or_a_colour_code_is_still_found(pack, tmp_path)
                     b"\x1b[31mtorch.OutOfMemoryError: CUDA out of\x1b[0m memory. Tried to allocate 2.00 GiB.\n")
     for engine in ("literal", "hyperscan"):
         scanner = Scanner(CompiledPack.build(pack, engine=engine))
-        list(scanner.scan_source(Source.from_arg(str(log))))
+        list(scanner.scan_source(open_source(str(log))))
         report = scanner.report()
         assert report.diagnoses and report.diagnoses[0].rule == "torch.cuda-oom", engine
         assert report.diagnoses[0].count == 2, engine

@@ -135,14 +135,14 @@ benign:
 
 def test_a_backtracking_benign_pattern_is_disabled_not_run_for_ever(tmp_path: Path) -> None:
     from qwen_triage.engine.scanner import Scanner, compile_pack
-    from qwen_triage.engine.sources import Source
+    from qwen_triage.inputs.file import open_source
 
     (tmp_path / "rules").mkdir()
     (tmp_path / "rules" / "benign.yaml").write_text(BACKTRACKING_BENIGN)
     log = tmp_path / "x.log"
     log.write_text("ERROR " + "a" * 45 + "!\n")  # 45 bytes of the attack: minutes of backtracking unguarded
     scanner = Scanner(compile_pack([str(tmp_path / "rules")]))
-    for _ in scanner.scan_source(Source.from_arg(str(log))):
+    for _ in scanner.scan_source(open_source(str(log))):
         pass
     notes = scanner.report().notes
     assert any("known-benign pattern 'ERROR (a|aa)+$' was disabled" in n for n in notes), notes

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from qwen_triage.engine.scanner import Scanner
-from qwen_triage.engine.sources import Source
+from qwen_triage.inputs.file import open_source
 from qwen_triage.report.model import (
     Diagnosis,
     Evidence,
@@ -38,7 +38,7 @@ def _same(ours: str, theirs: str) -> None:
 
 def _scan(compiled, path) -> Report:  # type: ignore[no-untyped-def]
     scanner = Scanner(compiled)
-    for _ in scanner.scan_source(Source.from_arg(str(path))):
+    for _ in scanner.scan_source(open_source(str(path))):
         pass
     return scanner.report()
 

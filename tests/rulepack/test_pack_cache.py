@@ -10,7 +10,7 @@ import pytest
 
 from qwen_triage.engine.matcher import CompiledPack
 from qwen_triage.engine.scanner import Scanner
-from qwen_triage.engine.sources import Source
+from qwen_triage.inputs.file import open_source
 from qwen_triage.rulepack.cache import Cache
 from qwen_triage.rulepack.pack import load_pack
 from tests.conftest import ROOT
@@ -102,6 +102,6 @@ def test_a_tampered_hyperscan_database_is_rebuilt(tmp_path: Path) -> None:
     log = tmp_path / "k.log"
     log.write_text(SEGFAULT_LINE)
     scanner = Scanner(CompiledPack.build(pack, engine="hyperscan", cache_dir=cache_dir))
-    for _ in scanner.scan_source(Source.from_arg(str(log))):
+    for _ in scanner.scan_source(open_source(str(log))):
         pass
     assert [d.class_ for d in scanner.report().diagnoses] == ["process.segfault"]

@@ -19,7 +19,7 @@ from qwen_triage.rulepack.actions import (
     SetEnv,
     StopProcess,
 )
-from qwen_triage.engine.scanner import scan_paths
+from qwen_triage.inputs.scan import scan_paths
 from qwen_triage.preflight.findings import (
     CheckFinding,
     act,
