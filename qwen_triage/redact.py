@@ -15,10 +15,12 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import NamedTuple
 
+from qwen_triage.lazyre import lazy
+
 MASK = "***"
 
 # Environment variable names whose values are secrets.
-_SECRET_NAME = re.compile(
+_SECRET_NAME = lazy(
     r"(?i)(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH|_KEY$|^KEY$)"
 )
 # Command-line flags whose value is a secret (vLLM, Ollama, the hub CLI, TGI, SGLang).
@@ -26,40 +28,40 @@ SECRET_FLAGS = frozenset({"--api-key", "--hf-token", "--token", "--password", "-
 
 _TEXT_PATTERNS = (
     # OpenAI-style keys (sk-…, sk-proj-…), hub tokens (hf_…), GitHub and Slack tokens
-    re.compile(r"\b(?:sk-(?:proj-|ant-)?|hf_|ghp_|gho_|ghs_|github_pat_|xox[abpr]-)[A-Za-z0-9_\-]{8,}"),
+    lazy(r"\b(?:sk-(?:proj-|ant-)?|hf_|ghp_|gho_|ghs_|github_pat_|xox[abpr]-)[A-Za-z0-9_\-]{8,}"),
     # Authorization headers
-    re.compile(r"(?i)(?<=\bBearer )[A-Za-z0-9._~+/=\-]{8,}"),
-    re.compile(r"(?i)(?<=\bBasic )[A-Za-z0-9+/=]{8,}"),
+    lazy(r"(?i)(?<=\bBearer )[A-Za-z0-9._~+/=\-]{8,}"),
+    lazy(r"(?i)(?<=\bBasic )[A-Za-z0-9+/=]{8,}"),
     # user:password@ in URLs
-    re.compile(r"(?<=://)[^/\s:@]{1,256}:[^/\s@]{1,256}(?=@)"),
+    lazy(r"(?<=://)[^/\s:@]{1,256}:[^/\s@]{1,256}(?=@)"),
     # AWS access key ids (the secret key beside one is a NAME=value below)
-    re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA)[A-Z0-9]{16}\b"),
+    lazy(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA)[A-Z0-9]{16}\b"),
     # Cookie and Set-Cookie headers: every cookie in them (session ids are credentials)
-    re.compile(r"(?i)(?<=\bcookie: )[^\r\n]{1,8192}"),
+    lazy(r"(?i)(?<=\bcookie: )[^\r\n]{1,8192}"),
     # a PEM private key: the block whole, or what follows its first line when the block is cut
-    re.compile(r"-----BEGIN (?:[A-Z0-9]+ ){0,3}PRIVATE KEY-----(?:.{0,16384}?-----END (?:[A-Z0-9]+ ){0,3}PRIVATE KEY-----|.{0,16384})", re.S),
+    lazy(r"-----BEGIN (?:[A-Z0-9]+ ){0,3}PRIVATE KEY-----(?:.{0,16384}?-----END (?:[A-Z0-9]+ ){0,3}PRIVATE KEY-----|.{0,16384})", re.S),
     # one line of a PEM body on its own (64 base64 characters, mixed case and digits: not a hex digest)
-    re.compile(r"^(?=[^\n]{0,76}[A-Z])(?=[^\n]{0,76}[a-z])(?=[^\n]{0,76}\d)[A-Za-z0-9+/]{60,76}={0,2}$", re.M),
+    lazy(r"^(?=[^\n]{0,76}[A-Z])(?=[^\n]{0,76}[a-z])(?=[^\n]{0,76}\d)[A-Za-z0-9+/]{60,76}={0,2}$", re.M),
 )
 # vLLM prints its arguments as a dict: `'api_key': ['k1', 'k2']`, every key of the list a secret
-_LIST_ASSIGNMENT = re.compile(
+_LIST_ASSIGNMENT = lazy(
     r"(?i)(?P<name>\b[A-Za-z0-9_.\-]{0,63}(?:token|secret|password|passwd|api[_-]?key|access[_-]?key)s?)"
     r"(?P<sep>[\"']?\s*[:=]\s*)\[(?P<items>[^\]\n]{0,4096})\]"
 )
-_QUOTED = re.compile(r"(?P<q>[\"'])(?:(?!(?P=q)).){1,512}(?P=q)")
+_QUOTED = lazy(r"(?P<q>[\"'])(?:(?!(?P=q)).){1,512}(?P=q)")
 # `password hunter2`: a password word, then a value that has a digit or a symbol in it (so that
 # "password authentication failed" stays as it is)
-_WORD_VALUE = re.compile(
+_WORD_VALUE = lazy(
     r"(?i)(?P<name>\b(?:password|passwd|passphrase|pwd)) (?P<value>(?=\S{0,127}?[^\sA-Za-z])[^\s\"',;]{3,128})"
 )
 # NAME=value and NAME: value where NAME looks like a secret (HF_TOKEN=…, "api_key": "…", --api-key …)
-_ASSIGNMENT = re.compile(
+_ASSIGNMENT = lazy(
     r"(?i)(?P<name>\b(?:(?:[A-Za-z0-9_.\-]{0,63}[_.\-])?(?:token|secret|password|passwd|api[_-]?key|access[_-]?key|cookie)"
     r"|[A-Za-z0-9_.\-]{0,63}[_.\-]key))"
     r"(?P<sep>[\"']?\s*[:=]\s*[\"']?)(?P<value>[^\s\"',;&]{3,})"
 )
 # a secret flag and its value in a command line printed as text
-_FLAG_VALUE = re.compile(r"(?P<name>--(?:api-key|hf-token|token|password|admin-api-key))(?P<sep>\s+|=)(?P<value>[^\s\"']{1,})")
+_FLAG_VALUE = lazy(r"(?P<name>--(?:api-key|hf-token|token|password|admin-api-key))(?P<sep>\s+|=)(?P<value>[^\s\"']{1,})")
 
 
 def is_secret_env(name: str) -> bool:
@@ -140,7 +142,7 @@ def mask_argv(argv: Sequence[str]) -> list[str]:
 
 
 # tokenizer settings and counters named like secrets: `pad_token: <pad>`, `max_tokens=…`
-_NOT_SECRET_NAME = re.compile(r"(?i)(?:pad|eos|bos|unk|cls|sep|mask|special|max|min|num|total|added)[_.\-]?tokens?$")
+_NOT_SECRET_NAME = lazy(r"(?i)(?:pad|eos|bos|unk|cls|sep|mask|special|max|min|num|total|added)[_.\-]?tokens?$")
 _NOT_SECRET_VALUE = frozenset({"true", "false", "none", "null", "***", "<redacted>"})
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import re
 
+from qwen_triage.lazyre import lazy
+
 GiB = 2**30
 MiB = 2**20
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*([KMGTP]?)(i?)(B?)\s*$", re.IGNORECASE)
+_SIZE = lazy(r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*([KMGTP]?)(i?)(B?)\s*$", re.IGNORECASE)
 _POWER = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5}
 MAX_SIZE = 2**80  # no byte count anyone prints is larger; a longer number is not a size
 
@@ -82,7 +84,7 @@ def port_number(value: object) -> int | None:
     return number if number is not None and 1 <= number <= 65535 else None
 
 
-_COUNT = re.compile(r"^(\d+(?:\.\d+)?)([kKmMgGtT])$")
+_COUNT = lazy(r"^(\d+(?:\.\d+)?)([kKmMgGtT])$")
 
 
 def parse_count(value: str) -> int:

@@ -19,10 +19,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from qwen_triage.lazyre import lazy
+
 MAX_JOINED_CHARS = 4096
 
 # An NVRM line that starts a message of its own rather than continuing one.
-_NVRM_NEW = re.compile(
+_NVRM_NEW = lazy(
     r"^NVRM: (?:Xid|SXid|GPU at|GPU \d|GPU [0-9a-fA-F]{4}:|loading|API mismatch|The NVIDIA|RmInit|rm_init|os[A-Z]|"
     r"nvidia-|knvlink|nvlink|This PCI|No NVIDIA|request_mem_region|Failed|[A-Za-z]+\(\))"
 )
@@ -58,9 +60,9 @@ def _family(name: str, starts: str, continues: str, *, max_lines: int, strip: st
             keep: str | None = None, ends: str | None = None) -> Family:
     """A family from its patterns' text (compiled here, once)."""
     def compiled(p: str | None) -> re.Pattern[str] | None:
-        return re.compile(p) if p is not None else None
+        return lazy(p) if p is not None else None
 
-    return Family(name, re.compile(starts), re.compile(continues), compiled(strip), max_lines, compiled(keep),
+    return Family(name, lazy(starts), lazy(continues), compiled(strip), max_lines, compiled(keep),
                   compiled(ends))
 
 
@@ -79,7 +81,7 @@ FAMILIES: tuple[Family, ...] = (
             keep=r"^\[signal |^[\w./-]+\.\(?\*?[\w]+\)?\.?\w*\("),
 )
 
-_GO_FRAME = re.compile(r"^(?P<pkg>[\w.-]+(?:/[\w.-]+)*)\.(?:\(\*?\w+\)\.)?\w+\(")
+_GO_FRAME = lazy(r"^(?P<pkg>[\w.-]+(?:/[\w.-]+)*)\.(?:\(\*?\w+\)\.)?\w+\(")
 
 
 # Words one of the families needs on a line: most candidate lines have none, and skip the families.
@@ -89,7 +91,7 @@ _HINTS = (
 )
 
 
-_HINT_RE = re.compile("|".join(re.escape(h) for h in _HINTS))
+_HINT_RE = lazy("|".join(re.escape(h) for h in _HINTS))
 
 
 def may_span(message: str) -> bool:

@@ -15,10 +15,11 @@ from typing import Callable
 
 from qwen_triage.engine.origin import APP_FORMATS
 from qwen_triage.engine.records import LineRecord
+from qwen_triage.lazyre import lazy
 from qwen_triage.units import bounded_int
 
-ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
-ANSI_BYTES_RE = re.compile(ANSI_RE.pattern.encode())
+ANSI_RE = lazy(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+ANSI_BYTES_RE = lazy(ANSI_RE.pattern.encode())
 
 _LEVELS = {
     "d": "debug",
@@ -64,7 +65,7 @@ _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 
 def _wrapper(*parts: str) -> re.Pattern[str]:
     """One wrapper's regex, its parts joined; DOTALL, so the message group takes the rest of the line, CRs too."""
-    return re.compile("".join(parts), re.S)
+    return lazy("".join(parts), re.S)
 
 
 # syslog's tag after the timestamp, as journald prints it
@@ -99,7 +100,7 @@ GLOG = _wrapper(r"\[(?P<level>[IWEF])(?P<ts>\d{3,4} \d\d:\d\d:\d\d\.\d+)(?: +\d+
                 r"(?P<src>[^\]\s]+:\d+)\] ?(?P<msg>.*)")
 # torch's own logging without brackets: `W1129 16:46:03.146000 11144 torch/_library/triton.py:53] …`
 GLOG_BARE = _wrapper(r"(?P<level>[IWEF])(?P<ts>\d{4} \d\d:\d\d:\d\d\.\d+) +\d+ (?P<src>\S+:\d+)\] ?(?P<msg>.*)")
-GPU_IN_PROC = re.compile(r"(?:TP|rank|_|-)(\d+)$")
+GPU_IN_PROC = lazy(r"(?:TP|rank|_|-)(\d+)$")
 
 
 def _set_ts(rec: LineRecord, ts: str) -> None:

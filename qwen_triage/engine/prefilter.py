@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Protocol
 
 from qwen_triage.engine.detached import BUILD_ENV, build_mode, start_build
+from qwen_triage.lazyre import lazy
 from qwen_triage.engine.literals import required_literals
 
 __all__ = ["BUILD_ENV", "build_prefilter", "hyperscan_available"]
@@ -35,7 +36,7 @@ Candidates = dict[int, set[int]]  # line start offset in block -> pattern ids
 MAX_EXPANDED = 5000  # one pattern: about five seconds of Hyperscan compile at most
 MAX_EXPANDED_TOTAL = 20_000  # all patterns above HEAVY together
 HEAVY = 1000
-_BOUND = re.compile(r"\{(\d+)(?:,(\d*))?\}")
+_BOUND = lazy(r"\{(\d+)(?:,(\d*))?\}")
 
 
 def expanded_size(pattern: str) -> int:
@@ -122,8 +123,8 @@ _ANY_RUN = b"(?s:.)*"
 _FOLDED = b"[\\x80-\\xff]{2,4}"  # a non-ASCII character that case-folds to an ASCII letter (K, ſ)
 _EXACT_REPEAT = 8  # a repeated literal keeps its count up to this bound (``s?``, ``-{2,3}``)
 _MAX_WIDENED = 50_000  # bytes: a larger widened form is not worth its DFA; the literals do
-_SCOPED_IGNORECASE = re.compile(r"\(\?[a-zA-Z]*i")  # (?i:...), (?si), also a leading (?i): wider is fine
-_POSIX_CLASS = re.compile(r"\[:\^?[A-Za-z]+:\]")  # `regex` reads [[:alpha:]] as a class, `re` does not
+_SCOPED_IGNORECASE = lazy(r"\(\?[a-zA-Z]*i")  # (?i:...), (?si), also a leading (?i): wider is fine
+_POSIX_CLASS = lazy(r"\[:\^?[A-Za-z]+:\]")  # `regex` reads [[:alpha:]] as a class, `re` does not
 _RE2_MIN_MEM = 64 << 20  # RE2's memory budget: a limit, not an allocation (states are built as met)
 
 

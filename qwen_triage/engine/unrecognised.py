@@ -35,6 +35,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from qwen_triage.lazyre import lazy
 from qwen_triage.engine.records import LineRecord
 
 MAX_TEMPLATES = 200
@@ -62,46 +63,46 @@ SIGNALS = {
     ),
 }
 
-_FRAME = re.compile(r'^\s*File "(?P<file>[^"]{1,500})", line \d+, in \S')
-_EXCEPTION = re.compile(
+_FRAME = lazy(r'^\s*File "(?P<file>[^"]{1,500})", line \d+, in \S')
+_EXCEPTION = lazy(
     r"^(?P<exc>(?:[A-Za-z_]\w{0,60}\.){0,8}(?:[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Failure|Fault|Abort)"
     r"|Exception))"  # Python's base class too: `raise Exception("…")`
     r"(?::\s?(?P<msg>.{0,400}))?$"
 )
-_ERROR = re.compile(
+_ERROR = lazy(
     r"\b(?:ERROR|FATAL|CRITICAL|PANIC)\b|\blevel=(?:error|fatal|ERROR|FATAL)\b|^panic: |\bfatal error: "
     r"|^(?:error|Error): |\bterminate called after throwing"
 )
 _ERROR_LEVELS = ("error", "critical", "fatal")
 # A traceback starts, or a chained one follows the exception before it (Python 3.11 groups: `+ Exception Group …`).
-_TRACE_START = re.compile(
+_TRACE_START = lazy(
     r"^(?:\+\s*)?(?:Exception Group )?Traceback \(most recent call last\):"
     r"|^During handling of the above exception, another exception occurred:"
     r"|^The above exception was the direct cause of the following exception:"
 )
-_CHAINED = re.compile(r"^(?:During handling of the above|The above exception was the direct cause)")
-_CARETS = re.compile(r"^[\s^~]*\^[\s^~]*$|^[\s~]+$")  # Python 3.11+ marks the failing expression under a source line
-_SOURCE_RAISE = re.compile(r"^\s+raise\b")  # a traceback's source line, whatever prefix the logger added
+_CHAINED = lazy(r"^(?:During handling of the above|The above exception was the direct cause)")
+_CARETS = lazy(r"^[\s^~]*\^[\s^~]*$|^[\s~]+$")  # Python 3.11+ marks the failing expression under a source line
+_SOURCE_RAISE = lazy(r"^\s+raise\b")  # a traceback's source line, whatever prefix the logger added
 
 # Masks, most specific first: each variable part becomes a placeholder.
 _MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"), "<UUID>"),
-    (re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?\b"), "<IP>"),
-    (re.compile(r"\b[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?\b"), "<PCI>"),
-    (re.compile(r"\b\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"), "<TIME>"),
-    (re.compile(r"\b\d\d:\d\d:\d\d(?:[.,]\d+)?\b"), "<TIME>"),
-    (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<HEX>"),
-    (re.compile(r"\b[0-9a-f]{16,}\b"), "<HEX>"),
-    (re.compile(r"(?:(?<=\s)|^|(?<=[=(\['\"]))(?:[A-Za-z]:)?(?:/|\\\\)[^\s'\",:)\]]{1,300}"), "<PATH>"),
+    (lazy(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"), "<UUID>"),
+    (lazy(r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?\b"), "<IP>"),
+    (lazy(r"\b[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?\b"), "<PCI>"),
+    (lazy(r"\b\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"), "<TIME>"),
+    (lazy(r"\b\d\d:\d\d:\d\d(?:[.,]\d+)?\b"), "<TIME>"),
+    (lazy(r"\b0x[0-9a-fA-F]+\b"), "<HEX>"),
+    (lazy(r"\b[0-9a-f]{16,}\b"), "<HEX>"),
+    (lazy(r"(?:(?<=\s)|^|(?<=[=(\['\"]))(?:[A-Za-z]:)?(?:/|\\\\)[^\s'\",:)\]]{1,300}"), "<PATH>"),
     # quoted single values (a name, an id); quoted phrases stay, they are the message
-    (re.compile(r"'[^'\s]{1,200}'"), "'<S>'"),
-    (re.compile(r'"[^"\s]{1,200}"'), '"<S>"'),
-    (re.compile(r"`[^`\s]{1,200}`"), "`<S>`"),
-    (re.compile(r"(?<![A-Za-z0-9_.])\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"), "<N>"),
+    (lazy(r"'[^'\s]{1,200}'"), "'<S>'"),
+    (lazy(r'"[^"\s]{1,200}"'), '"<S>"'),
+    (lazy(r"`[^`\s]{1,200}`"), "`<S>`"),
+    (lazy(r"(?<![A-Za-z0-9_.])\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"), "<N>"),
 )
-_SPACES = re.compile(r"\s+")
+_SPACES = lazy(r"\s+")
 # Where a traceback frame lives: site-packages/<library>/…, dist-packages, or a local file.
-_LIBRARY = re.compile(r"(?:site|dist)-packages/(?P<lib>[A-Za-z_][\w]*)")
+_LIBRARY = lazy(r"(?:site|dist)-packages/(?P<lib>[A-Za-z_][\w]*)")
 
 
 def template_of(message: str) -> str:

@@ -1,0 +1,51 @@
+"""Module-level `re` patterns compiled on first use, so that importing a module costs no regex compile.
+
+A 10-line `scan` imports the normaliser, the multi-line families, the unrecognised-template
+masks and the secret masker: over a hundred patterns whose compile was a fifth of the warm
+start-up (issue 19 asks for it within 3x of ``python -m json.tool``), though a healthy log
+needs few of them. ``lazy(r"...")`` stands where ``re.compile(r"...")`` stood. On first use
+it compiles and puts the compiled pattern's bound methods on the instance, so every later
+``.search`` is the compiled pattern's own method found in the instance dict: no wrapper on
+the hot path. ``pattern`` is known at once; any other attribute (``flags``, ``groupindex``)
+compiles.
+
+Leaf module: the standard library only.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_METHODS = ("search", "match", "fullmatch", "sub", "subn", "finditer", "findall", "split", "scanner")
+
+
+class LazyPattern:
+    """An `re.Pattern` compiled the first time one of its methods or attributes is used."""
+
+    def __init__(self, pattern: str | bytes, flags: int = 0) -> None:
+        self.pattern = pattern
+        self._flags = flags
+
+    def compiled(self) -> re.Pattern[Any]:
+        """The compiled pattern (compiled now if it was not): for an API that wants an `re.Pattern`."""
+        found = self.__dict__.get("_compiled")
+        if found is None:
+            found = re.compile(self.pattern, self._flags)
+            self.__dict__["_compiled"] = found
+            for name in _METHODS:
+                self.__dict__[name] = getattr(found, name)
+        return found
+
+    def __getattr__(self, name: str) -> Any:  # only for names not yet on the instance
+        if name.startswith("__") or name in ("_compiled", "_flags"):
+            raise AttributeError(name)
+        return getattr(self.compiled(), name)
+
+    def __repr__(self) -> str:
+        return f"lazy({self.pattern!r})"
+
+
+def lazy(pattern: str | bytes, flags: int = 0) -> LazyPattern:
+    """``re.compile(pattern, flags)``, deferred to the first use."""
+    return LazyPattern(pattern, flags)
