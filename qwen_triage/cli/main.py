@@ -162,10 +162,12 @@ def _scan_batch(paths: tuple[str, ...], rule_dirs: tuple[str, ...], engine: str,
     from qwen_triage.engine.scanner import load_compiled
     from qwen_triage.engine.batch import BatchError, run_batch, summary
     from qwen_triage.inputs.file import open_source
+    from qwen_triage.inputs.scan import expand_inputs
 
     compiled = load_compiled(rule_dirs, engine)  # a broken rule file stops here, before any worker starts
     try:
-        stats = run_batch(paths or ("-",), sys.stdout, open_source=open_source, jobs=1 if jobs is None else jobs,
+        files = expand_inputs(paths or ("-",))
+        stats = run_batch(files, sys.stdout, open_source=open_source, jobs=1 if jobs is None else jobs,
                           rule_dirs=rule_dirs, engine=engine, max_line=max_line, compiled=compiled)
     except BatchError as exc:
         fail(str(exc))

@@ -5,9 +5,9 @@ same object `scan --format json` prints for that file alone, plus ``"input"``:
 the path as given or found), written as one JSON line, **in input order**
 (workers run ahead; a slow input holds back only the lines after it).
 
-* Inputs: files as given; a directory expands to every regular file below it,
-  recursively, sorted by path, skipping hidden names (``.git``, ``.cache``…) and
-  not following symlinked directories. Plain and gzip files both work.
+* Inputs: files, as the caller found them
+  (:func:`qwen_triage.inputs.scan.expand_inputs`: a directory is every regular
+  file below it, sorted). Plain and gzip files both work.
 * Workers: a ``multiprocessing`` pool of ``jobs`` processes (``0`` = every CPU
   this process may use). Each worker compiles the rule pack once when it starts
   (a forked worker inherits the pack the parent compiled; a spawned one loads it
@@ -31,8 +31,7 @@ import os
 import signal
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import IO, Callable, Iterable, Iterator
+from typing import IO, Callable, Iterator
 
 from qwen_triage.engine.scanner import Scanner, compile_pack
 from qwen_triage.engine.matcher import CompiledPack
@@ -45,26 +44,6 @@ EXIT_CLEAN, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 
 class BatchError(Exception):
     """The batch cannot start (no inputs, stdin given, a path missing)."""
-
-
-def expand_inputs(args: Iterable[str]) -> list[str]:
-    """Files as given; directories -> their regular files, recursively, sorted, hidden names skipped."""
-    out: list[str] = []
-    for arg in args:
-        if arg == "-":
-            raise BatchError("batch mode reads files; give stdin to a plain `scan`")
-        path = Path(arg).expanduser()
-        if path.is_dir():
-            found = []
-            for root, dirs, files in os.walk(path):
-                dirs[:] = [d for d in dirs if not d.startswith(".")]
-                found += [os.path.join(root, f) for f in files if not f.startswith(".")]
-            out += sorted(f for f in found if os.path.isfile(f))
-        elif path.exists():
-            out.append(arg)
-        else:
-            raise BatchError(f"{arg}: no such file or directory")
-    return out
 
 
 def default_jobs() -> int:
@@ -176,7 +155,7 @@ def _results(paths: list[str], jobs: int, rule_dirs: tuple[str, ...], engine: st
 
 
 def run_batch(
-    args: Iterable[str],
+    paths: list[str],
     out: IO[str],
     *,
     open_source: Opener,
@@ -187,8 +166,7 @@ def run_batch(
     max_tasks: int = MAX_TASKS_PER_CHILD,
     compiled: CompiledPack | None = None,
 ) -> BatchStats:
-    """Write one JSON line per input to ``out``, in input order; :class:`BatchError` if it cannot start."""
-    paths = expand_inputs(args)
+    """Write one JSON line per input file to ``out``, in input order; :class:`BatchError` if it cannot start."""
     if not paths:
         raise BatchError("no input files")
     jobs = default_jobs() if jobs == 0 else jobs
