@@ -101,6 +101,13 @@ class Opened:
 
 @dataclass
 class Source:
+    """One input of a scan and what reading it found (counters, kind, notes), for the report.
+
+    The engine does not open inputs: a source brings its bytes as :attr:`stream`, or an :attr:`opener`
+    (:func:`qwen_triage.inputs.file.open_source` sets one) that :func:`iter_blocks` calls when it starts.
+    A live source (``add_source``) has neither: its lines are fed to the scanner.
+    """
+
     name: str  # what reports show: the path, or "<stdin>"
     index: int = 0
     path: Path | None = None  # None for stdin or a stream
