@@ -328,7 +328,8 @@ def load_pack(
             if pack is not None:
                 return pack
     seed = _prebuilt(base, contents) if bundled and prebuilt else None
-    if seed is not None and len(seed.files) == len(files):
+    site_benign = [b for b in benign_files if b.parent.resolve() != base.resolve()]
+    if seed is not None and len(seed.files) == len(files) and not site_benign:
         return seed  # nothing but the bundled files: nothing to parse, nothing new to cache
     per_file = _FileCache(cache if contents is not None else None, _key_prefix() if contents is not None else [])
     pack = _load_pack_files(base, list(files), per_file, contents or {}, deadline, seed)
