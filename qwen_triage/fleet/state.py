@@ -28,7 +28,7 @@ from typing import Iterator
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from qwen_triage.atomicfile import write_atomic
-from qwen_triage.inputs.base import SourceState
+from qwen_triage.inputs.position import SourceState
 
 STATE_VERSION = 1
 STATE_FILE = "state.json"

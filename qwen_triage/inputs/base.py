@@ -4,44 +4,18 @@ Why one protocol: ``check`` runs unattended and must never skip or re-read lines
 reads within a ``budget`` (bytes) and a ``deadline`` (``time.monotonic()``) and, when exhausted, leaves the
 :class:`SourceState` to resume from in ``reader.state``. The caller stores that state only after it has matched
 every chunk, so a run that dies half-way reads the same lines again next time rather than skipping them.
-The positions are pydantic models because they are saved as JSON (``check --state``) by a process that may run
-as root: data only, validated on load.
+The positions (:mod:`qwen_triage.inputs.position`) are pydantic models because they are saved as JSON
+(``check --state``) by a process that may run as root: data only, validated on load. They live apart so that
+opening a file for ``scan`` does not import pydantic (a warm start-up cost).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
-from pydantic import BaseModel, ConfigDict, Field
-
-
-class _Position(BaseModel):
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
-
-
-class FileCursor(_Position):
-    """Where a file source was read to, and which file that was."""
-
-    dev: int = Field(ge=0)
-    ino: int = Field(ge=0)
-    offset: int = Field(default=0, ge=0)
-    head_len: int = Field(default=0, ge=0)  # bytes hashed at the start of the file
-    head_hash: str = ""  # sha256 of those bytes: a different file at the same inode, or one rewritten in place
-    line: int = 0  # lines read from this file so far
-
-
-class SourceState(_Position):
-    """A reader's position: what to resume from, per kind of source."""
-
-    kind: str  # "file", "journal", "kernel-journal", "kmsg", "dmesg"
-    cursor: str | None = None  # journal: __CURSOR of the last entry read
-    file: FileCursor | None = None
-    kmsg_seq: int | None = None  # /dev/kmsg: sequence number of the last record read
-    dmesg_ts: float | None = Field(default=None, ge=0, allow_inf_nan=False)  # dmesg: timestamp of the last line read
-    boot_id: str = ""  # boot the kmsg/dmesg position belongs to
-    lines_total: int = 0  # lines read from this source since the state began (a counter)
-    bytes_total: int = 0
+if TYPE_CHECKING:
+    from qwen_triage.inputs.position import SourceState
 
 
 def totals(prev: SourceState | None, kind: str | None = None) -> tuple[int, int]:

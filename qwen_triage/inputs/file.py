@@ -1,7 +1,7 @@
 """Files: ONE way to read a log file, for ``check``'s incremental reads and ``scan --follow``'s ``tail -F``.
 
 Both read a file by its identity (device, inode), an offset and a hash of its first bytes
-(:class:`~qwen_triage.inputs.base.FileCursor`), so both recognise the same three events the same way:
+(:class:`~qwen_triage.inputs.position.FileCursor`), so both recognise the same three events the same way:
 
 - rotation: the path names another inode. :class:`FileReader` (one read per ``check`` run) looks the old
   file up by its identity among the usual rotated names (``path.1``, ``path.0``, ``path-20250107``, …) and
@@ -27,10 +27,13 @@ import stat
 import sys
 import time
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterator
+from typing import TYPE_CHECKING, BinaryIO, Callable, Iterator
 
-from qwen_triage.inputs.base import Chunk, FileCursor, Reader, SourceState, totals
+from qwen_triage.inputs.base import Chunk, Reader, totals
 from qwen_triage.engine.sources import InputError, Opened, Source, looks_like_journal_json
+
+if TYPE_CHECKING:  # the positions import pydantic: only the readers that keep one need it (not `scan`)
+    from qwen_triage.inputs.position import FileCursor, SourceState
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -56,6 +59,8 @@ def _hash(data: bytes) -> str:
 
 def new_cursor(fd: int, st: os.stat_result, offset: int, line: int = 0) -> FileCursor:
     """The position of a file opened just now: its identity, ``offset`` and the hash of its first bytes."""
+    from qwen_triage.inputs.position import FileCursor
+
     head = _head(fd)
     return FileCursor(dev=st.st_dev, ino=st.st_ino, offset=offset, head_len=len(head), head_hash=_hash(head), line=line)
 
@@ -131,6 +136,8 @@ class FileReader(Reader):
         return None
 
     def read(self, prev: SourceState | None, budget: int, deadline: float, boot_id: str) -> Iterator[Chunk]:
+        from qwen_triage.inputs.position import SourceState
+
         cur = prev.file if prev is not None else None
         total, total_bytes = totals(prev)
         opened = self._open(self.path)
@@ -239,7 +246,7 @@ class FileReader(Reader):
 class FileFollower:
     """One path followed across appends, rotation and truncation, like ``tail -F`` (``scan --follow``, ``attach``).
 
-    The position is the same :class:`~qwen_triage.inputs.base.FileCursor` a :class:`FileReader` keeps, and
+    The position is the same :class:`~qwen_triage.inputs.position.FileCursor` a :class:`FileReader` keeps, and
     truncation is recognised the same way (:func:`still_same`: shorter than the offset, or other first bytes).
     Unlike a reader, a follower hands on every byte as it arrives (a partial line too: the live session holds it
     until its end) and keeps the old file open across a rotation, so it needs no rotated-name lookup.

@@ -30,7 +30,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from qwen_triage.inputs.base import Chunk, Reader, SourceState, totals
+from qwen_triage.inputs.base import Chunk, Reader, totals
+from qwen_triage.inputs.position import SourceState
 from qwen_triage.inputs.helptext import JOURNAL_TOOL
 from qwen_triage.engine.sources import JOURNAL_MAX_LINE
 

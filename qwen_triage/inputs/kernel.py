@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Iterator
 
-from qwen_triage.inputs.base import Chunk, Reader, SourceState, totals
+from qwen_triage.inputs.base import Chunk, Reader, totals
+from qwen_triage.inputs.position import SourceState
 from qwen_triage.inputs.journal import (
     JOURNAL_TOOL, JOURNAL_TOOL_ENV, JournalReader, journal_command, journal_present, journal_tool_path,
 )

@@ -16,7 +16,8 @@ import time
 from dataclasses import dataclass
 from typing import Iterator
 
-from qwen_triage.inputs.base import Chunk, Reader, SourceState
+from qwen_triage.inputs.base import Chunk, Reader
+from qwen_triage.inputs.position import SourceState
 from qwen_triage.inputs.file import FileReader
 
 

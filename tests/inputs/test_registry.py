@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from qwen_triage.inputs.base import Reader, SourceState
+from qwen_triage.inputs.base import Reader
+from qwen_triage.inputs.position import SourceState
 from qwen_triage.inputs.registry import UnknownReader, build, names
 from tests.timelimits import scaled
 
