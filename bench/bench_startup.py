@@ -6,13 +6,16 @@
 Both run as fresh processes with the same interpreter, alternating, after one
 warm-up each (so the rule-pack cache and the OS file cache are warm, as they are
 for a user's second run). Prints the median wall time of each and the ratio; the
-target of the architecture issue is a ratio at or under 4. Machines here are
-shared and noisy: read the ratio, not the milliseconds.
+target (issue 19) is a ratio at or under 3. The package's bytecode is compiled
+first and the children may write it (``PYTHONDONTWRITEBYTECODE`` dropped), as an
+installed package has it: compiling our sources on every run is not start-up.
+Machines here are shared and noisy: read the ratio, not the milliseconds.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import statistics
 import subprocess
@@ -49,6 +52,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=15)
     args = ap.parse_args()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    compileall.compile_dir(str(ROOT / "qwen_triage"), quiet=1)
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp, "small.log")
         log.write_text(SMALL_LOG)
@@ -65,7 +70,7 @@ def main() -> int:
     ma, mb = statistics.median(a), statistics.median(b)
     print(f"qwen-triage scan (10 lines): {ma * 1000:7.1f} ms  (median of {args.runs})")
     print(f"python -m json.tool:         {mb * 1000:7.1f} ms")
-    print(f"ratio: {ma / mb:.2f}x  (target <= 4x)")
+    print(f"ratio: {ma / mb:.2f}x  (target <= 3x)")
     return 0
 
 

@@ -15,7 +15,7 @@ Leaf module: the standard library only.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Callable
 
 _METHODS = ("search", "match", "fullmatch", "sub", "subn", "finditer", "findall", "split", "scanner")
 
@@ -23,22 +23,23 @@ _METHODS = ("search", "match", "fullmatch", "sub", "subn", "finditer", "findall"
 class LazyPattern:
     """An `re.Pattern` compiled the first time one of its methods or attributes is used."""
 
-    def __init__(self, pattern: str | bytes, flags: int = 0) -> None:
+    def __init__(self, pattern: str | bytes, flags: int = 0, compiler: Callable[[Any], Any] | None = None) -> None:
         self.pattern = pattern
         self._flags = flags
+        self._compiler = compiler
 
     def compiled(self) -> re.Pattern[Any]:
         """The compiled pattern (compiled now if it was not): for an API that wants an `re.Pattern`."""
         found = self.__dict__.get("_compiled")
         if found is None:
-            found = re.compile(self.pattern, self._flags)
+            found = self._compiler(self.pattern) if self._compiler else re.compile(self.pattern, self._flags)
             self.__dict__["_compiled"] = found
             for name in _METHODS:
                 self.__dict__[name] = getattr(found, name)
         return found
 
     def __getattr__(self, name: str) -> Any:  # only for names not yet on the instance
-        if name.startswith("__") or name in ("_compiled", "_flags"):
+        if name.startswith("__") or name in ("_compiled", "_flags", "_compiler"):
             raise AttributeError(name)
         return getattr(self.compiled(), name)
 
@@ -49,3 +50,9 @@ class LazyPattern:
 def lazy(pattern: str | bytes, flags: int = 0) -> LazyPattern:
     """``re.compile(pattern, flags)``, deferred to the first use."""
     return LazyPattern(pattern, flags)
+
+
+def lazy_with(compiler: Callable[[Any], Any], pattern: str) -> LazyPattern:
+    """``compiler(pattern)`` deferred to the first use: a `regex` pattern (rules' `where`, the kernel's
+    head), so that the `regex` module itself is imported only when a line needs one."""
+    return LazyPattern(pattern, compiler=compiler)

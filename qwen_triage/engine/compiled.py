@@ -13,14 +13,17 @@ import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
-
-import regex
+from typing import TYPE_CHECKING
 
 from qwen_triage.engine.multiline import HINTS_PATTERN
 from qwen_triage.engine.prefilter import Prefilter, build_prefilter
 from qwen_triage.engine.unrecognised import SIGNALS
 from qwen_triage.rulepack.pack import LoadedRule, RulePack, compile_pattern
 from qwen_triage.rulepack.spec import RuleSpec
+from qwen_triage.lazyre import lazy_with
+
+if TYPE_CHECKING:  # annotations only: `regex` is imported where a pattern is compiled (compile_pattern)
+    import regex
 
 CONFIRM_TIMEOUT = 0.25  # seconds for one confirm call on one line
 
@@ -171,7 +174,7 @@ class CompiledPack:
                     any_ids=tuple(pid(p) for p in m.any),
                     all_ids=tuple(pid(p) for p in m.all),
                     unless_ids=tuple(pid(p) for p in m.unless),
-                    where=tuple((k, compile_pattern(v)) for k, v in m.where.items()),
+                    where=tuple((k, lazy_with(compile_pattern, v)) for k, v in m.where.items()),
                     sources=frozenset(lr.rule.sources) or frozenset({"any"}),
                 )
             )

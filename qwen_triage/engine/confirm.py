@@ -8,13 +8,17 @@ for the rest of the scan: the report names them (:class:`DisabledRule`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dataclasses import dataclass
 
-import regex
 
 from qwen_triage.engine.compiled import CONFIRM_TIMEOUT, CompiledPack, CompiledRule
 from qwen_triage.engine.origin import accepts
 from qwen_triage.engine.records import LineRecord
+
+if TYPE_CHECKING:  # annotations only: `regex` is imported where a pattern is compiled
+    import regex
 
 
 @dataclass

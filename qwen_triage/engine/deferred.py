@@ -10,10 +10,11 @@ ever settled, and settling leaves exactly what matching them at once would have.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from collections import deque
 from dataclasses import dataclass, field
 
-import regex
 
 from qwen_triage.engine.block_records import normalized
 from qwen_triage.engine.compiled import CompiledPack, CompiledRule
@@ -23,6 +24,9 @@ from qwen_triage.engine.records import LineRecord
 from qwen_triage.engine.sources import Block, LineMeta
 from qwen_triage.engine.unrecognised import frame_file
 from qwen_triage.engine.vetoes import VetoWindows
+
+if TYPE_CHECKING:  # annotations only: `regex` is imported where a pattern is compiled
+    import regex
 
 DEFER_MAX = 32  # deferred context lines kept per rule and input before they are settled
 DEFER_MAX_LINE = 4096  # bytes: a longer context line is matched at once, not kept

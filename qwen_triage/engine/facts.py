@@ -6,11 +6,13 @@ grows without bound: what does not convert stays text.
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
-import regex
 
 from qwen_triage.rulepack.spec import RuleSpec
+
+if TYPE_CHECKING:  # annotations only: `regex` is imported where a pattern is compiled
+    import regex
 
 
 def _to_bytes(text: str) -> int | str:

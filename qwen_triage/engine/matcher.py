@@ -13,9 +13,8 @@ This module is the loop that ties them together, line by line.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
-import regex
 
 from qwen_triage.engine.block_records import assemble, record_of, record_start
 from qwen_triage.engine.compiled import CONFIRM_TIMEOUT, CompiledPack, CompiledRule
@@ -29,6 +28,9 @@ from qwen_triage.engine.records import LineRecord
 from qwen_triage.engine.sources import Block
 from qwen_triage.engine.unrecognised import Collector, frame_file, is_exception_line, library_of
 from qwen_triage.engine.vetoes import VetoWindows
+
+if TYPE_CHECKING:  # annotations only: `regex` is imported where a pattern is compiled
+    import regex
 
 # Names other modules have long imported from here.
 __all__ = ["CONFIRM_TIMEOUT", "DEFER_MAX", "CompiledPack", "CompiledRule", "DisabledRule", "Finding", "MatchStats",

@@ -24,9 +24,9 @@ at … in FILE``) it must reach past the report's own words.
 
 from __future__ import annotations
 
-import regex
-
 from qwen_triage.engine.records import LineRecord
+from qwen_triage.lazyre import lazy_with
+from qwen_triage.rulepack.pack import compile_pattern
 
 KERNEL = "kernel"
 SYSTEMD = "systemd"
@@ -41,7 +41,7 @@ APP_FORMATS = frozenset({"vllm", "vllm-process", "logfmt", "nccl", "glog", "mpi"
 # "mlx5_core 0000:3b:00.0 enp59s0f0: ", "NVRM: GPU 0000:41:00.0: ", "INFO: ", "mce: [Hardware Error]: ",
 # the CPER record number GHES puts first: "{1}[Hardware Error]: "),
 # and at most two words of the next (the driver before the device a pattern names: "nvme nvme2: …").
-KERNEL_HEAD = regex.compile(
+KERNEL_HEAD = lazy_with(compile_pattern,
     r"\s*(?:kernel: )?(?:\{\d{1,4}\})?(?:\[[^\]\n]{0,40}\] ?){0,2}(?:\S{1,64}(?: \S{1,64}){0,2}: ){0,4}(?:\S{1,64} ){0,2}\s*"
 )
 MAX_HEAD = 240
@@ -49,7 +49,7 @@ MAX_HEAD = 240
 # follows is the driver's text wherever a rule's phrase falls in it.
 DRIVER_PREFIXES = ("NVRM: ",)
 # A process report: the kernel names the program (its comm, chosen by the program) first.
-PROCESS_REPORT = regex.compile(r"\S.{0,15}?\[\d{1,10}\]: (?=segfault at |trap |general protection |potentially unexpected fatal signal)")
+PROCESS_REPORT = lazy_with(compile_pattern, r"\S.{0,15}?\[\d{1,10}\]: (?=segfault at |trap |general protection |potentially unexpected fatal signal)")
 
 
 def family(rec: LineRecord) -> str | None:

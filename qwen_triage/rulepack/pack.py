@@ -21,13 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import regex
-
 from qwen_triage.rulepack.errors import Position, RuleFileError
 from qwen_triage.rulepack.paths import CLASSES_FILE, bundled_rules_dir
 from qwen_triage.rulepack.spec import ClassSpec, RuleSpec
 
 if TYPE_CHECKING:
+    import regex
+
     from qwen_triage.rulepack.cache import Cache
 
 PACK_CACHE_FORMAT = 1
@@ -54,6 +54,8 @@ class LoadDeadline(Exception):
 
 def compile_pattern(pattern: str) -> regex.Pattern[str]:
     # VERSION0 keeps `re` semantics, which is what contributors expect.
+    import regex  # here, not at the top: a warm scan of a healthy log may never need it
+
     return regex.compile(pattern, regex.VERSION0)
 
 
@@ -114,6 +116,8 @@ def extra_rule_dirs(cli_dirs: tuple[str, ...] | list[str] = ()) -> list[Path]:
 
 
 def load_rule_file(path: Path, classes: dict[str, ClassSpec], text: str | None = None) -> list[LoadedRule]:
+    import regex
+
     from qwen_triage.rulepack.schema import RuleFile
     from qwen_triage.rulepack.yamlload import load_yaml
 
