@@ -41,14 +41,19 @@ def _lines(data: bytes) -> dict[int, bytes]:
     return out
 
 
-@pytest.mark.parametrize("variant", ["re2", "bytes.find"])
+@pytest.mark.parametrize("variant", ["re2", "re2-widened", "bytes.find"])
 def test_literal_engine_misses_no_confirmed_pattern(pack, reference, variant, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    if variant == "re2":
+    """``re2``: the fixtures are small, so the RE2 set narrows by the patterns' literals only;
+    ``re2-widened``: it takes their widened forms at the first block, as it does past ``widen_after``."""
+    if variant.startswith("re2"):
         pytest.importorskip("re2")
+        if variant == "re2-widened":
+            monkeypatch.setattr(prefilter_mod.LiteralPrefilter, "widen_after", -1)
     else:
         monkeypatch.setattr(prefilter_mod, "_google_re2", lambda: None)
     literal = CompiledPack.build(pack, engine="literal")
-    assert (literal.prefilter._re2 is not None) == (variant == "re2")  # type: ignore[attr-defined]
+    assert (literal.prefilter._re2 is not None) == variant.startswith("re2")  # type: ignore[attr-defined]
+    unwidened = literal.prefilter._re2  # type: ignore[attr-defined]
     checked = 0
     for path in LOGS:
         for block in iter_blocks(open_source(str(path))):
@@ -62,6 +67,8 @@ def test_literal_engine_misses_no_confirmed_pattern(pack, reference, variant, mo
                 assert not missing, (path.name, lines[start][:200], [reference.patterns[p] for p in missing])
                 checked += len(confirmed)
     assert checked > 500  # the fixtures do exercise the pack
+    if variant == "re2-widened":  # the set was rebuilt with the widened forms, once
+        assert literal.prefilter._re2 is not unwidened and not literal.prefilter._to_widen  # type: ignore[attr-defined]
 
 
 def test_a_phrase_split_by_a_nul_or_a_colour_code_is_still_found(pack, tmp_path) -> None:  # type: ignore[no-untyped-def]
