@@ -40,7 +40,9 @@ def report(logs: tuple[str, ...], units: tuple[str, ...], kernel: bool, fmt: str
         probe = ReplayProbe(gpu_snapshot)
     result = collect(list(logs), units=list(units), kernel=kernel, compiled=lambda: load_compiled(rule_dirs, engine),
                      gpu_probe=probe)
-    text = to_json(result) if fmt == "json" else to_markdown(result)
+    from qwen_triage.report.formats import pick
+
+    text = pick(fmt, {"json": to_json, "markdown": to_markdown}, default="markdown")(result)
     if out_path is None:
         sys.stdout.write(text)
         return

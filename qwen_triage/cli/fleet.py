@@ -10,6 +10,7 @@ import time
 import click
 
 from qwen_triage.inputs.helptext import KERNEL_CHECK_SOURCES
+from qwen_triage.report.formats import pick
 
 EXIT_OK, EXIT_PROBLEM, EXIT_UNKNOWN = 0, 1, 2
 
@@ -94,11 +95,11 @@ def _check(kernel, units, files, state_dir, fmt, textfile, slurm_drain, slurm_re
                 write_textfile(textfile, failure_text(now))
             except (OSError, ValueError) as exc:
                 click.echo(f"qwen-triage: cannot write {textfile}: {exc}", err=True)
-        if fmt == "npd":
-            return npd.npd_failure(reason, max_output)
-        if fmt == "json":
-            return EXIT_UNKNOWN, json.dumps({"status": "unknown", "errors": [reason]})
-        return EXIT_UNKNOWN, ""
+        return pick(fmt, {
+            "npd": lambda: npd.npd_failure(reason, max_output),
+            "json": lambda: (EXIT_UNKNOWN, json.dumps({"status": "unknown", "errors": [reason]})),
+            "text": lambda: (EXIT_UNKNOWN, ""),
+        })()
 
     if textfile and not textfile.endswith(".prom"):
         return failed(f"--textfile {textfile}: node_exporter reads *.prom files only")
@@ -164,12 +165,12 @@ def _check(kernel, units, files, state_dir, fmt, textfile, slurm_drain, slurm_re
         if outcome.action == "error":
             click.echo(f"qwen-triage: {slurm_line}", err=True)
     shown = result.select(class_patterns)
-    if fmt == "npd":
-        return npd.npd_output(shown, max_output)
     code = {"ok": EXIT_OK, "problem": EXIT_PROBLEM, "unknown": EXIT_UNKNOWN}[shown.status]
-    if fmt == "json":
-        return code, shown.model_dump_json(by_alias=True, indent=2)
-    return code, _text(shown, slurm_line)
+    return pick(fmt, {
+        "npd": lambda: npd.npd_output(shown, max_output),
+        "json": lambda: (code, shown.model_dump_json(by_alias=True, indent=2)),
+        "text": lambda: (code, _text(shown, slurm_line)),
+    })()
 
 
 def clear_by_hand(state, patterns: tuple[str, ...]):  # type: ignore[no-untyped-def]

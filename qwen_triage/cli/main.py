@@ -286,14 +286,13 @@ def rules_lint(paths: tuple[str, ...], strict: bool, select: tuple[str, ...], ig
         raise click.BadParameter(f"no check {', '.join(map(repr, unknown))} (`rules lint --list-checks`)",
                                  param_hint="--select/--ignore/--level")
     if list_checks:
-        click.echo((lint.checks_json if fmt == "json" else lint.checks_text)(lint.CHECKS))
+        write_format(fmt, {"json": lambda _: lint.checks_json(lint.CHECKS) + "\n",
+                           "text": lambda _: lint.checks_text(lint.CHECKS) + "\n"})
         return
     problems = lint.lint_paths([Path(p) for p in paths], select=select, ignore=ignore, levels=levels)
     errors = [p for p in problems if p.level == "error" or strict]
-    if fmt == "json":
-        click.echo(lint.problems_json(problems, len(errors)))
-    for p in problems if fmt == "text" else ():
-        click.echo(str(p))
+    write_format(fmt, {"json": lambda _: lint.problems_json(problems, len(errors)) + "\n",
+                       "text": lambda _: "".join(f"{p}\n" for p in problems)})
     click.echo(f"{len(errors)} error(s), {len(problems) - len(errors)} warning(s)", err=True)
     sys.exit(EXIT_FOUND if errors else EXIT_CLEAN)
 
@@ -413,7 +412,7 @@ def rules_coverage(paths: tuple[str, ...], fmt: str, rule_dirs: tuple[str, ...],
         except (RuleFileError, FileNotFoundError, ImportError) as exc:
             fail(str(exc))
     cov = measure([Path(p) for p in paths], compiled)
-    click.echo(coverage_json(cov) if fmt == "json" else coverage_text(cov, limit=limit), nl=fmt == "json")
+    write_format(fmt, {"json": lambda _: coverage_json(cov) + "\n", "text": lambda _: coverage_text(cov, limit=limit)})
     sys.exit(EXIT_CLEAN)
 # --- end rules coverage ---
 

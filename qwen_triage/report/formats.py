@@ -13,16 +13,25 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping
-from typing import IO
+from typing import IO, TypeVar
 
 Renderer = Callable[[IO[str]], "str | None"]
+
+
+R = TypeVar("R")
+
+
+def pick(fmt: str, renderers: Mapping[str, R], *, default: str = "text") -> R:
+    """The renderer for ``fmt`` (else ``default``'s): for a command whose output is not written at once
+    (``check`` returns its exit status with its text, ``report`` may write to a file)."""
+    return renderers.get(fmt) or renderers[default]
 
 
 def write_format(fmt: str, renderers: Mapping[str, Renderer], stream: IO[str] | None = None,
                  *, default: str = "text") -> None:
     """Render in ``fmt`` (else ``default``) to ``stream`` (stdout when None), then flush it."""
     stream = stream or sys.stdout
-    render = renderers.get(fmt) or renderers[default]
+    render = pick(fmt, renderers, default=default)
     text = render(stream)
     if text is not None:
         stream.write(text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 
-from qwen_triage.report.formats import json_renderer, write_format
+from qwen_triage.report.formats import json_renderer, pick, write_format
 
 
 class _Stream(io.StringIO):
@@ -63,3 +63,23 @@ def test_json_gets_one_newline_and_no_terminal_controls() -> None:
     assert text.endswith("}\n") and text.count("\n") == 1
     assert "\u202e" not in text and "\x9b" not in text
     assert json.loads(text) == json.loads(raw)  # the same data
+
+
+def test_pick_gives_the_named_renderer_else_the_default_s() -> None:
+    renderers = {"npd": "npd-form", "json": "json-form", "text": "text-form"}
+    assert pick("npd", renderers) == "npd-form" and pick("json", renderers) == "json-form"
+    assert pick("prometheus", renderers) == "text-form"
+    assert pick("yaml", {"markdown": 1, "json": 2}, default="markdown") == 1
+
+
+def test_no_command_switches_on_the_format_by_hand() -> None:
+    """`--format` is switched in report/formats only: no `fmt == "json"` ladder is left in a command."""
+    from pathlib import Path
+
+    import qwen_triage
+
+    package = Path(qwen_triage.__file__).parent
+    ladders = [f"{path.relative_to(package)}:{n}" for path in package.rglob("*.py")
+               for n, line in enumerate(path.read_text().splitlines(), 1)
+               if any(f'fmt == "{name}"' in line for name in ("json", "markdown", "npd"))]
+    assert ladders == []
