@@ -150,8 +150,9 @@ class CompiledPack:
         return re.compile("|".join(f"(?P<{st['id']}>{'|'.join(st['patterns'])})" for st in stages).encode())
 
     def benign_patterns(self) -> tuple["GuardedPattern", ...]:
-        """The known-benign templates, compiled (a handful; compiled per scan, each under a timeout)."""
-        return tuple(GuardedPattern(compile_pattern(p)) for p in self.pack.benign)
+        """The known-benign templates (a handful, each under a timeout), compiled when a line is first
+        checked against them: a log with no error line never compiles one."""
+        return tuple(GuardedPattern(lazy_with(compile_pattern, p)) for p in self.pack.benign)
 
     @classmethod
     def build(cls, pack: RulePack, engine: str = "auto", cache_dir: Path | None = None) -> "CompiledPack":
