@@ -492,10 +492,46 @@ def _console(stream):  # type: ignore[no-untyped-def]
 
 
 def main() -> None:
+    """The console script: the command, then :func:`_leave` with its status."""
     os.environ.setdefault("PYTHONIOENCODING", "utf-8")
     try:
         cli.main(prog_name="qwen-triage", standalone_mode=True)
+        status: object = EXIT_CLEAN
+    except SystemExit as exc:
+        status = exc.code
     except BrokenPipeError:
         # `qwen-triage scan … | head` closing the pipe is not an error
         sys.stderr.close()
-        sys.exit(EXIT_CLEAN)
+        status = EXIT_CLEAN
+    _leave(status)
+
+
+def _leave(status: object) -> None:
+    """Exit with ``status`` without the interpreter's teardown, once nothing else runs.
+
+    Freeing every rule, pattern and module one by one at exit was a sixth of a warm 10-line
+    scan (~25 ms) and does nothing for the user. Output is flushed and the ``atexit`` callbacks
+    (temporary directories, multiprocessing pools) run as at a normal exit; with another thread
+    still alive the normal exit is taken, so nothing is cut short.
+    """
+    import threading
+
+    if threading.active_count() > 1:
+        sys.exit(status)
+    if status is None:
+        code = EXIT_CLEAN
+    elif isinstance(status, int):
+        code = status
+    else:  # sys.exit("message"): the message on stderr, status 1, as Python does
+        print(status, file=sys.stderr)
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None and not stream.closed:
+                stream.flush()
+        except (OSError, ValueError):  # a reader that went away: nothing left to tell it
+            pass
+    import atexit
+
+    atexit._run_exitfuncs()
+    os._exit(code)

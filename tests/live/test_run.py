@@ -82,7 +82,7 @@ def test_exit_status_of_a_child_killed_by_a_signal(tmp_path, sig: str, status: i
 
 def test_stall_report_names_the_stage_and_ctrl_c_leaves_no_process(tmp_path) -> None:
     pidfile = tmp_path / "pids"
-    live = Live(qt_argv("run", "--stall", "1", "--grace", "3", "--log", str(tmp_path / "r.log"), "--",
+    live = Live(qt_argv("run", "--stall", "2", "--grace", "3", "--log", str(tmp_path / "r.log"), "--",
                         *fixture("vllm_nccl_hang.py", "--pidfile", str(pidfile))))
     try:
         pids = read_pids(pidfile, HANG_PROCESSES)
@@ -177,7 +177,7 @@ def broken_listener(ev):
 
 sup = Supervisor(
     [sys.executable, sys.argv[1], "--pidfile", sys.argv[2]],
-    log=sys.argv[3], compiled=compile_pack(), stall=0.6, grace=1.0, subreaper=True,
+    log=sys.argv[3], compiled=compile_pack(), stall=2.0, grace=1.0, subreaper=True,  # six workers start first
     on_event=broken_listener, on_stall=stalls.append, on_stage=lambda s: stages.append(s.stage.id),
     on_output=lambda stream, data: chunks.append(stream),
 )
