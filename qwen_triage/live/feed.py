@@ -219,8 +219,7 @@ class TriageFeed:
             if has_progress(lines.data, self.stages.table.heartbeat):
                 self._progress = when
             self.last.extend(lines.tail(LAST_LINES_FED))
-            changed = self.stages.feed_block(clean_lines(lines.data))
-            if changed is not None:
+            for changed in self.stages.changes(clean_lines(lines.data)):
                 self.hooks.call(self.on_stage, changed)
         except Exception as exc:  # noqa: BLE001
             self.hooks.warn_once("stage", f"stage tracking failed ({exc!r})")

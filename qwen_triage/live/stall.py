@@ -106,7 +106,13 @@ class StageTracker:
 
     def feed_block(self, data: bytes) -> StageState | None:
         """Lines (LF-separated, ANSI-free); returns the new state when the stage changed."""
-        changed = None
+        changes = self.changes(data)
+        return changes[-1] if changes else None
+
+    def changes(self, data: bytes) -> list[StageState]:
+        """Every stage the launch moved to over these lines, in order: a block that holds the
+        start and the workers' first lines (triage a little behind) still reports both."""
+        changed: list[StageState] = []
         numbered = self.table.numbered
         for start, pids in sorted(self.table.prefilter.candidates(data).items()):
             cur = self.current
@@ -118,7 +124,9 @@ class StageTracker:
             for pid in sorted(pids):
                 stage, pattern = numbered[pid]
                 if pattern.search(line):
-                    changed = self._take(stage, line) or changed
+                    state = self._take(stage, line)
+                    if state is not None:
+                        changed.append(state)
                     break
         return changed
 

@@ -140,3 +140,13 @@ def test_last_lines_fold_heartbeats_and_show_progress_bars() -> None:
     assert snap[0] == "worker up"
     assert snap[1].endswith("[x4]")
     assert snap[2] == "Loading safetensors checkpoint shards:  6%  [no newline yet]"
+
+
+def test_one_block_that_crosses_several_stages_reports_each_in_order() -> None:
+    """Triage a little behind gets the start, the workers and NCCL in one block: all three are told."""
+    block = "\n".join((REAL_LINES["start"][0], REAL_LINES["workers"][0], REAL_LINES["nccl"][0])) + "\n"
+    t = StageTracker()
+    assert [c.stage.id for c in t.changes(block.encode())] == ["start", "workers", "nccl"]
+    assert t.current is not None and t.current.stage.id == "nccl"
+    again = "\n".join((REAL_LINES["workers"][0], REAL_LINES["nccl"][1])) + "\n"
+    assert t.changes(again.encode()) == []  # a late worker line and more NCCL move nothing
