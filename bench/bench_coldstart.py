@@ -35,7 +35,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
-from bench_startup import SMALL_LOG  # noqa: E402
+from bench_startup import SMALL_LOG, installed_bytecode, startup_pair  # noqa: E402
 
 NPD_TIMEOUT = 5.0
 
@@ -88,10 +88,7 @@ def main() -> int:
                     help="QWEN_TRIAGE_HS_BUILD for the runs (inline: compile before scanning, as before issue 19)")
     ap.add_argument("--node-runs", type=int, default=3, help="fresh-node checks in a row")
     args = ap.parse_args()
-    # bytecode as a pip install leaves it (PYTHONDONTWRITEBYTECODE would otherwise make every run compile
-    # the sources: ~80 ms of start-up that no installed copy pays)
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "qwen_triage")], stdout=subprocess.DEVNULL,
-                   check=False)
+    installed_bytecode()
     # the bundled pack validated once, where the wheel's build hook (hatch_build.py) puts it
     subprocess.run([sys.executable, "-m", "qwen_triage.rulepack.prebuild"], stdout=subprocess.DEVNULL, check=True,
                    env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -99,12 +96,7 @@ def main() -> int:
     base_env["PYTHONPATH"] = str(ROOT)
     base_env["QWEN_TRIAGE_HS_BUILD"] = args.mode
     with tempfile.TemporaryDirectory() as tmp:
-        log = Path(tmp, "small.log")
-        log.write_text(SMALL_LOG)
-        tiny = Path(tmp, "tiny.json")
-        tiny.write_text('{"a": 1}\n')
-        scan = [sys.executable, "-m", "qwen_triage", "scan", str(log)]
-        jsontool = [sys.executable, "-m", "json.tool", str(tiny)]
+        scan, jsontool = startup_pair(tmp)
 
         # 1. cold vs warm CPU, installed (prebuilt pack) and without the artefact
         for label, extra in (("installed", {}), ("no prebuilt pack", {"QWEN_TRIAGE_PREBUILT": "off"})):
