@@ -1,3 +1,3 @@
-from qwen_triage.cli.main import main
+from qwen_triage.cli.entry import main
 
 main()
