@@ -84,6 +84,7 @@ class Cache:
                     break
                 chunks.append(chunk)
                 left -= len(chunk)
+            _touch(fd)
             return b"".join(chunks)
         except OSError:
             return None
@@ -99,7 +100,10 @@ class Cache:
         return True
 
     def prune(self, prefix: str, keep: str, keep_newest: int = KEEP_PER_KIND) -> None:
-        """Remove entries named ``prefix*`` beyond the newest ``keep_newest``, never ``keep``."""
+        """Remove entries named ``prefix*`` beyond the ``keep_newest`` used last, never ``keep``.
+
+        A read touches its entry, so "newest" means used last: the pack a node scans with every
+        day keeps its database however many other packs (a rule author's drafts) come and go."""
         try:
             entries = [p for p in self.path.iterdir() if p.name.startswith(prefix) and p.name != keep]
             entries.sort(key=lambda p: p.stat().st_mtime, reverse=True)
@@ -107,3 +111,11 @@ class Cache:
                 old.unlink()
         except OSError:
             pass
+
+
+def _touch(fd: int) -> None:
+    """Mark an entry as just used (its mtime), for :meth:`Cache.prune`; best effort."""
+    try:
+        os.utime(fd)
+    except (OSError, NotImplementedError):
+        pass

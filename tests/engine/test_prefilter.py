@@ -15,7 +15,6 @@ from qwen_triage.engine.matcher import CompiledPack
 from qwen_triage.engine.normalize import decode_line, normalize
 from qwen_triage.engine.sources import iter_blocks
 from qwen_triage.inputs.file import open_source
-from qwen_triage.rulepack.pack import load_pack
 from tests.conftest import FIXTURES
 
 hyperscan = pytest.importorskip("hyperscan")
@@ -24,13 +23,15 @@ LOGS = sorted(FIXTURES.rglob("*.log"))
 
 
 @pytest.fixture(scope="module")
-def pack():  # type: ignore[no-untyped-def]
-    return load_pack([])
+def reference(warm_cache) -> CompiledPack:  # type: ignore[no-untyped-def]
+    """The bundled pack under Hyperscan: the session's compiled database."""
+    assert warm_cache.prefilter.name == "hyperscan"
+    return warm_cache
 
 
 @pytest.fixture(scope="module")
-def reference(pack) -> CompiledPack:  # type: ignore[no-untyped-def]
-    return CompiledPack.build(pack, engine="hyperscan")
+def pack(reference):  # type: ignore[no-untyped-def]
+    return reference.pack
 
 
 def _lines(data: bytes) -> dict[int, bytes]:
@@ -71,15 +72,15 @@ def test_literal_engine_misses_no_confirmed_pattern(pack, reference, variant, mo
         assert literal.prefilter._re2 is not unwidened and not literal.prefilter._to_widen  # type: ignore[attr-defined]
 
 
-def test_a_phrase_split_by_a_nul_or_a_colour_code_is_still_found(pack, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_phrase_split_by_a_nul_or_a_colour_code_is_still_found(pack, reference, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Reading removes NULs and ANSI codes before any engine looks, as decoding does before rules read."""
     from qwen_triage.engine.scanner import Scanner
 
     log = tmp_path / "split.log"
     log.write_bytes(b"torch.OutOfMemoryError: CUDA out of \x00memory. Tried to allocate 2.00 GiB. GPU 0\n"
                     b"\x1b[31mtorch.OutOfMemoryError: CUDA out of\x1b[0m memory. Tried to allocate 2.00 GiB.\n")
-    for engine in ("literal", "hyperscan"):
-        scanner = Scanner(CompiledPack.build(pack, engine=engine))
+    for engine, compiled in (("literal", CompiledPack.build(pack, engine="literal")), ("hyperscan", reference)):
+        scanner = Scanner(compiled)
         list(scanner.scan_source(open_source(str(log))))
         report = scanner.report()
         assert report.diagnoses and report.diagnoses[0].rule == "torch.cuda-oom", engine

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from qwen_triage.engine.matcher import CompiledPack
 from qwen_triage.engine.scanner import Scanner
 from qwen_triage.inputs.file import open_source
-from qwen_triage.rulepack.cache import Cache
+from qwen_triage.rulepack.cache import KEEP_PER_KIND, Cache
 from qwen_triage.rulepack.pack import load_pack
 from tests.conftest import ROOT
 from tests.rulepack.test_rule_files import GOOD_RULE
@@ -105,3 +106,21 @@ def test_a_tampered_hyperscan_database_is_rebuilt(tmp_path: Path) -> None:
     for _ in scanner.scan_source(open_source(str(log))):
         pass
     assert [d.class_ for d in scanner.report().diagnoses] == ["process.segfault"]
+
+
+def test_the_database_in_daily_use_outlives_many_other_packs(tmp_path: Path) -> None:
+    """Pruning keeps the entries used last, not the ones written last: a node's own pack stays cached
+    while a rule author compiles draft after draft into the same cache."""
+    cache = Cache.open(tmp_path / "cache")
+    assert cache is not None
+    cache.write("hs-daily", b"the pack scanned with every day")
+    first = time.time() - 1000
+    os.utime(tmp_path / "cache" / "hs-daily", (first, first))  # written before any draft ...
+    for n in range(10):
+        cache.write(f"hs-draft{n}", b"a draft")
+        os.utime(tmp_path / "cache" / f"hs-draft{n}", (first + 1 + n, first + 1 + n))
+        cache.prune("hs-", keep=f"hs-draft{n}")
+        assert cache.read("hs-daily") is not None  # ... and read at every scan since
+    names = sorted(p.name for p in (tmp_path / "cache").iterdir())
+    assert "hs-daily" in names
+    assert len(names) == 1 + KEEP_PER_KIND and "hs-draft0" not in names  # the unused drafts went

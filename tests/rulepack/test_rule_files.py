@@ -125,15 +125,15 @@ def test_bundled_pack_lints_clean() -> None:
 
 
 @pytest.mark.parametrize("engine", ["hyperscan", "literal"])
-def test_bundled_examples_pass_with_each_prefilter(engine, tmp_path) -> None:
-    from qwen_triage.engine.matcher import CompiledPack
+def test_bundled_examples_pass_with_each_prefilter(engine, request) -> None:
+    """The session's compiled bundled pack under each prefilter (conftest: ``warm_cache``, ``compiled_literal``)."""
     from qwen_triage.authoring.lint import test_examples
 
     if engine == "hyperscan":
         pytest.importorskip("hyperscan")
-    pack = load_pack()
-    compiled = CompiledPack.build(pack, engine=engine, cache_dir=tmp_path)
-    failed = [f"{r.rule} {r.kind}: {r.example!r}" for r in test_examples(pack, compiled) if not r.ok]
+    compiled = request.getfixturevalue("warm_cache" if engine == "hyperscan" else "compiled_literal")
+    assert compiled.prefilter.name == engine
+    failed = [f"{r.rule} {r.kind}: {r.example!r}" for r in test_examples(compiled.pack, compiled) if not r.ok]
     assert failed == []
 
 
