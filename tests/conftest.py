@@ -32,7 +32,11 @@ def _isolate_from_the_host() -> None:
     * the Slurm wrapper reads no ``/etc/default/qwen-triage`` (``QWEN_TRIAGE_DEFAULTS``);
     * ``check`` keeps its state in a temporary directory unless told otherwise (``QWEN_TRIAGE_STATE``),
       and ``--kernel`` reads an empty kernel log (``QWEN_TRIAGE_KMSG``) and a boot id of its own;
-    * a stray ``scontrol`` reads an empty ``SLURM_CONF`` and fails at once: it can reach no controller.
+    * a stray ``scontrol`` reads an empty ``SLURM_CONF`` and fails at once: it can reach no controller;
+    * no scan leaves a detached child compiling a Hyperscan database for its next run
+      (``QWEN_TRIAGE_HS_BUILD=off``): a cold scan runs on the literal prefilter, with the same findings,
+      and a test does not share the CPU with compiles it never uses. Tests of that child set it back;
+      tests that want Hyperscan take the session's database (the ``warm_cache`` fixture).
 
     The real vLLM that scripts/setup-vllm.sh installs under the real home is still found (its paths
     are taken before the home directory moves). Tests that need a source of their own set it.
@@ -57,6 +61,7 @@ def _isolate_from_the_host() -> None:
         "QWEN_TRIAGE_KMSG": str(root / "kmsg"),
         "QWEN_TRIAGE_BOOT_ID_FILE": str(root / "boot_id"),
         "SLURM_CONF": str(root / "slurm.conf"),
+        "QWEN_TRIAGE_HS_BUILD": "off",
     })
 
 
@@ -129,3 +134,11 @@ def compiled_literal():
     from qwen_triage.engine.scanner import compile_pack
 
     return compile_pack(engine="literal")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The real-vLLM tests first. Their servers (``xdist_group("vllm-server")``: one worker, one at a time)
+    take both cores for 20-40 s each and are the longest part of the suite, so with ``-n`` they start at
+    once while the other worker, and this one when they are done, take the rest."""
+    first = [item for item in items if item.get_closest_marker("vllm")]
+    items[:] = first + [item for item in items if not item.get_closest_marker("vllm")]

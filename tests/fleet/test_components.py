@@ -26,7 +26,7 @@ import pytest
 from .conftest import BootId, XID79, QUIET, run_check_cli
 from tests.timelimits import scaled
 
-pytestmark = pytest.mark.components
+pytestmark = [pytest.mark.components, pytest.mark.xdist_group("fleet-components")]  # one Slurm cluster per run
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "deploy" / "prometheus" / "qwen-triage.rules.yml"
 ALERT = "QwenTriageCriticalDiagnosis"

