@@ -107,13 +107,15 @@ class ProcessTree:
                 self._kill_now.set()
                 return
             self.stop_reason = self.stop_reason or reason or f"{procs.signal_name(sig)}"
-            self.stopper = threading.Thread(
+            stopper = threading.Thread(
                 target=self._terminate,
                 args=(sig, self.grace if grace is None else grace),
                 name="qwen-triage-stop",
                 daemon=True,
             )
-            self.stopper.start()
+            stopper.start()
+            # Published once started: the thread that waits for the child joins it without the lock.
+            self.stopper = stopper
 
     def kill_now(self) -> None:
         self.request_stop(signal.SIGKILL, grace=0)
