@@ -8,7 +8,7 @@ and goes on: the user pressed Ctrl-C, and `relaunch` went on to start a server a
 The console script installs :func:`note_and_raise` before it imports the command line. It
 behaves as Python's handler does (the exception still stops a scan or shows click's
 "Aborted!"), and it also notes the signal. A command that installs handlers of its own (`run`,
-`relaunch`) asks :func:`take_pending` right after: a signal noted there came before its handler
+`relaunch`) calls :func:`deliver_pending` right after: a signal noted there came before its handler
 and it is still running, so the exception was swallowed, and the command treats it as a signal
 that just arrived.
 
@@ -18,6 +18,7 @@ The note is one value per process, like the signal disposition it stands beside.
 from __future__ import annotations
 
 import signal
+from collections.abc import Callable
 
 _pending: list[int] = []
 
@@ -44,3 +45,10 @@ def take_pending() -> int | None:
     signum = _pending[0]
     _pending.clear()
     return signum
+
+
+def deliver_pending(handler: Callable[[int, object], None]) -> None:
+    """Hand a signal noted before ``handler`` was installed to it, as if it had just arrived."""
+    signum = take_pending()
+    if signum is not None:
+        handler(signum, None)

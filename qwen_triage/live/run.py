@@ -7,7 +7,7 @@ import signal
 import sys
 from pathlib import Path
 
-from qwen_triage.interrupts import take_pending
+from qwen_triage.interrupts import deliver_pending
 
 FORWARD_AND_STOP = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 FORWARD_ONLY = (signal.SIGUSR1, signal.SIGUSR2)
@@ -86,9 +86,7 @@ def run_main(
     previous = {}
     for sig in FORWARD_AND_STOP + FORWARD_ONLY:
         previous[sig] = signal.signal(sig, on_signal)
-    pending = take_pending()  # a Ctrl-C while the child started, which Python swallowed
-    if pending is not None:
-        on_signal(pending, None)
+    deliver_pending(on_signal)  # a Ctrl-C while the child started, which Python swallowed
     try:
         status = None
         while status is None:

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from qwen_triage.interrupts import take_pending
+from qwen_triage.interrupts import deliver_pending
 from qwen_triage.runner.loop import EXIT_USAGE, Deps, Run, default_paths
 from qwen_triage.runner.profile import (
     Profile,
@@ -95,9 +95,7 @@ def relaunch_main(command: list[str], opts: Mapping[str, Any]) -> int:
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             previous[sig] = signal.signal(sig, on_signal)
-        pending = take_pending()  # a Ctrl-C during the imports that Python swallowed
-        if pending is not None:
-            on_signal(pending, None)
+        deliver_pending(on_signal)  # a Ctrl-C during the imports that Python swallowed
     try:
         return _main(command, opts, out, stop, kill, runs)
     finally:
