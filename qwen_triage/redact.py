@@ -4,7 +4,7 @@ Logs, command lines and environments carry API keys, hub tokens and passwords;
 reports get pasted into public bug trackers and relaunch journals get shared.
 Names decide for environments and flags (``HF_TOKEN``, ``--api-key``); for free
 text the well-known token shapes are masked (``sk-…``, ``hf_…``, ``Bearer …``,
-``user:password@`` in URLs, ``NAME_TOKEN=value`` and vLLM's ``'api_key': ['…']``, AWS key ids,
+``user:password@`` in URLs, GitLab, Slack, npm and Google API keys, ``NAME_TOKEN=value`` and vLLM's ``'api_key': ['…']``, AWS key ids,
 ``Cookie:`` headers, ``password <value>``, PEM private keys). What is masked becomes ``***``
 so a reader still sees that a value was there.
 """
@@ -27,13 +27,16 @@ _SECRET_NAME = lazy(
 SECRET_FLAGS = frozenset({"--api-key", "--hf-token", "--token", "--password", "--admin-api-key"})
 
 _TEXT_PATTERNS = (
-    # OpenAI-style keys (sk-…, sk-proj-…), hub tokens (hf_…), GitHub and Slack tokens
-    lazy(r"\b(?:sk-(?:proj-|ant-)?|hf_|ghp_|gho_|ghs_|github_pat_|xox[abpr]-)[A-Za-z0-9_\-]{8,}"),
+    # OpenAI-style keys (sk-…, sk-proj-…), hub tokens (hf_…), GitHub, Slack, GitLab and npm tokens
+    lazy(r"\b(?:sk-(?:proj-|ant-)?|hf_|gh[pousr]_|github_pat_|xox[abpors]-|xapp-|gl(?:pat|dt|rt|ptt|ft|cbt|soat)-|npm_)"
+         r"[A-Za-z0-9_\-]{8,}"),
+    # Google API keys
+    lazy(r"\bAIza[0-9A-Za-z_\-]{30,}"),
     # Authorization headers
     lazy(r"(?i)(?<=\bBearer )[A-Za-z0-9._~+/=\-]{8,}"),
     lazy(r"(?i)(?<=\bBasic )[A-Za-z0-9+/=]{8,}"),
-    # user:password@ in URLs
-    lazy(r"(?<=://)[^/\s:@]{1,256}:[^/\s@]{1,256}(?=@)"),
+    # user:password@ in URLs, and the password alone (`redis://:password@host`)
+    lazy(r"(?<=://)[^/\s:@]{0,256}:[^/\s@]{1,256}(?=@)"),
     # AWS access key ids (the secret key beside one is a NAME=value below)
     lazy(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA)[A-Z0-9]{16}\b"),
     # Cookie and Set-Cookie headers: every cookie in them (session ids are credentials)

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from qwen_triage.lazyre import lazy
+from qwen_triage.redact import redact_text
 from qwen_triage.engine.records import LineRecord
 
 MAX_TEMPLATES = 200
@@ -106,8 +107,12 @@ _LIBRARY = lazy(r"(?:site|dist)-packages/(?P<lib>[A-Za-z_][\w]*)")
 
 
 def template_of(message: str) -> str:
-    """The message with its variable parts masked, whitespace folded, bounded."""
-    text = message.strip()[: MAX_TEMPLATE_CHARS * 2]
+    """The message with its secrets and variable parts masked, whitespace folded, bounded.
+
+    Secrets first: a token's digits turned into ``<N>`` would no longer have a token's shape
+    (``xoxb-<N>-<N>-AbC…``), and the masker would let the rest of it through.
+    """
+    text = redact_text(message.strip()[: MAX_TEMPLATE_CHARS * 2])
     for pattern, placeholder in _MASKS:
         text = pattern.sub(placeholder, text)
     return _SPACES.sub(" ", text)[:MAX_TEMPLATE_CHARS]
