@@ -221,3 +221,23 @@ def test_empty_directory(tmp_path, classes, build):
 def test_single_file(model_dir, classes):
     r = inspect_model(model_dir / SHARD, classes=classes)
     assert r.diagnoses == [] and [f.name for f in r.files] == [SHARD]
+
+
+DEEP = "[" * 100_000 + "]" * 100_000  # issue 29: a stranger's JSON nested past the interpreter's recursion limit
+
+
+@pytest.mark.parametrize("name", ["config.json", "model.safetensors.index.json", "tokenizer.json"])
+def test_json_nested_too_deep_is_a_finding_not_a_crash(model_dir, classes, name):
+    (model_dir / name).write_text(DEEP)
+    r = inspect_model(model_dir, classes=classes)
+    bad = [f for f in r.files if f.name == name]
+    assert bad and not bad[0].ok and "nested too deep" in bad[0].detail
+
+
+def test_relaunch_reads_a_config_nested_too_deep_as_unreadable(model_dir):
+    from qwen_triage.runner.launch_checks import model_config_for
+    from qwen_triage.runner.vllm.argv import parse_vllm_argv
+
+    (model_dir / "config.json").write_text('{"a":' * 100_000 + "1" + "}" * 100_000)
+    cfg, note = model_config_for(parse_vllm_argv(["vllm", "serve", str(model_dir)]))
+    assert cfg is None and note and "nested too deep" in note

@@ -25,6 +25,7 @@ from qwen_triage.preflight.model.hashes import ChecksumFileError, ProgressStart,
 from qwen_triage.preflight.output import PreflightOutput
 from qwen_triage.report.model import Diagnosis, Observation
 from qwen_triage.rulepack.schema import FailureClass
+from qwen_triage.preflight.model import jsontext
 
 _SHARD = re.compile(r"^(?P<stem>.+)-(?P<no>\d{5})-of-(?P<count>\d{5})\.(?P<ext>safetensors|bin)$")
 SMALL_SHARD = 0.5  # of the median sibling
@@ -59,7 +60,7 @@ def _missing_finding(root: Path, names: list[str], why: str) -> CheckFinding:
 def _check_index(st: ScanState, index_path: Path) -> dict[str, str]:
     """weight_map of a safetensors (or pytorch) index; reports absent shards."""
     try:
-        data = json.loads(index_path.read_text(encoding="utf-8"))
+        data = jsontext.loads(index_path.read_text(encoding="utf-8"))
         weight_map = data["weight_map"]
         if not isinstance(weight_map, dict):
             raise TypeError("weight_map is not an object")

@@ -15,6 +15,8 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from qwen_triage.preflight.model import jsontext
+
 
 class ModelConfigError(ValueError):
     """The model could not be read or named; the CLI turns this into exit 2."""
@@ -266,7 +268,7 @@ def _disk_bytes(directory: Path) -> int | None:
 
 def read_config_json(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = jsontext.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ModelConfigError(f"{path}: cannot read config.json: {exc}") from None
     if not isinstance(data, dict):

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from qwen_triage.rulepack.actions import Redownload
 from qwen_triage.preflight.findings import CheckFinding, act, ev, finding, fix
+from qwen_triage.preflight.model import jsontext
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -67,7 +68,7 @@ def check_config(st: ScanState, has_weights: bool, tensor_shapes: dict[str, list
             )
         return None
     try:
-        cfg = json.loads(path.read_text(encoding="utf-8"))
+        cfg = jsontext.loads(path.read_text(encoding="utf-8"))
         if not isinstance(cfg, dict):
             raise ValueError("not a JSON object")
     except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -156,7 +157,7 @@ def check_tokenizer(st: ScanState, cfg: dict[str, Any] | None) -> None:
     if not isinstance(vocab, int) or not tok_path.is_file():
         return
     try:
-        tok = json.loads(tok_path.read_text(encoding="utf-8"))
+        tok = jsontext.loads(tok_path.read_text(encoding="utf-8"))
         ids = set((tok.get("model") or {}).get("vocab", {}).values()) | {
             a.get("id") for a in tok.get("added_tokens", [])
         }

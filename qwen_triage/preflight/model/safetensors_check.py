@@ -18,6 +18,7 @@ from pathlib import Path
 from qwen_triage.rulepack.actions import Redownload, VerifyFile
 from qwen_triage.preflight.findings import CheckFinding, act, ev, finding, fix
 from qwen_triage.preflight.model.gguf_check import sniff
+from qwen_triage.preflight.model import jsontext
 
 MAX_HEADER = 100_000_000  # safetensors refuses larger headers ("HeaderTooLarge")
 TAIL_PROBE = 1 << 20
@@ -100,7 +101,7 @@ def read_header(path: Path) -> StHeader:
             )
         raw = fh.read(n)
     try:
-        parsed = json.loads(raw.decode("utf-8"))
+        parsed = jsontext.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise StDamage("header-json", f"header is not valid JSON: {exc}", file_size=size) from None
     if not isinstance(parsed, dict):
