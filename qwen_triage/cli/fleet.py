@@ -206,7 +206,9 @@ def _compile(rule_dirs: tuple[str, ...], deadline: float | None = None):  # type
 
 
 def _text(result, slurm_line: str) -> str:  # type: ignore[no-untyped-def]
-    from qwen_triage.fleet.npd import clean
+    """The check for a person: every line through the one sanitiser, since sources, summaries, source errors
+    and notes all carry text from outside (a ``--file`` path may hold terminal escapes)."""
+    from qwen_triage.textsafe import clean
 
     lines = [f"status: {result.status}"]
     for d in result.active:
@@ -224,7 +226,7 @@ def _text(result, slurm_line: str) -> str:  # type: ignore[no-untyped-def]
         lines.append(f"  note: {n}")
     if slurm_line:
         lines.append(f"  {slurm_line}")
-    return "\n".join(lines)
+    return "\n".join(clean(line) for line in lines)
 
 
 COMMANDS = [check]

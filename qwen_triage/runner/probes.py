@@ -22,9 +22,13 @@ class PortHolder(BaseModel):
     cmdline: str | None = None
 
     def describe(self) -> str:
+        """One line, whatever the holder's arguments hold: any user who holds the port chooses its command line,
+        and a line feed in it would print as lines of relaunch's own."""
+        from qwen_triage.textsafe import clean
+
         if self.pid is None:
             return "a process this user cannot see (another user's, or another container's)"
-        what = self.cmdline or self.name or "?"
+        what = clean(self.cmdline or self.name or "") or "?"
         if len(what) > 160:
             what = what[:157] + "..."
         return f"pid {self.pid} ({what})"

@@ -261,3 +261,14 @@ def test_node_name_sources(monkeypatch: pytest.MonkeyPatch) -> None:
     assert slurm.node_name() == "from-env" and slurm.node_name("given") == "given"
     monkeypatch.delenv("SLURMD_NODENAME")
     assert slurm.node_name() and "." not in slurm.node_name()
+
+
+def test_check_text_prints_a_file_paths_escapes_as_nothing(tmp_path: Path, boot, warm_cli) -> None:  # type: ignore[no-untyped-def]
+    """Issue 29 §2: a --file path is text from outside; its escapes (OSC title, CSI, BEL) never reach the terminal."""
+    log = tmp_path / "x\x1b]0;pwned\x07\x1b[2Jy.log"
+    log.write_text(OOM)
+    cp = run_check_cli("--file", str(log), "--state", str(tmp_path / "st"), "--format", "text", "--timeout", "120",
+                       timeout=300)
+    assert cp.returncode == 1, cp.stderr
+    assert "memory.gpu_oom" in cp.stdout and "xy.log" in cp.stdout
+    assert not any(c in cp.stdout for c in "\x1b\x07"), repr(cp.stdout)
