@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from qwen_triage.rulepack.errors import Position, RuleFileError
 from qwen_triage.rulepack.paths import CLASSES_FILE, bundled_rules_dir
 from qwen_triage.rulepack.spec import ClassSpec, RuleSpec
+from qwen_triage.rulepack.trust import require_trusted
 
 if TYPE_CHECKING:
     import regex
@@ -312,7 +313,10 @@ def load_pack(
     files: dict[Path, None] = {}  # a file named twice (bundled dir passed again) loads once
     benign_files = [d / BENIGN_FILE for d in dirs if d.is_dir() and (d / BENIGN_FILE).is_file()]
     for directory in dirs:
-        for path in rule_files(directory):
+        found = rule_files(directory)
+        if directory != base:
+            require_trusted(directory, found)
+        for path in found:
             files.setdefault(path.resolve(), None)
             if len(files) > MAX_RULE_FILES:
                 raise RuleFileError(directory, 1, 1, f"more than {MAX_RULE_FILES} rule files")
