@@ -216,12 +216,16 @@ class JournalReader(Reader):
             cursor = None
         if status not in (0, None) and not stopped and self.lines == 0:
             self.error = f"journalctl failed (status {status}): {err[:300] or 'no message'}"
+        elif stopped and self._silent:
+            # not one byte and no exit before the deadline: a journal that never answers is no healthy node
+            self.error = "journalctl gave no answer before the check's --timeout (the journal is not answering)"
         if self._cursor:
             cursor = self._cursor
         self.state = SourceState(kind="journal", cursor=cursor, lines_total=total + self.lines,
                                  bytes_total=total_bytes + self.bytes)
 
     _cursor: str | None = None
+    _silent = False  # the last run of journalctl was stopped before it printed anything or exited
 
     def _run(self, cmd: list[str], budget: int, deadline: float, total: int):  # type: ignore[no-untyped-def]
         """Run journalctl, yield chunks of whole entries; returns (exit status, stderr tail, stopped early)."""
@@ -238,6 +242,8 @@ class JournalReader(Reader):
         spent = 0
         stopped = False
         skipping = False  # inside an entry over the line limit: its bytes are dropped up to its LF
+        received = False  # any byte at all from journalctl
+        waited_out = False  # stopped after waiting for it until the deadline (not a deadline gone before it ran)
         try:
             while True:
                 left = deadline - time.monotonic()
@@ -246,9 +252,10 @@ class JournalReader(Reader):
                     break
                 ready, _, _ = select.select([fd], [], [], left)
                 if not ready:
-                    self.more = stopped = True
+                    self.more = stopped = waited_out = True
                     break
                 data = os.read(fd, min(READ_CHUNK, max(budget - spent - len(buf), 1)))
+                received = received or bool(data)
                 eof = not data
                 if data and skipping:
                     nl = data.find(b"\n")
@@ -302,6 +309,7 @@ class JournalReader(Reader):
             errf.seek(0)
             err = errf.read(4096).decode("utf-8", "replace").strip().splitlines()
             errf.close()
+        self._silent = waited_out and not received
         return proc.returncode, (err[-1] if err else ""), stopped
 
     def _entries(self, buf: bytearray, whole: int, total: int) -> Iterator[Chunk]:

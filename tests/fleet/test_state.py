@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 import time
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from qwen_triage.fleet.state import (
     read_boot_id,
 )
 
-from .conftest import OOM, QUIET, XID79
+from .conftest import OOM, QUIET, XID79, BootId, run_check_cli
 
 
 def read_all(reader, prev, budget=1 << 30, boot_id="b1"):  # type: ignore[no-untyped-def]
@@ -439,3 +440,17 @@ def test_a_saved_journal_json_file_is_read_as_journal_entries(tmp_path: Path, co
     res = run_check([FileReader(str(log))], State(), compiled, CheckConfig(hold=3600), "b1", now=now)
     # the entries' own times count: a two-hour-old OOM is past the hold, a hardware Xid waits for a reboot
     assert [d.class_ for d in res.active] == ["hardware.xid_fatal"]
+
+
+def test_a_journal_that_never_answers_is_unknown_not_ok(tmp_path: Path, boot: BootId, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 29 §2: journalctl that prints nothing and never exits (a broken journal) must not read as a healthy
+    node: the check says unknown (NPD exit 2) once its --timeout has passed, every run."""
+    exe = tmp_path / "journalctl"
+    exe.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(600)\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("QWEN_TRIAGE_JOURNALCTL", str(exe))
+    for _ in range(2):
+        cp = run_check_cli("--journal", "ollama", "--state", str(tmp_path / "st"), "--format", "npd",
+                           "--timeout", "3", timeout=300)
+        assert cp.returncode == 2, (cp.stdout, cp.stderr)
+        assert cp.stdout.startswith("unknown: ")
