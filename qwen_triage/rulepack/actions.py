@@ -26,7 +26,7 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Annotated, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, computed_field, field_validator
 
 
 class Safety(str, Enum):
@@ -261,6 +261,15 @@ class SetEnv(_LaunchEdit):
     type: Literal["set_env"]
     name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     value: str
+
+    @field_validator("value")
+    @classmethod
+    def _devices_never_from_a_fact(cls, value: str, info: ValidationInfo) -> str:
+        # which GPUs a server runs on is never read from a log line (a pack could move a relaunch onto another
+        # job's GPUs with a fact a stranger printed): `exclude_gpu` narrows the launch's own devices instead
+        if info.data.get("name") == "CUDA_VISIBLE_DEVICES" and _TEMPLATE.search(value):
+            raise ValueError("CUDA_VISIBLE_DEVICES is never filled from a log fact; use exclude_gpu to leave a GPU out")
+        return value
 
     def unsafe_reason(self) -> str | None:
         return env_edit_reason(self.name, self.value)

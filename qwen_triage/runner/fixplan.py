@@ -212,6 +212,12 @@ def concretize(action: Any, launch: VllmLaunch, env: Mapping[str, str], ctx: Pla
     if isinstance(action, SetEnv):
         if _placeholder(action.value):
             raise NotConcrete(f"{action.name} needs a value only you can give ({action.value})")
+        if action.name == "CUDA_VISIBLE_DEVICES":
+            own = visible_indices(eff, ctx.gpu_count or 0)
+            wanted = [int(v) for v in action.value.split(",")]  # indices only (SAFE_ENV checked the form)
+            if not wanted or not set(wanted) <= set(own) or len(set(wanted)) != len(wanted):
+                raise NotConcrete(f"CUDA_VISIBLE_DEVICES={action.value} is not a subset of the launch's own GPUs "
+                                  f"({','.join(map(str, own)) or 'none'}): printed, not applied")
         return [action], None
     if isinstance(action, UnsetEnv):
         if action.name in ctx.base_env and action.name not in env:

@@ -137,3 +137,37 @@ def test_allow_listed_edits_stay_safe() -> None:
     assert SetEnv(type="set_env", name="NCCL_P2P_DISABLE", value="1").safety.value == "safe"
     assert SetArg(type="set_arg", arg="--tokenizer", value="x/y").safety.value == "caution"
     assert SetEnv(type="set_env", name="HTTPS_PROXY", value="http://x").safety.value == "caution"
+
+
+# -- issue 29 §2: which GPUs a relaunch runs on -----------------------------------------------------------------
+
+def _devices_rule(value: str) -> str:
+    return "rules:" + _RULE.format(n=9, cls="hardware.xid_app", example=LINE.strip().replace('"', '\\"'),
+                                   action=f'{{type: set_env, name: CUDA_VISIBLE_DEVICES, value: "{value}"}}')
+
+
+def test_a_pack_that_fills_cuda_visible_devices_from_a_fact_is_refused(tmp_path: Path) -> None:
+    from qwen_triage.rulepack.errors import RuleFileError
+
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "contrib.yaml").write_text(_devices_rule("{lib}").replace("\\S{1,200}", "[0-9,]{1,20}"))
+    with pytest.raises(RuleFileError, match="never filled from a log fact"):
+        load_pack([rules])
+
+
+@pytest.mark.parametrize(("value", "applied"), [("6,7", False), ("0,1,9", False), ("1,2", True), ("1,1", False)])
+def test_allowed_rule_actions_only_narrow_the_launchs_own_gpus(value: str, applied: bool) -> None:
+    from qwen_triage.report.model import Diagnosis, FixOut, Severity
+
+    d = validate(Diagnosis, {
+        "class": "hardware.xid_app", "rule": "contrib.gpus", "title": "t", "severity": Severity.error,
+        "summary": "", "facts": {}, "evidence": [], "count": 1,
+        "fix": [FixOut(step="move", action={"type": "set_env", "name": "CUDA_VISIBLE_DEVICES", "value": value})],
+    })
+    launch = parse_vllm_argv(["vllm", "serve", "./m"])
+    env = {"CUDA_VISIBLE_DEVICES": "0,1,2,3"}
+    plan = build_fix_plan([d], launch, env, PlanContext(gpu_count=8))  # --allow-rule-actions: rules are trusted
+    assert (plan.env.get("CUDA_VISIBLE_DEVICES") == value) is applied
+    if not applied:
+        assert plan.env.get("CUDA_VISIBLE_DEVICES") == "0,1,2,3" and plan.needs_user
