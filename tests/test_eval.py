@@ -14,7 +14,7 @@ from tests.conftest import CORPUS, FIXTURES, ROOT
 
 # The shared corpora of real logs, each with the number of cases it was handed over with: a corpus that
 # reads short (a cases.yaml that stopped parsing, a folder gone) must fail here, not score well on less.
-CORPORA = {CORPUS: 101, CORPUS.parent / "corpus-2": 100, CORPUS.parent / "corpus-3": 84}
+CORPORA = {CORPUS: 101, CORPUS.parent / "corpus-2": 100, CORPUS.parent / "corpus-3": 84, CORPUS.parent / "corpus-4": 193}
 
 
 @pytest.mark.parametrize("corpus", list(CORPORA), ids=lambda p: p.name)
