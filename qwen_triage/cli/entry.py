@@ -8,9 +8,14 @@ from __future__ import annotations
 
 
 def main() -> None:
+    import sys
+
     from qwen_triage import interrupts
 
     interrupts.install()
-    from qwen_triage.cli.main import main as command_line
-
+    try:
+        from qwen_triage.cli.main import main as command_line
+    except KeyboardInterrupt:  # Ctrl-C before the command line exists: 128+SIGINT, as any later Ctrl-C
+        print("Aborted!", file=sys.stderr)
+        sys.exit(130)
     command_line()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -12,6 +13,7 @@ from typing import NoReturn
 import click
 
 from qwen_triage import __version__
+from qwen_triage.interrupts import take_pending
 from qwen_triage.rulepack.errors import RuleFileError
 
 from qwen_triage.cli.options import engine_option, fail, format_option, pack_options, rules_option
@@ -499,6 +501,9 @@ def main() -> None:
         status: object = EXIT_CLEAN
     except SystemExit as exc:
         status = exc.code
+        if status == EXIT_FOUND and take_pending() == signal.SIGINT:
+            # click's "Aborted!" after a Ctrl-C no command handled itself: 128+SIGINT, not "a diagnosis"
+            status = 128 + signal.SIGINT
     except BrokenPipeError:
         # `qwen-triage scan … | head` closing the pipe is not an error
         sys.stderr.close()

@@ -6,6 +6,7 @@ import shlex
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 from qwen_triage.interrupts import deliver_pending
 
@@ -26,6 +27,42 @@ def run_main(
     rule_dirs: tuple[str, ...],
     engine: str,
 ) -> int:
+    """Run ``command`` under the Supervisor; the exit status is the child's (128+N when signal N ended it).
+
+    The signal handlers go in first, before the pack loads: a Ctrl-C in the first second is the same request
+    as one later (exit 128+N, nothing left running; the child is not even started), never a
+    KeyboardInterrupt traceback or click's "Aborted!" with exit 1.
+    """
+    supervisor: list[Any] = []  # the Supervisor once its child runs: signals go to it from then on
+    early: list[int] = []  # stop signals that came before
+
+    def on_signal(signum: int, _frame: object) -> None:
+        if not supervisor:
+            if signum in FORWARD_AND_STOP:
+                early.append(signum)
+        elif signum in FORWARD_AND_STOP:
+            supervisor[0].request_stop(signum, reason=f"{signal.Signals(signum).name} received")
+        else:
+            supervisor[0].send_signal(signum)
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in FORWARD_AND_STOP + FORWARD_ONLY}
+    deliver_pending(on_signal)  # a Ctrl-C during the imports, which Python swallowed
+    try:
+        return _supervise(command, supervisor, early, log_path=log_path, stall=stall, kill_on_fatal=kill_on_fatal,
+                          grace=grace, report_path=report_path, quiet=quiet, unbuffered=unbuffered,
+                          rule_dirs=rule_dirs, engine=engine)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _say(msg: str) -> None:
+    print(f"qwen-triage: {msg}", file=sys.stderr, flush=True)
+
+
+def _supervise(command: list[str], supervisor: list[Any], early: list[int], *, log_path: str | None,
+               stall: float | None, kill_on_fatal: bool, grace: float, report_path: str | None, quiet: bool,
+               unbuffered: bool, rule_dirs: tuple[str, ...], engine: str) -> int:
     from qwen_triage.engine.scanner import load_compiled
     from qwen_triage.exits import EXIT_ERROR
     from qwen_triage.exits import EXIT_CANNOT_RUN, EXIT_NOT_EXECUTABLE
@@ -33,10 +70,10 @@ def run_main(
     from qwen_triage.live.run_log import LogFileError, default_log_path
     from qwen_triage.live.supervisor import Supervisor
 
-    def say(msg: str) -> None:
-        print(f"qwen-triage: {msg}", file=sys.stderr, flush=True)
-
     compiled = load_compiled(rule_dirs, engine)  # exits 2 on a bad rule pack, before anything runs
+    if early:
+        _say(f"{signal.Signals(early[0]).name} before {command[0]!r} started: not started")
+        return 128 + early[0]
     log = Path(log_path).expanduser() if log_path else default_log_path(command)
     out, err = Sink.pair(1, 2)
     reporter = LiveReporter(err, quiet=quiet)
@@ -60,40 +97,28 @@ def run_main(
     try:
         sup.start()
     except LogFileError as exc:
-        say(str(exc))
+        _say(str(exc))
         return EXIT_ERROR
     except FileNotFoundError as exc:
-        say(f"cannot run {command[0]!r}: {exc.strerror}")
+        _say(f"cannot run {command[0]!r}: {exc.strerror}")
         return EXIT_CANNOT_RUN
     except PermissionError as exc:
-        say(f"cannot run {command[0]!r}: {exc.strerror}")
+        _say(f"cannot run {command[0]!r}: {exc.strerror}")
         return EXIT_NOT_EXECUTABLE
     except OSError as exc:
-        say(f"cannot start {command[0]!r}: {exc.strerror or exc}")
+        _say(f"cannot start {command[0]!r}: {exc.strerror or exc}")
         return EXIT_CANNOT_RUN
+    supervisor.append(sup)
+    for signum in early:  # came while the child started: the same request, now that it has a receiver
+        sup.request_stop(signum, reason=f"{signal.Signals(signum).name} received")
     log = sup.log_path or log
     watchdog = f"; stall report after {stall:g} s of silence" if stall else ""
     from qwen_triage.redact import mask_argv
 
     reporter.note(f"running {shlex.join(mask_argv(command))} (pid {sup.pid}); log: {log}{watchdog}")
-
-    def on_signal(signum: int, _frame: object) -> None:
-        if signum in FORWARD_AND_STOP:
-            sup.request_stop(signum, reason=f"{signal.Signals(signum).name} received")
-        else:
-            sup.send_signal(signum)
-
-    previous = {}
-    for sig in FORWARD_AND_STOP + FORWARD_ONLY:
-        previous[sig] = signal.signal(sig, on_signal)
-    deliver_pending(on_signal)  # a Ctrl-C while the child started, which Python swallowed
-    try:
-        status = None
-        while status is None:
-            status = sup.wait(0.5)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    status = None
+    while status is None:
+        status = sup.wait(0.5)
 
     # From here on the child is gone; our own trouble must not change its exit status.
     try:
@@ -103,7 +128,7 @@ def run_main(
         reporter.summary(report)
         reporter.note(f"the child {_how(sup)}; its output is in {log}")
     except Exception as exc:  # noqa: BLE001
-        say(f"could not finish the report ({exc!r}); the log is {log}")
+        _say(f"could not finish the report ({exc!r}); the log is {log}")
     return status
 
 

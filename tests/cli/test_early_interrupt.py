@@ -75,8 +75,9 @@ def test_run_stops_its_child_after_a_swallowed_ctrl_c(tmp_path) -> None:
     p = _start(["run", "--log", str(tmp_path / "run.log"), "--", sys.executable, "-c", child], tmp_path)
     code, err = _finish(p)
     assert "still running after the swallowed Ctrl-C" in err
-    assert "(stopped: SIGINT received)" in err  # the forwarded SIGINT ended the child (at once or in its import)
-    assert code in (1, 128 + signal.SIGINT), err
+    # the Ctrl-C came before the child existed: it is not started at all (issue 29: exit 130, as later)
+    assert "SIGINT before" in err and "not started" in err and "child up" not in err
+    assert code == 128 + signal.SIGINT, err
 
 
 def test_the_note_is_taken_once_and_python_behaviour_is_kept() -> None:
@@ -85,3 +86,40 @@ def test_the_note_is_taken_once_and_python_behaviour_is_kept() -> None:
         interrupts.note_and_raise(signal.SIGINT, None)
     assert interrupts.take_pending() == signal.SIGINT
     assert interrupts.take_pending() is None
+
+
+# -- issue 29 §2: a Ctrl-C in the first second of `run` is exit 130, and nothing is left running ----------------
+
+# the console script with a SIGINT delivered at one chosen point of its start-up
+AT_POINT = """
+import builtins, os, signal, sys
+where, marker = sys.argv[1], sys.argv[2]
+sys.argv = ["qwen-triage", "run", "--", sys.executable, "-c", "import time; time.sleep(600)", marker]
+real_import = builtins.__import__
+def hooked(name, *a, **k):
+    if name == where:
+        builtins.__import__ = real_import
+        os.kill(os.getpid(), signal.SIGINT)
+    return real_import(name, *a, **k)
+builtins.__import__ = hooked
+from qwen_triage.cli.entry import main
+main()
+"""
+
+
+@pytest.mark.parametrize("where", [
+    "qwen_triage.cli.main",  # the command line is still importing
+    "qwen_triage.live.run",  # click is inside the `run` command, before its handlers
+    "qwen_triage.engine.scanner",  # the rule pack is loading, the handlers are in
+])
+def test_ctrl_c_at_start_up_is_130_and_starts_no_child(tmp_path, where: str) -> None:  # type: ignore[no-untyped-def]
+    marker = f"qt-early-{os.getpid()}-{where}"
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
+    p = subprocess.Popen([sys.executable, "-c", AT_POINT, where, marker], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    code, err = _finish(p)
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+    assert code == 130, err
+    assert "Traceback" not in err
+    assert left == [], f"a child was left running: {left}"
