@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from qwen_triage.engine.origin import PROCESS_REPORT_PATTERN
 from qwen_triage.lazyre import lazy
 
 MAX_JOINED_CHARS = 4096
@@ -71,7 +72,9 @@ _AER_DETAIL = (r"PCIe Bus Error: |^\s*(?:\S+ )?" + _PCI_FUNCTION
                + r"(?:device \[|\[ ?\d+\]|TLP Header|AER: +(?:aer_|\[))|^\s+(?:device \[|\[ ?\d+\]|TLP Header)")
 
 FAMILIES: tuple[Family, ...] = (
-    _family("nvrm", r"^NVRM: ", r"^NVRM: ", strip=r"^NVRM: +", max_lines=8),
+    # a process report whose program named itself "NVRM: …" is no driver message (engine.origin)
+    _family("nvrm", rf"^(?!{PROCESS_REPORT_PATTERN})NVRM: ", rf"^(?!{PROCESS_REPORT_PATTERN})NVRM: ",
+            strip=r"^NVRM: +", max_lines=8),
     _family("aer", r"AER: .{0,60}error received|PCIe Bus Error: ", _AER_DETAIL, strip=r"^\S+ " + _PCI_FUNCTION,
             max_lines=8),
     # an OOM report: only the lines that say what was killed are joined (the memory dump between is passed over)

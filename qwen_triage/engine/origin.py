@@ -19,7 +19,9 @@ The kernel also prints text others chose (a crashing program's file name in a se
 report, a task name): on a kernel record a rule's match must begin where the kernel's
 message begins, after the device or subsystem prefix the kernel puts first (``pcieport
 0000:00:03.0: AER: …``, ``NVRM: Xid …``), and on a process report (``comm[pid]: segfault
-at … in FILE``) it must reach past the report's own words.
+at … in FILE``) it must reach past the report's own words. A process report is never the
+driver's, whatever the program named itself (``NVRM: x[4242]: segfault …``): the test for one
+comes before the driver's prefix is trusted, here and where NVRM messages are joined.
 """
 
 from __future__ import annotations
@@ -48,8 +50,12 @@ MAX_HEAD = 240
 # Messages a driver prints whole, wrapping long sentences over several lines of its own: what
 # follows is the driver's text wherever a rule's phrase falls in it.
 DRIVER_PREFIXES = ("NVRM: ",)
-# A process report: the kernel names the program (its comm, chosen by the program) first.
-PROCESS_REPORT = lazy_with(compile_pattern, r"\S.{0,15}?\[\d{1,10}\]: (?=segfault at |trap |general protection |potentially unexpected fatal signal)")
+# A process report: the kernel names the program first, by its comm (at most 15 bytes, any of them
+# the program's choice: `prctl(PR_SET_NAME, "NVRM: x")`), then its pid: `comm[pid]: segfault at …`,
+# `traps: comm[pid] general protection fault …`, `comm (pid): drop_caches: 1`. Such a line is never
+# the driver's, whatever its comm starts with.
+PROCESS_REPORT_PATTERN = r"(?:traps: )?\S.{0,15}?(?:\[\d{1,10}\]:? | \(\d{1,10}\): )"
+PROCESS_REPORT = lazy_with(compile_pattern, PROCESS_REPORT_PATTERN)
 
 
 def family(rec: LineRecord) -> str | None:
@@ -68,7 +74,10 @@ def accepts(sources: frozenset[str], rec: LineRecord, start: int, end: int) -> b
     """Whether a rule with these ``sources`` may take this record, matched at ``start``..``end``."""
     fam = family(rec)
     if fam is None:
-        return True
+        # text of no known origin is read by every rule, but a process report is the kernel's shape
+        # whoever pasted it: a kernel rule's match inside the program's name or file is none of the kernel's
+        return KERNEL not in sources or PROCESS_REPORT.match(rec.message) is None \
+            or kernel_anchored(rec.message, start, end)
     if fam == APP:
         return "any" in sources or not sources <= SYSTEM_SOURCES
     if fam not in sources:
@@ -91,11 +100,12 @@ def kernel_anchored(message: str, start: int, end: int) -> bool:
     line = message.rfind("\n", 0, start) + 1
     if start - line > MAX_HEAD:
         return False
-    if message.startswith(DRIVER_PREFIXES, line):
-        return True  # the NVIDIA driver's own message, wrapped over lines as it prints them
     report = PROCESS_REPORT.match(message, line)
-    if report is not None and end <= report.end():
-        return False
+    if report is not None:
+        if end <= report.end():
+            return False  # inside the program's name: its own choice of words
+    elif message.startswith(DRIVER_PREFIXES, line):
+        return True  # the NVIDIA driver's own message, wrapped over lines as it prints them
     try:
         return KERNEL_HEAD.fullmatch(message, line, start, timeout=0.05) is not None
     except TimeoutError:
