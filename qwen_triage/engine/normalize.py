@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
+from qwen_triage.engine import client_text
 from qwen_triage.engine.origin import APP_FORMATS
 from qwen_triage.engine.records import LineRecord
 from qwen_triage.lazyre import lazy
@@ -246,6 +247,7 @@ def normalize(
             break
         msg = inner
     rec.message = msg
+    client_text.cut(rec)
     return rec
 
 

@@ -72,6 +72,8 @@ def family(rec: LineRecord) -> str | None:
 
 def accepts(sources: frozenset[str], rec: LineRecord, start: int, end: int) -> bool:
     """Whether a rule with these ``sources`` may take this record, matched at ``start``..``end``."""
+    if rec.quoted is not None:
+        return False  # someone else's words quoted (a client's prompt, a traceback's source line): no origin
     fam = family(rec)
     if fam is None:
         # text of no known origin is read by every rule, but a process report is the kernel's shape

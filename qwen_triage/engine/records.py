@@ -29,6 +29,9 @@ class LineRecord:
     truncated: bool = False
     source_index: int = 0  # which input of the scan it came from
     head_len: int = -1  # a record joined from several lines: its first line's share of the message
+    # whose words the message quotes, when not the program's own: "request" (a request logger's fields, a
+    # client's text: engine.client_text), "source" (a traceback's quoted source line); no rule fires on it
+    quoted: str | None = None
     extra: dict[str, str] = field(default_factory=dict)
 
     @property

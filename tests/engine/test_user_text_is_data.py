@@ -72,3 +72,94 @@ def test_a_process_report_never_continues_a_driver_message(tmp_path: Path, compi
 def test_the_driver_s_own_xid_still_counts(tmp_path: Path, compiled: CompiledPack, form: str) -> None:
     text = f"[ 12.345678] {REAL_XID}\n" if form == "dmesg" else journal_kernel(REAL_XID)
     assert "hardware.xid_fatal" in node_level(scan(tmp_path, compiled, text))
+
+
+# --- prompts are data ---------------------------------------------------------------------------
+
+# what a client quotes: each is a real failure's words, diagnosed when a program prints it itself
+QUOTES = {
+    "xid": "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python3, GPU has fallen off the bus.",
+    "oom": ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+            "79.15 GiB of which 1.2 GiB is free."),
+    "tp": "ValueError: Total number of attention heads (40) must be divisible by tensor parallel size (6).",
+    "nccl": ("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:"
+             "1970, unhandled cuda error, NCCL version 2.20.5"),
+    "ecc": "RuntimeError: CUDA error: uncorrectable ECC error encountered",
+    "kv": ("ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored "
+           "in KV cache (16). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing "
+           "the engine."),
+}
+
+
+def _repr(text: str) -> str:
+    return repr(text)
+
+
+def _go(text: str) -> str:
+    return json.dumps(text)  # strconv.Quote: the same escapes for this text
+
+
+# one line per request logger and version (templates cited in qwen_triage/engine/client_text.py)
+LOGGERS = {
+    "vllm-0.4": lambda q: (f"INFO 05-01 10:00:00 async_llm_engine.py:529] Received request cmpl-1: prompt: {_repr(q)}, "
+                           "sampling_params: SamplingParams(n=1), prompt_token_ids: [1, 2], lora_request: None."),
+    "vllm-0.6": lambda q: (f"INFO 12-01 10:00:00 logger.py:36] Received request chat-1: prompt: {_repr(q)}, params: "
+                           "SamplingParams(n=1), prompt_token_ids: [1, 2], lora_request: None, "
+                           "prompt_adapter_request: None."),
+    "vllm-0.10": lambda q: (f"(APIServer pid=1) INFO 08-01 10:00:00 [logger.py:43] Received request chatcmpl-1: prompt: "
+                            f"{_repr(q)}, params: SamplingParams(n=1), prompt_token_ids: None, prompt_embeds shape: None, "
+                            "lora_request: None."),
+    "vllm-stop": lambda q: (f"(APIServer pid=1) INFO 11-01 10:00:00 [logger.py:50] Received request cmpl-1: params: "
+                            f"SamplingParams(n=1, stop=[{_repr(q)}]), lora_request: None."),
+    "vllm-details": lambda q: (f"(APIServer pid=1) DEBUG 11-01 10:00:00 [logger.py:40] Request cmpl-1 details: prompt: "
+                               f"{_repr(q)}, prompt_token_ids: [1], prompt_embeds shape: None."),
+    "vllm-output": lambda q: (f"(APIServer pid=1) INFO 11-01 10:00:00 [logger.py:70] Generated response cmpl-1 "
+                              f"(streaming complete): output: {_repr(q)}, output_token_ids: None, finish_reason: stop"),
+    "ollama-chat": lambda q: ('time=2026-12-01T10:00:00.000Z level=DEBUG source=routes.go:1500 msg="chat request" '
+                              f"images=0 prompt={_go(q)}"),
+    "ollama-generate": lambda q: ('time=2024-03-01T10:00:00.000Z level=DEBUG source=routes.go:277 msg="generate handler" '
+                                  f"prompt={_go(q)}"),
+    "ollama-trace": lambda q: ('time=2026-12-01T10:00:00.000Z level=TRACE source=server.go:800 msg="completion request" '
+                               f"prompt={_go(q)}"),
+    "ollama-embed": lambda q: ('time=2025-01-01T10:00:00.000Z level=DEBUG source=server.go:900 msg="embedding request" '
+                               f"content={_go(q)}"),
+    "ollama-old": lambda q: (f'time=2024-01-01T10:00:00.000Z level=DEBUG source=routes.go:1200 msg="prompt: {q}"'),
+    "ollama-journal": lambda q: ('Dec 01 10:00:00 gpu1 ollama[812]: time=2026-12-01T10:00:00.000Z level=DEBUG '
+                                 f'source=routes.go:1500 msg="chat request" images=0 prompt={_go(q)}'),
+    "sglang": lambda q: f"[2025-06-01 10:00:00] Receive: obj=GenerateReqInput(text={_repr(q)}, sampling_params={{}})",
+    "sglang-finish": lambda q: (f"[2025-06-01 10:00:00 TP0] Finish: obj=GenerateReqInput(text='hi'), "
+                                f"out={{'text': {_repr(q)}}}"),
+    "llama-server": lambda q: "srv  log_server_r: request:  " + json.dumps({"prompt": q}),
+    "llama-server-response": lambda q: "srv  log_server_r: response: " + json.dumps({"content": q}),
+    "tgi": lambda q: ("2024-10-01T10:00:21.702331Z DEBUG generate{parameters=GenerateParameters { stop: [] }}: "
+                      f"text_generation_router::server: router/src/server.rs:296: Input: {q}"),
+}
+
+
+@pytest.mark.parametrize("quote", sorted(QUOTES))
+@pytest.mark.parametrize("logger", sorted(LOGGERS))
+def test_a_prompt_quoting_a_failure_is_no_diagnosis(tmp_path: Path, compiled: CompiledPack, logger: str,
+                                                    quote: str) -> None:
+    line = LOGGERS[logger](QUOTES[quote])
+    report = scan(tmp_path, compiled, line + "\n")
+    assert classes(report) == [], line
+    assert [u.template for u in report.unrecognised] == []
+
+
+@pytest.mark.parametrize("quote", sorted(QUOTES))
+def test_the_failure_printed_by_the_server_itself_is_still_diagnosed(tmp_path: Path, compiled: CompiledPack,
+                                                                     quote: str) -> None:
+    # the same words as the program's own line: the masking hides prompts, not errors
+    own = {"xid": f"[ 12.345678] {QUOTES['xid']}", "tgi": ""}.get(quote, f"ERROR 12-01 10:00:00 [core.py:1] {QUOTES[quote]}")
+    text = "\n".join([LOGGERS["vllm-0.6"](QUOTES[quote]), own, LOGGERS["ollama-chat"](QUOTES[quote])]) + "\n"
+    assert classes(scan(tmp_path, compiled, text)) != []
+
+
+def test_a_prompt_cannot_veto_a_real_diagnosis(tmp_path: Path, compiled: CompiledPack) -> None:
+    # whatever a rule's `unless` reads, a prompt that quotes it is cut before any rule reads the line
+    from qwen_triage.engine.normalize import normalize
+
+    for make in LOGGERS.values():
+        rec = normalize(make("anything at all: NVRM: Xid 79, CUDA out of memory"))
+        assert rec.quoted == "request" and "Xid" not in rec.message and "memory" not in rec.message, rec.message
+        assert rec.message in rec.text  # still a substring of the line: what the prefilter relies on

@@ -148,6 +148,22 @@ def test_kill_on_fatal_stops_the_child_at_once(tmp_path) -> None:
     assert "--kill-on-fatal: stopping the child" in live.err.text
 
 
+def test_kill_on_fatal_never_rests_on_a_client_s_prompt(tmp_path) -> None:
+    # issue 29: prompts quoting an Xid, an OOM, vLLM's KV-cache message and an NCCL error, logged by the request
+    # logger of a healthy server: the server keeps serving and exits by itself
+    report = tmp_path / "report.json"
+    live = Live(qt_argv("run", "--kill-on-fatal", "--grace", "2", "--stall", "0", "--log", str(tmp_path / "r.log"),
+                        "--report", str(report), "--",
+                        *fixture("vllm_prompts_quote_failures.py", "--linger", "1.5")))
+    try:
+        rc = live.wait(60)
+    finally:
+        live.kill()
+    assert "--kill-on-fatal" not in live.err.text
+    assert rc == 0, live.err.text
+    assert json.loads(report.read_text())["diagnoses"] == []
+
+
 def test_command_not_found_is_127_and_nothing_is_left(tmp_path) -> None:
     proc = subprocess.run(qt_argv("run", "--log", str(tmp_path / "x.log"), "--", "/no/such/command", "--flag"),
                           capture_output=True, timeout=60)

@@ -114,6 +114,23 @@ def test_two_failures_fixed_one_after_the_other(h, models):
     assert "working command" in h.text
 
 
+# vLLM's own message, quoted by a client (issue 29): a relaunch argument must never come from a prompt
+KV_PROMPT = ("ValueError: The model's max seq len (512) is larger than the maximum number of tokens that can be stored "
+             "in KV cache (16). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+             "initializing the engine.")
+
+
+def test_a_prompt_quoting_a_failure_neither_stops_nor_relaunches(h, models):
+    port = free_port()
+    run = h.make([str(models["good"]), "--host", "127.0.0.1", "--port", str(port)],
+                 env={"FAKE_VLLM_PROMPT": f"my server said {KV_PROMPT} what now? NVRM: Xid (PCI:0000:3b:00): 79"})
+    res = run.go()
+    assert res.exit_status == 0, h.text
+    assert [a.outcome for a in res.attempts] == ["ready"], h.text
+    assert res.attempts[0].diagnoses == [] and res.attempts[0].changes == []
+    assert "--max-model-len" not in res.final_argv
+
+
 def test_preflight_fixes_before_the_first_launch(h, models):
     port = free_port()
     run = h.make([str(models["good"]), "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "4096",
