@@ -110,7 +110,7 @@ def _check(kernel, units, files, state_dir, fmt, textfile, slurm_drain, slurm_re
         readers.append(build("kernel"))
     readers += [build("journal", u) for u in units]
     readers += [build("file", f, from_end=from_end) for f in files]
-    if not readers:
+    if not readers and not clear_patterns:
         return failed("nothing to check: give --kernel, --journal UNIT or --file PATH")
     state_path = state_dir or default_state_dir()
     store = StateStore(state_path)
@@ -133,8 +133,11 @@ def _check(kernel, units, files, state_dir, fmt, textfile, slurm_drain, slurm_re
         with store.locked(timeout=min(1.5, timeout / 2)):
             state = store.load()
             by_hand = clear_by_hand(state, clear_patterns)
-            result = run_check(readers, state, compiled, CheckConfig(hold=hold, max_bytes=max_bytes, timeout=timeout),
-                               boot_id, now=now, started=started)
+            if readers:
+                result = run_check(readers, state, compiled, CheckConfig(hold=hold, max_bytes=max_bytes,
+                                                                         timeout=timeout), boot_id, now=now, started=started)
+            else:  # `--clear` alone: let go, and say (and write to --textfile) what is still active
+                result = stored_result(state, CheckConfig(hold=hold), boot_id, "no source read: --clear only", now)
             result.notes[:0] = store.notes
             result.cleared[:0] = by_hand
             result.notes += [f"cleared by hand: {d.class_} from {d.source}" for d in by_hand]

@@ -148,8 +148,9 @@ def kmsg_records(buf: bytes) -> tuple[list[bytes], bytes]:
 
 class KmsgReader(Reader):
     def __init__(self, path: str | None = None):
-        super().__init__(key="kernel", label="kernel", via="/dev/kmsg")
         self.path = path or os.environ.get(KMSG_ENV) or KMSG_PATH
+        # `via` names the file actually read: a fire drill's QWEN_TRIAGE_KMSG file must never pass for /dev/kmsg
+        super().__init__(key="kernel", label="kernel", via=self.path)
 
     def read(self, prev: SourceState | None, budget: int, deadline: float, boot_id: str) -> Iterator[Chunk]:
         same = prev is not None and prev.kind == "kmsg" and prev.boot_id == boot_id and prev.kmsg_seq is not None

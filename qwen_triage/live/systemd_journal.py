@@ -23,7 +23,8 @@ import tempfile
 from typing import TYPE_CHECKING, Callable
 
 from qwen_triage.inputs.journal import (
-    JOURNAL_TOOL, JournalError, journal_command, journal_tool_available, start_journal, unit_name,
+    JOURNAL_DIRS, JOURNAL_TOOL, JournalError, journal_command, journal_present, journal_tool_available,
+    start_journal, unit_name,
 )
 
 if TYPE_CHECKING:
@@ -111,6 +112,20 @@ def describe_window(since: str | None, since_given: bool) -> str:
     return f"since {since}" if since_given else f"since the unit last started ({since})"
 
 
+def nothing_read_notes(unit: str, window: str, kernel: bool, stderr: str) -> list[str]:
+    """Why a journal read gave nothing, in the tool's own words first: "no entries" is only true where there is
+    a journal (a container or ``Storage=none`` keeps none, and journalctl often says nothing of it)."""
+    said = [f"{JOURNAL_TOOL} said: {stderr[:500]}"] if stderr else []
+    if not journal_present():
+        where = " or ".join(JOURNAL_DIRS)
+        kernel_too = (" The kernel's messages are not in a journal either: read them with `dmesg`, or "
+                      "`qwen-triage check --kernel --format text`.") if kernel else ""
+        return said + [f"no journal files were found ({where} hold none): journald keeps no log on this machine, "
+                       f"so {unit}'s output is in no journal.{kernel_too}"]
+    hint = "" if os.geteuid() == 0 else " (not root: add yourself to the systemd-journal group, or use sudo)"
+    return [f"the journal has no entries for {unit}{' or the kernel' if kernel else ''} {window}{hint}", *said]
+
+
 def journal_main(
     unit: str,
     since: str | None,
@@ -173,10 +188,7 @@ def journal_main(
         return EXIT_ERROR
     if inp.source.lines_read == 0:
         report.nothing_read = True  # not "no diagnosis": there was nothing to read
-        hint = "" if os.geteuid() == 0 else " (not root: add yourself to the systemd-journal group, or use sudo)"
-        report.notes.append(f"the journal has no entries for {u} {window}{hint}")
-        if stderr:
-            report.notes.append(f"{JOURNAL_TOOL} said: {stderr[:500]}")
+        report.notes += nothing_read_notes(u, window, kernel, stderr)
     report.notes.append(f"read with: {shlex.join(cmd)}")
     emit_report(report, fmt)
     return EXIT_FOUND if report.diagnoses else EXIT_CLEAN

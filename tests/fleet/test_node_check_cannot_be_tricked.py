@@ -427,3 +427,19 @@ def test_a_journal_entry_claiming_to_be_the_kernel_is_not(compiled, tmp_path: Pa
     real = {**spoof, "__CURSOR": "s=2", "_TRANSPORT": "kernel"}
     assert "kernel.xid" not in fired_rules(compiled, json.dumps(spoof) + "\n")
     assert "kernel.xid" in fired_rules(compiled, json.dumps(real) + "\n")
+
+
+def test_clear_rewrites_the_textfile_so_the_alert_stops_now(tmp_path: Path, boot: BootId) -> None:
+    """Issue 29 §3: `--clear` with `--textfile` rewrites the metrics at once (with the sources or alone), so the
+    Prometheus alert does not keep firing until the next scheduled check."""
+    log = tmp_path / "kern.log"
+    log.write_text(XID79)
+    state, prom = str(tmp_path / "st"), tmp_path / "qwen_triage.prom"
+    check_json("--file", str(log), "--state", state, "--textfile", str(prom))
+    assert 'class="hardware.xid_fatal"' in prom.read_text()
+    cleared = check_json("--state", state, "--textfile", str(prom), "--clear", "hardware.*")
+    assert cleared["status"] == "ok" and [d["class"] for d in cleared["cleared"]] == ["hardware.xid_fatal"]
+    text = prom.read_text()
+    assert 'class="hardware.xid_fatal"' not in text and "qwen_triage_up 1" in text
+    # the timer's next run (with its sources) does not raise it again: the line was read already
+    assert node_classes(check_json("--file", str(log), "--state", state, "--textfile", str(prom))) == []

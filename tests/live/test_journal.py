@@ -177,3 +177,23 @@ def test_a_real_journal() -> None:
     report = json.loads(proc.stdout)
     assert report["inputs"][0]["kind"] == "journal-json"
     assert report["inputs"][0]["lines"] > 0  # journald logs its own start; the kernel window is never empty
+
+
+@pytest.mark.parametrize("kernel", [False, True])
+def test_no_journal_files_is_said_not_no_entries(tmp_path, monkeypatch: pytest.MonkeyPatch, kernel: bool) -> None:
+    """Issue 29 §3: on a machine without journal files (a container, Storage=none) `journal UNIT` says so, and
+    what journalctl said is passed on; "no entries" is only said where there is a journal to have them."""
+    from qwen_triage.live.systemd_journal import nothing_read_notes
+
+    monkeypatch.delenv("QWEN_TRIAGE_JOURNALCTL", raising=False)
+    monkeypatch.setattr(journal_input, "JOURNAL_DIRS", (str(tmp_path / "run"), str(tmp_path / "var")))
+    (tmp_path / "var").mkdir()  # there, but empty: what Debian leaves without persistent storage
+    notes = nothing_read_notes("ollama.service", "this boot", kernel, "No journal files were found.")
+    assert notes[0] == "journalctl said: No journal files were found."
+    assert "no journal files were found" in notes[1] and "no entries" not in " ".join(notes)
+    assert ("dmesg" in notes[1]) is kernel
+    quiet = nothing_read_notes("ollama.service", "this boot", kernel, "")  # journalctl -u says nothing of it
+    assert len(quiet) == 1 and "no journal files were found" in quiet[0]
+    (tmp_path / "var" / "machine-id").mkdir()
+    present = nothing_read_notes("ollama.service", "this boot", kernel, "")
+    assert present[0].startswith("the journal has no entries for ollama.service")
