@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from qwen_triage.engine.scanner import Scanner
 from qwen_triage.fleet.slurm import is_node_class
 from qwen_triage.inputs.base import Chunk, Reader
-from qwen_triage.fleet.state import ActiveDiagnosis, State, diagnosis_key, held_until_boot
+from qwen_triage.fleet.state import ActiveDiagnosis, State, acts_on_node, diagnosis_key, held_until_boot
 from qwen_triage.engine.matcher import CompiledPack, Finding
 from qwen_triage.engine.origin import node_evidence
 from qwen_triage.engine.sources import JOURNAL_MAX_LINE, MAX_LINE, Block, Source, journal_blocks, raw_blocks
@@ -193,7 +193,7 @@ def scan_reader(
             ActiveDiagnosis(
                 class_=cls, rule=rule, severity=severity, source=reader.label, summary=summary, title=title,
                 facts=_scalar_facts(facts), first_seen=s.first, last_seen=s.last, count=s.count, boot_id=boot_id,
-                until_boot=held_until_boot(cls), symptom_of=symptom_of,
+                until_boot=held_until_boot(cls) and acts_on_node(severity), symptom_of=symptom_of,
             )
         )
 
@@ -218,7 +218,7 @@ def merge(state: State, found: list[ActiveDiagnosis]) -> list[str]:
         old.last_seen = max(old.last_seen, d.last_seen)
         old.count += d.count
         old.boot_id = d.boot_id or old.boot_id
-        old.until_boot = d.until_boot
+        old.until_boot = old.until_boot or d.until_boot  # an error of the class holds it, a later warning does not undo that
         old.symptom_of = d.symptom_of
         if SEVERITY_RANK.get(d.severity, 9) <= SEVERITY_RANK.get(old.severity, 9):
             old.rule, old.severity, old.summary, old.title, old.facts = d.rule, d.severity, d.summary, d.title, d.facts

@@ -22,7 +22,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from qwen_triage.fleet.state import ActiveDiagnosis
+from qwen_triage.fleet.state import ActiveDiagnosis, acts_on_node
 
 REASON_PREFIX = "qwen-triage:"
 # a reason this module wrote: "xid_fatal (qwen-triage: hardware.xid_fatal, node.nic_error)"
@@ -138,7 +138,7 @@ def apply(
     resume: bool = False,
 ) -> SlurmOutcome:
     """Drain, resume or leave the node, from the active diagnoses (already ordered, most severe first)."""
-    classes = list(dict.fromkeys(d.class_ for d in active if is_node_class(d.class_)))
+    classes = list(dict.fromkeys(d.class_ for d in active if is_node_class(d.class_) and acts_on_node(d.severity)))
     out = SlurmOutcome(node=node, action="none")
     try:
         info = show_node(node, runner)

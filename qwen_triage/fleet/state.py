@@ -48,8 +48,19 @@ BOOT_HELD_PREFIXES = ("hardware.", "node.")
 BOOT_HELD_CLASSES = frozenset({"runtime.nvml_mismatch", "runtime.fabric_manager_down"})
 
 
+# The severities that act on a node (a drain, a hold until reboot). A warning (a lost carrier, a non-fatal
+# SXid the fabric corrected) is reported and counted, but it may clear by itself: it neither drains the
+# node nor outlives the hold.
+ACTING_SEVERITIES = frozenset({"critical", "error"})
+
+
 def held_until_boot(class_id: str) -> bool:
     return class_id.startswith(BOOT_HELD_PREFIXES) or class_id in BOOT_HELD_CLASSES
+
+
+def acts_on_node(severity: str) -> bool:
+    """Whether a diagnosis of this severity may drain the node or be held until it reboots."""
+    return severity in ACTING_SEVERITIES
 
 
 def read_boot_id(path: str | None = None) -> str:

@@ -222,6 +222,16 @@ def test_the_first_20_characters_of_the_reason_name_the_condition(cls: str) -> N
     assert shown.startswith(cls.rsplit(".", 1)[1][:20])
 
 
+def test_warning_level_node_diagnoses_do_not_drain() -> None:
+    """A lost carrier or a non-fatal SXid is reported, not a reason to take the node out of service."""
+    fake = FakeScontrol()
+    flap = diag(cls="node.nic_error", severity="warning", rule="node.nic-lost-carrier")
+    sxid = diag(cls="hardware.nvlink_error", severity="warning", rule="kernel.nvswitch-sxid")
+    assert slurm.apply([flap, sxid], "gpu1", fake).action == "none" and fake.updates == []
+    out = slurm.apply([diag(), flap], "gpu1", fake)
+    assert out.action == "drained" and out.detail == "xid_fatal (qwen-triage: hardware.xid_fatal)"
+
+
 def test_job_level_classes_do_not_drain() -> None:
     fake = FakeScontrol()
     assert slurm.apply([diag(cls="memory.gpu_oom", severity="error")], "gpu1", fake).action == "none"

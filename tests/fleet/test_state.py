@@ -360,6 +360,32 @@ def test_hardware_is_held_until_reboot_and_others_for_the_hold(tmp_path: Path, c
     assert [d.class_ for d in res.cleared] == ["hardware.xid_fatal"]
 
 
+NONFATAL_SXID = "[73309.599396] nvidia-nvswitch0: SXid (PCI:0000:06:00.0): 20009, Non-fatal, Link 04 RX Short Error Rate\n"
+FATAL_SXID = "[73310.000001] nvidia-nvswitch0: SXid (PCI:0000:06:00.0): 24007, Fatal, Link 28 sourcetrack timeout error (First)\n"
+
+
+def test_a_warning_of_a_node_class_clears_after_the_hold_and_an_error_of_it_waits_for_a_reboot(
+        tmp_path: Path, compiled) -> None:  # type: ignore[no-untyped-def]
+    """A non-fatal SXid (the fabric corrected it) is a warning: shown, but not held until the node reboots."""
+    log = tmp_path / "k.log"
+    log.write_text(QUIET + NONFATAL_SXID)
+    st = State()
+    t = 1_000_000.0
+    cfg = CheckConfig(hold=60)
+    res = run_check([FileReader(str(log))], st, compiled, cfg, "boot-A", now=t)
+    assert [(d.class_, d.severity, d.until_boot) for d in res.active] == [("hardware.nvlink_error", "warning", False)]
+    res = run_check([FileReader(str(log))], st, compiled, cfg, "boot-A", now=t + 61)
+    assert res.active == [] and [d.class_ for d in res.cleared] == ["hardware.nvlink_error"]
+    with open(log, "a") as fh:
+        fh.write(NONFATAL_SXID + FATAL_SXID)
+    res = run_check([FileReader(str(log))], st, compiled, cfg, "boot-A", now=t + 100)
+    assert [(d.class_, d.severity, d.until_boot) for d in res.active] == [("hardware.nvlink_error", "critical", True)]
+    with open(log, "a") as fh:
+        fh.write(NONFATAL_SXID)  # a later warning of the class does not undo the hold
+    res = run_check([FileReader(str(log))], st, compiled, cfg, "boot-A", now=t + 10 * 86400)
+    assert [(d.class_, d.until_boot) for d in res.active] == [("hardware.nvlink_error", True)]
+
+
 def test_new_evidence_extends_the_hold(tmp_path: Path, compiled) -> None:  # type: ignore[no-untyped-def]
     log = tmp_path / "v.log"
     log.write_text(OOM)
