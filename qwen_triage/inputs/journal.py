@@ -153,10 +153,21 @@ def journal_tool_available() -> bool:
     return shutil.which(JOURNAL_TOOL) is not None
 
 
+JOURNAL_DIRS_ENV = "QWEN_TRIAGE_JOURNAL_DIRS"  # where journald keeps its files, when not the usual places
+
+
+def journal_dirs() -> tuple[str, ...]:
+    """Where journald keeps its files: ``QWEN_TRIAGE_JOURNAL_DIRS`` (os.pathsep-separated: a container with the
+    host's journal mounted elsewhere, and tests, which never look at the host's) else the usual two."""
+    given = os.environ.get(JOURNAL_DIRS_ENV)
+    return tuple(d for d in given.split(os.pathsep) if d) if given else JOURNAL_DIRS
+
+
 def journal_present() -> bool:
+    """Whether journald keeps any file here (a container or ``Storage=none`` keeps none)."""
     if os.environ.get(JOURNAL_TOOL_ENV):
         return True
-    for d in JOURNAL_DIRS:
+    for d in journal_dirs():
         try:
             if any(Path(d).iterdir()):
                 return True

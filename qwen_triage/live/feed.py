@@ -277,6 +277,7 @@ class TriageFeed:
             stage_line=line,
             last_lines=self.last.snapshot(partial),
             processes=self.processes(),
+            line=self._input.source.lines_read if self._input is not None else 0,
         )
         self.stalls.append(stall)
         self.hooks.notes.append(f"stall: {stall.describe()}" + (f"; last stage line: {line}" if line else ""))

@@ -159,6 +159,7 @@ class Stall:
     stage_line: str | None
     last_lines: list[str]
     processes: int | None = None  # processes of the child still alive, where known
+    line: int = 0  # lines of the child's output triage had read when it went quiet
     when: float = field(default_factory=time.time)
 
     def describe(self) -> str:

@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from qwen_triage.live.orphan_guard import OrphanGuard
     from qwen_triage.live.session import LiveEvent, LiveSession
     from qwen_triage.engine.matcher import CompiledPack
-    from qwen_triage.report.model import Report
+    from qwen_triage.report.model import Report, Unrecognised
 
 TICK = 0.1  # the watch thread's period: stall checks
 SCAN_EVERY = 0.5  # seconds between two looks for descendants in /proc (the first waits too: not while output starts)
@@ -288,6 +288,8 @@ class Supervisor:
 
         report = self.session.report()
         report.notes.extend(redact_text(n) for n in self.notes)  # stall notes quote log lines
+        # a silence the watchdog saw is a finding of the run, not a note: it heads what no rule explains
+        report.unrecognised[:0] = [stall_item(st, str(self.log_path or "output")) for st in self.stalls]
         return report
 
     def last_lines(self) -> list[str]:
@@ -354,3 +356,15 @@ class Supervisor:
             self._guard.disarm()  # everything is stopped: nothing left for the guard
         self._done.set()
         self.hooks.call(self.on_exit, self.exit_status)
+
+
+def stall_item(stall: Stall, path: str) -> "Unrecognised":
+    """A stall of the live child as the report's finding (kind ``stall``, like a log that ends repeating a
+    heartbeat in `scan`): where it stopped, the line it stopped on, what usually hangs there."""
+    from qwen_triage.redact import redact_text
+    from qwen_triage.report.model import Evidence, Unrecognised
+
+    text = stall.stage_line or (stall.last_lines[-1] if stall.last_lines else "")
+    return Unrecognised(template=redact_text(stall.describe()), kind="stall", count=1,
+                        evidence=Evidence(path=path, line=stall.line, text=redact_text(text)[:1000]),
+                        hint=(stall.stage.hint or None) if stall.stage else None)

@@ -23,7 +23,7 @@ import tempfile
 from typing import TYPE_CHECKING, Callable
 
 from qwen_triage.inputs.journal import (
-    JOURNAL_DIRS, JOURNAL_TOOL, JournalError, journal_command, journal_present, journal_tool_available,
+    JOURNAL_TOOL, JournalError, journal_command, journal_dirs, journal_present, journal_tool_available,
     start_journal, unit_name,
 )
 
@@ -117,7 +117,7 @@ def nothing_read_notes(unit: str, window: str, kernel: bool, stderr: str) -> lis
     a journal (a container or ``Storage=none`` keeps none, and journalctl often says nothing of it)."""
     said = [f"{JOURNAL_TOOL} said: {stderr[:500]}"] if stderr else []
     if not journal_present():
-        where = " or ".join(JOURNAL_DIRS)
+        where = " or ".join(journal_dirs())
         kernel_too = (" The kernel's messages are not in a journal either: read them with `dmesg`, or "
                       "`qwen-triage check --kernel --format text`.") if kernel else ""
         return said + [f"no journal files were found ({where} hold none): journald keeps no log on this machine, "

@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 
 from qwen_triage.report.model import Diagnosis, Observation, Report
-from qwen_triage.report.summary import NO_DIAGNOSIS, NOTHING_READ, OBSERVATIONS
+from qwen_triage.report.summary import NO_DIAGNOSIS, NOTHING_READ, OBSERVATIONS, stalled
 from qwen_triage.report.text import MAX_SHOWN, action_note, evidence_line
 from qwen_triage.textsafe import clean
 
@@ -63,7 +63,9 @@ def to_markdown(report: Report) -> str:
     names = ", ".join(md_code(i.name) for i in report.inputs) or "(none)"
     out.append(f"Inputs: {names} — {report.stats.lines} lines, {esc(report.tool)}")
     out.append("")
-    if not report.diagnoses and report.unrecognised:
+    if (stall := stalled(report)) is not None:
+        out += [f"**Stalled**: {esc(stall.template)}. No known failure matched; what the logs show is below.", ""]
+    elif not report.diagnoses and report.unrecognised:
         out += ["**No known failure matched**, but these logs report errors no rule explains.", ""]
     elif not report.diagnoses and report.nothing_read:
         out += [f"**Nothing to read**: {NOTHING_READ}", ""]

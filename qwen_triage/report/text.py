@@ -20,7 +20,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from qwen_triage.report.model import Diagnosis, Evidence, Observation, Report, Unrecognised
-from qwen_triage.report.summary import NO_DIAGNOSIS, NOTHING_READ, OBSERVATIONS, stats_line
+from qwen_triage.report.summary import NO_DIAGNOSIS, NOTHING_READ, OBSERVATIONS, stalled, stats_line
 from qwen_triage.rulepack.severity import Severity
 from qwen_triage.textsafe import clean
 
@@ -129,6 +129,9 @@ def print_text(report: Report, console: Console, shown: Container[str] = (), box
                 console.print(Text(line, overflow="fold"))
             else:
                 console.print(diagnosis_renderable(d, i, boxed))
+    elif (stall := stalled(report)) is not None:
+        console.print(Text.assemble(("Stalled: ", "bold red"), clean(stall.template)
+                                    + ". No known failure matched; what the logs show:", overflow="fold"))
     elif report.unrecognised:
         console.print("[bold yellow]No known failure matched[/bold yellow], but these logs report errors no rule explains:")
     elif report.nothing_read:

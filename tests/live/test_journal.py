@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 
@@ -186,7 +187,7 @@ def test_no_journal_files_is_said_not_no_entries(tmp_path, monkeypatch: pytest.M
     from qwen_triage.live.systemd_journal import nothing_read_notes
 
     monkeypatch.delenv("QWEN_TRIAGE_JOURNALCTL", raising=False)
-    monkeypatch.setattr(journal_input, "JOURNAL_DIRS", (str(tmp_path / "run"), str(tmp_path / "var")))
+    monkeypatch.setenv("QWEN_TRIAGE_JOURNAL_DIRS", f"{tmp_path / 'run'}{os.pathsep}{tmp_path / 'var'}")
     (tmp_path / "var").mkdir()  # there, but empty: what Debian leaves without persistent storage
     notes = nothing_read_notes("ollama.service", "this boot", kernel, "No journal files were found.")
     assert notes[0] == "journalctl said: No journal files were found."

@@ -100,6 +100,12 @@ def test_stall_report_names_the_stage_and_ctrl_c_leaves_no_process(tmp_path) -> 
         live.kill()
     assert rc == 128 + signal.SIGINT  # the API server died of the forwarded SIGINT
     assert_all_gone(pids)
+    # issue 29 §3: the stall is the run's finding and heads the summary, with its stage; never "No diagnosis"
+    summary = flat(live.err.text).split("summary", 1)[-1]
+    headline = summary.split("Stalled: ", 1)[-1].split("No known failure matched", 1)[0]
+    assert summary.lstrip(" ─").startswith("Stalled: no output for") and "NCCL / distributed init" in headline
+    assert "No diagnosis" not in summary
+    assert "[stall] no output for" in summary and "hint:" in summary
 
 
 def test_sigterm_kills_the_whole_tree_even_workers_that_ignore_it_or_escaped(tmp_path) -> None:

@@ -51,8 +51,10 @@ def test_a_log_with_lines_is_read_even_when_clean() -> None:
 def test_the_journal_command_with_no_entries_says_there_was_nothing_to_read(tmp_path: Path) -> None:
     empty = tmp_path / "empty.json"
     empty.write_text("")
+    journal = tmp_path / "journal"
+    (journal / "machine-id").mkdir(parents=True)  # a journal is there: it only has no entries in the window
     env = {**os.environ, "PATH": f"{FAKEBIN}:{os.environ['PATH']}", "FAKE_JOURNALCTL_DATA": str(empty),
-           "FAKE_JOURNALCTL_ARGS": str(tmp_path / "args")}
+           "FAKE_JOURNALCTL_ARGS": str(tmp_path / "args"), "QWEN_TRIAGE_JOURNAL_DIRS": str(journal)}
     proc = qt("journal", "ollama", "--since", "-10min", env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("Nothing to read:") and "the journal has no entries for ollama" in proc.stdout
