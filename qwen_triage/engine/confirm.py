@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from qwen_triage.engine.compiled import CONFIRM_TIMEOUT, CompiledPack, CompiledRule
 from qwen_triage.engine.origin import accepts
 from qwen_triage.engine.records import LineRecord
+from qwen_triage.engine.unrecognised import exception_of, raised_at
 
 if TYPE_CHECKING:  # annotations only: `regex` is imported where a pattern is compiled
     import regex
@@ -60,6 +61,9 @@ class Confirmer:
         """
         if m is not None and not accepts(rule.sources, rec, m.start(), m.end()):
             return False
+        spec = rule.rule.match
+        if spec.raised_module and not self._raised_ok(spec.raised_module, spec.raised_exception, rec):
+            return False
         for name, pattern in rule.where:
             value = rec.field(name)
             if value is None:
@@ -74,3 +78,11 @@ class Confirmer:
                     )
                 return False
         return True
+
+    @staticmethod
+    def _raised_ok(modules: tuple[str, ...], exceptions: tuple[str, ...], rec: LineRecord) -> bool:
+        """A `raised:` condition: the record is a traceback's exception raised under ``modules`` (two string
+        tests on the frame the traceback was assembled with), of one of ``exceptions`` when they are given."""
+        if not raised_at(rec.raised_in, modules):
+            return False
+        return not exceptions or exception_of(rec.message) in exceptions

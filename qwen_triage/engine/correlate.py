@@ -11,7 +11,8 @@ A class that `explains` another present class is its root cause: the explained
 class is listed inside it as a symptom. Explanation is followed through
 chains (a GPU off the bus explains an NCCL init failure, which explains the
 timeouts), so a symptom lands under the top of its chain. Roots are ordered by
-severity, then first occurrence. `info` findings are observations only.
+severity, then what a sentence rule found before what only a structure rule (``floor``) found, then
+first occurrence. `info` findings are observations only.
 
 The two kinds differ in what they carry, so a group speaks for them
 differently: a log finding brings a rule whose templates are filled from the
@@ -91,11 +92,14 @@ class Group:
     facts: dict[str, Any] = field(default_factory=dict)
     rules: dict[str, None] = field(default_factory=dict)
     checks: list[CheckFinding] = field(default_factory=list)
+    floor: bool = True  # only structure rules (rules' `floor`) found it: it ranks after equally severe others
     check_evidence: dict[tuple[str, str], Evidence] = field(default_factory=dict)  # every distinct one
 
     def add(self, f: Finding | CheckFinding) -> None:
         if f.severity.rank < self.severity.rank:
             self.severity = f.severity
+        if not (isinstance(f, Finding) and f.rule.rule.floor):
+            self.floor = False
         if isinstance(f, Finding):
             self._add_match(f)
         else:
@@ -118,7 +122,9 @@ class Group:
             self.count += 1
             self.last_line = here
         best = self.best
-        if best is None or (f.severity.rank, -len(f.facts)) < (best.severity.rank, -len(best.facts)):
+        # the most severe speaks, a sentence rule before a structure rule, then the one with most facts
+        if best is None or (f.severity.rank, f.rule.rule.floor, -len(f.facts)) < (
+                best.severity.rank, best.rule.rule.floor, -len(best.facts)):
             self.best = f
         self.rules.setdefault(f.rule.rule.id, None)
         for k, v in f.facts.items():
@@ -229,8 +235,10 @@ class Correlator:
     # -- ordering ------------------------------------------------------------
 
     @staticmethod
-    def _rank(g: Group) -> tuple[int, int]:
-        return (g.severity.rank, g.seq)
+    def _rank(g: Group) -> tuple[int, bool, int]:
+        """Severity first; among equals, what a sentence rule found before what only a structure rule found
+        (a raising site, a code family: the family's floor), then first occurrence."""
+        return (g.severity.rank, g.floor, g.seq)
 
     def roots(self) -> list[tuple[Group, list[Group]]]:
         present = self.groups

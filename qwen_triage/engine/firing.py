@@ -75,6 +75,8 @@ class Firing:
         row = table.row_for(value) if value is not None else None
         if row is None:
             return None if table.otherwise == "ignore" else rule
+        for name, fact in row.facts.items():  # a code table's row names the code, whatever form was printed
+            facts.setdefault(name, fact)
         key = (rule.index, table.rows.index(row))
         variant = self._row_rules.get(key)
         if variant is None:

@@ -28,6 +28,7 @@ from qwen_triage.engine.records import LineRecord
 from qwen_triage.engine.sources import Block
 from qwen_triage.engine.unrecognised import Collector, frame_file, is_exception_line, library_of
 from qwen_triage.engine.vetoes import VetoWindows
+from qwen_triage.rulepack.severity import Severity
 
 if TYPE_CHECKING:  # annotations only: `regex` is imported where a pattern is compiled
     import regex
@@ -136,6 +137,7 @@ class Matcher:
             rec, pids, assembly = held
             rec.message = assembly.message
             rec.raised_by = rec.raised_by or assembly.raised_by
+            rec.raised_in = rec.raised_in or assembly.raised_in
             if assembly.done or consumed < nlines:
                 yield from self._on_line(rec, pids)
             else:
@@ -169,6 +171,7 @@ class Matcher:
                 rec.head_len = len(rec.message)
                 rec.message = assembly.message
                 rec.raised_by = rec.raised_by or assembly.raised_by
+                rec.raised_in = rec.raised_in or assembly.raised_in
                 if not assembly.done:  # the record may go on in the next block: wait for it
                     self._held[source_index] = (rec, pids, assembly)
                     continue
@@ -229,6 +232,7 @@ class Matcher:
             context.settle_frames(rec.source_index)
             frame = context.last_frame.pop(rec.source_index, None)
             rec.raised_by = library_of(frame) if frame else None
+            rec.raised_in = frame
         if signals and "frame" not in signals and self.collector is not None:
             if self._explained(hits, rec):
                 self.collector.explained(rec)  # it may end a traceback the collector follows
@@ -239,6 +243,8 @@ class Matcher:
         self.stats.confirmed += 1
         src = rec.source_index
         fired: set[int] = set()
+        floors_yield = True  # until a rule that is not a structure rule matches this record
+        floors: list[tuple[CompiledRule, regex.Match[str]]] = []  # structure rules, fired only if no other rule is
         # vetoes first, so a line that both matches and vetoes is vetoed
         for pid in hits:
             for ri, role in self.c.users[pid]:
@@ -252,18 +258,31 @@ class Matcher:
                 rule = self.c.rules[ri]
                 if not confirmer.where_ok(rule, rec, m):
                     continue
+                if rule.rule.floor and role == "any" and rule.rule.match.count == 1:
+                    fired.add(ri)
+                    floors.append((rule, m))
+                    continue
+                # a sentence rule that fires here (a storm or an `all` rule only once complete) outranks the floor
+                speaks = rule.rule.severity is not Severity.info
                 if role == "any" and rule.rule.match.count > 1:
                     fired.add(ri)
-                    yield from firing.count(rule, rec, facts_of(rule.rule, m))
+                    for finding in firing.count(rule, rec, facts_of(rule.rule, m)):
+                        floors_yield = floors_yield and not speaks
+                        yield finding
                 elif role == "any":
                     fired.add(ri)
+                    floors_yield = floors_yield and not speaks
                     yield from firing.fire(rule, [rec], facts_of(rule.rule, m))
                 else:  # all
                     context.settle(rule, src)
                     parts = firing.all_part(rule, pid, rec, facts_of(rule.rule, m))
                     if parts is not None:
                         fired.add(ri)
+                        floors_yield = floors_yield and not speaks
                         yield from firing.fire_parts(rule, parts)
+        if floors and floors_yield:
+            for rule, m in floors:
+                yield from firing.fire(rule, [rec], facts_of(rule.rule, m))
 
     def _stage_before(self) -> str | None:
         """The launch stage of the last stage line before the current one in this block (a hang's context).
@@ -289,6 +308,18 @@ class Matcher:
         for pid in hits:
             for ri, role in self.c.users[pid]:
                 if role != "unless" and ri not in self.confirmer.disabled_rules \
-                        and self.confirmer.where_ok(self.c.rules[ri], rec, hits[pid]):
+                        and self.confirmer.where_ok(self.c.rules[ri], rec, hits[pid]) \
+                        and self._table_keeps(self.c.rules[ri], hits[pid]):
                     return True
         return False
+
+    @staticmethod
+    def _table_keeps(rule: CompiledRule, m: regex.Match[str]) -> bool:
+        """Whether the rule's table gives a finding for the code this match captured: a table that drops codes it
+        does not list (`otherwise: ignore`, a family of code-table rows) does not explain an error line with
+        another code (``[Errno 101] Network is unreachable`` stays an error no rule explains)."""
+        table = rule.rule.table
+        if table is None or table.otherwise != "ignore":
+            return True
+        value = facts_of(rule.rule, m).get(table.key)
+        return value is not None and table.row_for(value) is not None

@@ -142,6 +142,7 @@ class Assembly:
     taken: int = 0  # continuation lines looked at
     done: bool = False
     raised_by: str | None = None
+    raised_in: str | None = None
 
     def offer(self, message: str) -> bool:
         """One following line; False when it does not continue the record (the record is complete)."""
@@ -155,7 +156,7 @@ class Assembly:
         if fam.name == "go_panic" and self.raised_by is None:
             m = _GO_FRAME.search(message)
             if m:
-                self.raised_by = m["pkg"]
+                self.raised_by = self.raised_in = m["pkg"]
         piece = fam.strip.sub("", message, count=1) if fam.strip is not None else message.strip()
         if piece and len(self.message) < MAX_JOINED_CHARS:
             self.message = (self.message + " " + piece)[:MAX_JOINED_CHARS]

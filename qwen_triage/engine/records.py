@@ -26,6 +26,7 @@ class LineRecord:
     gpu: int | None = None
     level: str | None = None  # debug, info, warning, error, critical
     raised_by: str | None = None  # for a traceback's last line or a Go panic: the library that raised
+    raised_in: str | None = None  # ... and the file of its innermost frame (a Go panic: the package path)
     truncated: bool = False
     source_index: int = 0  # which input of the scan it came from
     head_len: int = -1  # a record joined from several lines: its first line's share of the message

@@ -129,6 +129,21 @@ def is_exception_line(message: str) -> bool:
     return _EXCEPTION.search(message.strip()) is not None
 
 
+def exception_of(message: str) -> str | None:
+    """The class name of a traceback's final line, without its module (``pkg.errors.SomeError`` → ``SomeError``)."""
+    m = _EXCEPTION.search(message.strip())
+    return m["exc"].rsplit(".", 1)[-1] if m else None
+
+
+def raised_at(frame_file: str | None, parts: tuple[str, ...]) -> bool:
+    """Whether a frame's file lies under one of ``parts`` (``vllm/config/``, ``vllm/engine/arg_utils.py``), as whole
+    path components: in site-packages or in a source tree alike."""
+    if not frame_file:
+        return False
+    path = "/" + frame_file.replace("\\", "/")
+    return any(("/" + part) in path for part in parts)
+
+
 def is_structure(message: str) -> bool:
     """Whether a line is part of a traceback's structure, never an error of its own: a header or chaining
     line, a frame, a source line that raises, a caret line (``rules suggest`` drafts no rule from one)."""

@@ -19,8 +19,9 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
+from qwen_triage.rulepack.codes import CODES_DIR, CodeTables, code_files, load_code_tables, resolve_rows
 from qwen_triage.rulepack.errors import Position, RuleFileError
 from qwen_triage.rulepack.paths import CLASSES_FILE, bundled_rules_dir
 from qwen_triage.rulepack.spec import ClassSpec, RuleSpec
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 
 PACK_CACHE_FORMAT = 1
 VALIDATING_CODE = ("schema.py", "actions.py", "spec.py", "stages.py", "benign.py", "pack.py", "prebuilt.py",
-                   "prebuild.py")
+                   "prebuild.py", "codes.py")
 MAX_RULE_FILES = 2000
 
 RULES_ENV = "QWEN_TRIAGE_RULES"
@@ -107,7 +108,8 @@ def rule_files(directory: Path) -> list[Path]:
         return [directory]
     if not directory.is_dir():
         raise RuleFileError(directory, 1, 1, "rules directory does not exist")
-    return sorted(p for p in directory.rglob("*") if p.suffix in (".yaml", ".yml") and p.name not in DATA_FILES)
+    return sorted(p for p in directory.rglob("*") if p.suffix in (".yaml", ".yml") and p.name not in DATA_FILES
+                  and CODES_DIR not in p.relative_to(directory).parts[:-1])
 
 
 def extra_rule_dirs(cli_dirs: tuple[str, ...] | list[str] = ()) -> list[Path]:
@@ -116,7 +118,15 @@ def extra_rule_dirs(cli_dirs: tuple[str, ...] | list[str] = ()) -> list[Path]:
     return dirs
 
 
-def load_rule_file(path: Path, classes: dict[str, ClassSpec], text: str | None = None) -> list[LoadedRule]:
+def bundled_code_tables(classes: dict[str, ClassSpec]) -> CodeTables:
+    """The bundled code tables (``rules/codes/``), validated against ``classes``."""
+    return load_code_tables(code_files(bundled_rules_dir()), classes)
+
+
+def load_rule_file(path: Path, classes: dict[str, ClassSpec], text: str | None = None,
+                   codes: CodeTables | Callable[[], CodeTables] | None = None) -> list[LoadedRule]:
+    """``codes``: the code tables a rule's ``table: {codes: […]}`` may name (or how to load them, once, when a
+    rule names one); the bundled ones when None."""
     import regex
 
     from qwen_triage.rulepack.schema import RuleFile
@@ -136,6 +146,21 @@ def load_rule_file(path: Path, classes: dict[str, ClassSpec], text: str | None =
             if row.class_ is not None and row.class_ not in classes:
                 pos = loaded.position_of(here + ("table", "rows", r, "class"))
                 raise RuleFileError(path, pos.line, pos.column, f"rule {rule.id}: unknown class {row.class_!r}")
+        code_rows = None
+        if rule.table is not None and rule.table.codes:
+            if not isinstance(codes, dict):
+                codes = codes() if codes is not None else bundled_code_tables(classes)
+            tables = codes
+            for j, name in enumerate(rule.table.codes):
+                if name not in tables:
+                    pos = loaded.position_of(here + ("table", "codes", j))
+                    known = ", ".join(sorted(tables)) or "none"
+                    raise RuleFileError(path, pos.line, pos.column,
+                                        f"rule {rule.id}: unknown code table {name!r}; known: {known}")
+            rule.table.source = rule.table.source or tables[rule.table.codes[0]].source
+
+            def code_rows(names: tuple[str, ...], own: tuple[Any, ...], tables: CodeTables = tables) -> tuple[Any, ...]:
+                return resolve_rows(names, own, tables)
         for section in ("any", "all", "unless"):
             for j, pattern in enumerate(getattr(rule.match, section)):
                 try:
@@ -149,7 +174,8 @@ def load_rule_file(path: Path, classes: dict[str, ClassSpec], text: str | None =
             except regex.error as exc:
                 pos = loaded.position_of(here + ("match", "where", key))
                 raise RuleFileError(path, pos.line, pos.column, f"rule {rule.id}: bad `where` pattern: {exc}") from None
-        out.append(LoadedRule(rule=RuleSpec.from_model(rule), path=str(path), position=loaded.position_of(here)))
+        out.append(LoadedRule(rule=RuleSpec.from_model(rule, code_rows), path=str(path),
+                              position=loaded.position_of(here)))
     return out
 
 
@@ -167,7 +193,8 @@ def _key_prefix() -> list[bytes]:
 def bundled_files(base: Path) -> list[Path]:
     """What the bundled part of a pack is loaded from: the catalogue, the stages, the rule files, benign."""
     extra = [base / BENIGN_FILE] if (base / BENIGN_FILE).is_file() else []
-    return [base / CLASSES_FILE, base / STAGES_FILE, *(p.resolve() for p in rule_files(base)), *extra]
+    return [base / CLASSES_FILE, base / STAGES_FILE, *(p.resolve() for p in rule_files(base)), *extra,
+            *code_files(base)]
 
 
 def read_all(files: list[Path]) -> dict[Path, bytes] | None:
@@ -327,7 +354,7 @@ def load_pack(
         from qwen_triage.rulepack.cache import Cache
 
         cache = Cache.open(cache_dir)
-        keyed = [base / CLASSES_FILE, base / STAGES_FILE, *files, *benign_files]
+        keyed = [base / CLASSES_FILE, base / STAGES_FILE, *files, *benign_files, *code_files(base)]
         contents = read_all(keyed) if cache is not None else None
         key = _cache_key(keyed, contents) if contents is not None else None
         if cache is not None and key is not None:
@@ -426,6 +453,18 @@ def _load_pack_files(base: Path, files: list[Path], per_file: _FileCache | None 
     known = _by_file(seed)
     pack = RulePack(classes=seed.classes if seed is not None else _catalogue(classes_path, classes_raw, per_file))
     classes = pack.classes
+    # the code tables: their bytes key each rule file's cache entry (a rule's rows come from them); parsed
+    # once, and only when a rule file that is validated names one
+    tables_files = code_files(base)
+    codes_raw = b"".join(str(f).encode() + b"\0" + (contents.get(f) or b"") for f in tables_files)
+    tables: list[CodeTables] = []
+
+    def code_tables() -> CodeTables:
+        if not tables:
+            texts = {f: _text(f, contents[f]) for f in tables_files if f in contents}
+            tables.append(load_code_tables(tables_files, classes, texts))
+        return tables[0]
+
     seen: dict[str, LoadedRule] = {}
     parsed = 0
     for done, path in enumerate(files):
@@ -434,14 +473,14 @@ def _load_pack_files(base: Path, files: list[Path], per_file: _FileCache | None 
         rules = known.get(str(path))
         name = ""
         if rules is None and raw is not None:
-            name = per_file.name(b"rules", classes_raw or b"", str(path).encode(), raw)
+            name = per_file.name(b"rules", classes_raw or b"", codes_raw, str(path).encode(), raw)
             rules = _cached_rules(per_file, name)
         if rules is None:
             # one file per run at least: a run that starts past its deadline still leaves progress cached
             if deadline is not None and parsed and time.perf_counter() > deadline:
                 per_file.prune()
                 raise LoadDeadline(done, len(files))
-            rules = load_rule_file(path, classes, _text(path, raw) if raw is not None else None)
+            rules = load_rule_file(path, classes, _text(path, raw) if raw is not None else None, code_tables)
             parsed += 1
             if raw is not None:
                 per_file.put(name, [_loaded_to_dict(lr) for lr in rules])

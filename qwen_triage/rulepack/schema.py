@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -41,9 +41,34 @@ RECORD_FIELDS = ("program", "host", "level", "format", "rank", "gpu", "pid", "pr
 
 FactType = Literal["str", "int", "float", "bytes", "hex"]
 
+# An exception class name as a traceback's last line prints it (the module part is not compared).
+EXCEPTION_NAME = r"^[A-Za-z_][A-Za-z0-9_]{0,80}$"
+# A raising site's module: path parts of a frame's file (`vllm/config/`, `transformers/models/auto/`).
+MODULE_PART = r"^[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)*/?$"
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class Raised(_Strict):
+    """Where a traceback's exception was raised: its innermost frame's file and the exception's class.
+
+    ``module``: path parts the frame's file contains (``vllm/config/`` matches
+    ``…/site-packages/vllm/config/model.py`` and a source tree's ``…/vllm/vllm/config/model.py``;
+    ``vllm/engine/arg_utils.py`` that one file). ``exception``: class names (``ValueError``; a
+    qualified ``pydantic_core._pydantic_core.ValidationError`` is compared by its last part).
+    """
+
+    module: list[Annotated[str, Field(min_length=2, max_length=200, pattern=MODULE_PART)]] = Field(
+        min_length=1, max_length=20)
+    exception: list[Annotated[str, Field(pattern=EXCEPTION_NAME)]] = Field(default_factory=list, max_length=20)
+
+
+def raised_pattern(exceptions: list[str]) -> str:
+    """The pattern a `raised:` rule without patterns of its own keys on: the exception line of those classes."""
+    names = "|".join(sorted(set(exceptions)))
+    return rf"^\s{{0,8}}(?:[A-Za-z_]\w{{0,60}}\.){{0,8}}(?P<exception>{names})(?::\s?(?P<message>.{{1,400}}))?$"
 
 
 class Match(_Strict):
@@ -67,9 +92,17 @@ class Match(_Strict):
     # probe found right after the probe's complaint, where an earlier line belongs to an earlier start
     unless_after: bool = False
     where: dict[str, str] = Field(default_factory=dict)
+    # the raising site of a traceback's exception (a structure rule: see Rule.floor)
+    raised: Raised | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> "Match":
+        if self.raised is not None and not self.any and not self.all:
+            if not self.raised.exception:
+                raise ValueError("`raised` without `any` patterns names the `exception` classes it keys on")
+            self.any = [raised_pattern(self.raised.exception)]
+        if self.raised is not None and self.all:
+            raise ValueError("`raised` constrains a traceback's exception line: use it with `any`, not `all`")
         if bool(self.any) == bool(self.all):
             raise ValueError("give exactly one of `any` or `all` (a non-empty list of patterns)")
         for key in self.where:
@@ -119,17 +152,26 @@ class Table(_Strict):
     ``key`` is a fact the patterns capture; a finding whose key is listed in a
     row takes that row's class, severity, title, explain and fix (each falls
     back to the rule's own). ``otherwise``: for a value no row lists, ``rule``
-    keeps the rule's own class, ``ignore`` drops the finding.
+    keeps the rule's own class, ``ignore`` drops the finding. ``codes``: shared
+    code tables (``rules/codes/*.yaml``, by their ``table:`` name) whose codes
+    with a class become rows after the rule's own (rulepack.codes); the rule's
+    rows then override single codes, named in any of their forms.
     """
 
     key: str
-    source: str = Field(description="URL of the upstream catalogue the rows follow")
-    rows: list[TableRow] = Field(min_length=1, max_length=MAX_TABLE_ROWS)
+    source: str | None = Field(default=None, description="URL of the upstream catalogue the rows follow")
+    rows: list[TableRow] = Field(default_factory=list, max_length=MAX_TABLE_ROWS)
+    codes: list[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{1,40}$")]] = Field(default_factory=list, max_length=8)
     otherwise: Literal["rule", "ignore"] = "rule"
 
     @model_validator(mode="after")
     def _unique_values(self) -> "Table":
-        if not self.source.startswith(("https://", "http://")):
+        if not self.rows and not self.codes:
+            raise ValueError("a table lists `rows`, names code tables in `codes`, or both")
+        if self.source is None:
+            if not self.codes:
+                raise ValueError("a table without `codes` cites its upstream catalogue in `source`")
+        elif not self.source.startswith(("https://", "http://")):
             raise ValueError(f"table source {self.source!r} is not a URL")
         seen: set[str] = set()
         if sum(len(row.values) for row in self.rows) > MAX_TABLE_VALUES:
@@ -156,12 +198,20 @@ class Rule(_Strict):
     explain: str | None = None
     fix: list[FixStep] = Field(default_factory=list)
     table: Table | None = None
+    # a structure rule (a raising site, a code family): another rule's finding on the same line wins over
+    # it, and its diagnosis ranks after theirs; a `raised:` rule is one whatever this says
+    floor: bool = False
     examples: Examples
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     @model_validator(mode="after")
     def _table_key_is_a_fact(self) -> "Rule":
+        if self.match.raised is not None:
+            self.floor = True
+            for name in ("exception", "message"):  # the groups of the pattern `raised` gives
+                if f"(?P<{name}>" in "".join(self.match.any):
+                    self.extract.setdefault(name, "str")
         if self.table is not None and self.table.key not in self.extract:
             raise ValueError(f"table key {self.table.key!r} is not a fact in `extract`")
         return self

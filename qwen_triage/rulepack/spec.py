@@ -9,7 +9,7 @@ JSON. Keeping pydantic and YAML off the scan path is most of what makes
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import Any, Callable
 
 from qwen_triage.rulepack.severity import Severity, Status
 
@@ -32,6 +32,9 @@ class MatchSpec:
     count: int = 1
     multiline: bool = False
     unless_after: bool = False  # a veto counts only from the finding's first line on
+    # the raising site (`raised:`): path parts of the innermost frame's file, and exception class names
+    raised_module: tuple[str, ...] = ()
+    raised_exception: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,12 @@ class RowSpec:
     title: str | None = None
     explain: str | None = None
     fix: tuple[FixSpec, ...] | None = None
+    facts: dict[str, str] = field(default_factory=dict)  # added to the finding's (a code table's row: its name)
+
+
+# What may follow a code's text where a program printed more after it on the line
+# ("out of memory\nCUDA kernel errors…" joined, "unhandled system error, NCCL version 2.21.5").
+_AFTER_TEXT = " .,;:'\"()[]-"
 
 
 @dataclass(frozen=True)
@@ -62,10 +71,22 @@ class TableSpec:
     source: str
     rows: tuple[RowSpec, ...]
     otherwise: str = "rule"  # or "ignore"
+    codes: tuple[str, ...] = ()  # the code tables (rules/codes/) the rows were resolved from
 
     def row_for(self, value: object) -> RowSpec | None:
+        """The row listing the value. A rule with code tables also takes a captured text that starts with a
+        code's text (the longest that does), since a capture of a message reaches to where the line ends."""
         wanted = table_value(value)
-        return next((row for row in self.rows if wanted in row.values), None)
+        row = next((row for row in self.rows if wanted in row.values), None)
+        if row is not None or not self.codes:
+            return row
+        best: tuple[int, RowSpec] | None = None
+        for row in self.rows:
+            for v in row.values:
+                if len(v) < len(wanted) and wanted.startswith(v) and wanted[len(v)] in _AFTER_TEXT \
+                        and (best is None or len(v) > best[0]):
+                    best = (len(v), row)
+        return best[1] if best is not None else None
 
 
 def _fix_specs(steps: Any) -> tuple[FixSpec, ...]:
@@ -87,30 +108,33 @@ class RuleSpec:
     explain: str | None = None
     fix: tuple[FixSpec, ...] = ()
     table: TableSpec | None = None
+    floor: bool = False  # a structure rule: any other rule's finding on the same record wins over it
 
     @classmethod
-    def from_model(cls, rule: Any) -> "RuleSpec":
-        """From a validated ``schema.Rule`` (typed loosely: this module must not import the schemas)."""
+    def from_model(cls, rule: Any,
+                   code_rows: Callable[[tuple[str, ...], tuple[RowSpec, ...]], tuple[RowSpec, ...]] | None = None,
+                   ) -> "RuleSpec":
+        """From a validated ``schema.Rule`` (typed loosely: this module must not import the schemas).
+
+        ``code_rows(names, own)``: the table's rows when it names code tables (``codes:``): the rule's own
+        rows, then those the tables give (rulepack.codes.resolve_rows)."""
         m = rule.match
         table = None
         if rule.table is not None:
             t = rule.table
-            table = TableSpec(
-                key=t.key,
-                source=t.source,
-                otherwise=t.otherwise,
-                rows=tuple(
-                    RowSpec(
-                        values=tuple(table_value(v) for v in row.values),
-                        class_=row.class_,
-                        severity=row.severity,
-                        title=row.title,
-                        explain=row.explain,
-                        fix=_fix_specs(row.fix) if row.fix is not None else None,
-                    )
-                    for row in t.rows
-                ),
+            own = tuple(
+                RowSpec(
+                    values=tuple(table_value(v) for v in row.values),
+                    class_=row.class_,
+                    severity=row.severity,
+                    title=row.title,
+                    explain=row.explain,
+                    fix=_fix_specs(row.fix) if row.fix is not None else None,
+                )
+                for row in t.rows
             )
+            rows = code_rows(tuple(t.codes), own) if code_rows is not None and t.codes else own
+            table = TableSpec(key=t.key, source=t.source or "", otherwise=t.otherwise, rows=rows, codes=tuple(t.codes))
         return cls(
             id=rule.id,
             class_=rule.class_,
@@ -120,11 +144,13 @@ class RuleSpec:
             sources=tuple(rule.sources),
             references=tuple(rule.references),
             match=MatchSpec(tuple(m.any), tuple(m.all), m.window, tuple(m.unless), dict(m.where), m.count, m.multiline,
-                            m.unless_after),
+                            m.unless_after, tuple(m.raised.module) if m.raised else (),
+                            tuple(m.raised.exception) if m.raised else ()),
             extract=dict(rule.extract),
             explain=rule.explain,
             fix=_fix_specs(rule.fix),
             table=table,
+            floor=bool(rule.floor),
             examples=ExamplesSpec(tuple(rule.examples.match), tuple(rule.examples.no_match)),
         )
 
@@ -173,23 +199,28 @@ class RuleSpec:
                 int(m["count"]),
                 bool(m["multiline"]),
                 bool(m.get("unless_after", False)),
+                tuple(m.get("raised_module", ())),
+                tuple(m.get("raised_exception", ())),
             ),
             extract=dict(d["extract"]),
             explain=d["explain"],
             fix=tuple(FixSpec(f["step"], f["action"]) for f in d["fix"]),
             table=_table_from_dict(d["table"]) if d.get("table") else None,
+            floor=bool(d.get("floor", False)),
             examples=ExamplesSpec(tuple(ex["match"]), tuple(ex["no_match"])),
         )
 
     def shown(self) -> dict[str, Any]:
         """What ``rules show`` prints: the YAML-equivalent mapping, defaults left out."""
         out = self.to_dict()
-        defaults = {"status": "stable", "references": [], "extract": {}, "explain": None, "fix": [], "table": None}
+        defaults = {"status": "stable", "references": [], "extract": {}, "explain": None, "fix": [], "table": None,
+                    "floor": False}
         for key, value in defaults.items():
             if out.get(key) == value or (isinstance(value, list) and out.get(key) == ()):
                 out.pop(key, None)
         match = out["match"]
-        for key, value in (("any", ()), ("all", ()), ("unless", ()), ("where", {}), ("window", 200), ("count", 1), ("multiline", False), ("unless_after", False)):
+        for key, value in (("any", ()), ("all", ()), ("unless", ()), ("where", {}), ("window", 200), ("count", 1), ("multiline", False), ("unless_after", False),
+                           ("raised_module", ()), ("raised_exception", ())):
             if match.get(key) == value:
                 match.pop(key)
         return out
@@ -200,6 +231,7 @@ def _table_from_dict(t: dict[str, Any]) -> TableSpec:
         key=t["key"],
         source=t["source"],
         otherwise=t["otherwise"],
+        codes=tuple(t.get("codes", ())),
         rows=tuple(
             RowSpec(
                 values=tuple(r["values"]),
@@ -208,6 +240,7 @@ def _table_from_dict(t: dict[str, Any]) -> TableSpec:
                 title=r["title"],
                 explain=r["explain"],
                 fix=tuple(FixSpec(f["step"], f["action"]) for f in r["fix"]) if r["fix"] is not None else None,
+                facts=dict(r.get("facts", {})),
             )
             for r in t["rows"]
         ),

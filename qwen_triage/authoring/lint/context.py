@@ -13,6 +13,7 @@ from pathlib import Path
 
 from qwen_triage.authoring.lint.examples import ExampleRun, run_examples
 from qwen_triage.rulepack.fix_defaults import FIX_DEFAULTS_FILE
+from qwen_triage.rulepack.codes import CodeTables, code_files, load_code_tables
 from qwen_triage.rulepack.pack import LoadedRule, bundled_rules_dir, load_classes, load_rule_file, rule_files
 from qwen_triage.rulepack.schema import FailureClass
 from qwen_triage.rulepack.yamlload import RuleFileError
@@ -75,6 +76,13 @@ def load_context(paths: list[Path], base: Path | None = None) -> LintContext:
     ctx.cycles = class_cycles(classes)
     ctx.fix_defaults_error = fix_defaults_error(ctx.base / FIX_DEFAULTS_FILE, classes)
     ctx.data_files = list(_data_files([ctx.base, *(t for t in ctx.targets if t != ctx.base)]))
+    tables: list[CodeTables] = []
+
+    def code_tables() -> CodeTables:  # parsed once a run, when a rule names one
+        if not tables:
+            tables.append(load_code_tables(code_files(ctx.base), classes))
+        return tables[0]
+
     for target in ctx.targets:
         try:
             files = rule_files(target)
@@ -83,7 +91,7 @@ def load_context(paths: list[Path], base: Path | None = None) -> LintContext:
             continue
         for f in files:
             try:
-                ctx.rules.extend(load_rule_file(f, classes))
+                ctx.rules.extend(load_rule_file(f, classes, codes=code_tables))
             except RuleFileError as exc:
                 ctx.file_errors.append((f, exc))
     return ctx

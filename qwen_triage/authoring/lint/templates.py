@@ -32,11 +32,20 @@ def _extract_no_group(check: Check, lr: LoadedRule) -> Iterator[Problem]:
             yield check.on_rule(lr, f"extract names {name!r}, which no pattern captures")
 
 
+def row_facts(lr: LoadedRule) -> set[str]:
+    """The facts every finding of the rule gets from its table row (a code table's ``code_name``…): those all
+    rows add, when a code no row lists gives no finding (``otherwise: ignore``)."""
+    table = lr.rule.table
+    if table is None or table.otherwise != "ignore" or not table.rows:
+        return set()
+    return set.intersection(*(set(row.facts) for row in table.rows))
+
+
 def _template_no_group(check: Check, lr: LoadedRule) -> Iterator[Problem]:
-    """A `{name}` in the explanation, a fix step or an action's text is filled from a captured group;
-    one no pattern captures is shown as '?'."""
+    """A `{name}` in the explanation, a fix step or an action's text is filled from a captured group (or from
+    the facts every table row adds); one no pattern captures is shown as '?'."""
     rule = lr.rule
-    groups = captured(lr)
+    groups = captured(lr) | row_facts(lr)
     texts = [rule.explain or ""] + [s.step for s in rule.fix]
     texts += [str(v) for s in rule.fix if s.action for v in s.action.values() if isinstance(v, str)]
     for text in texts:
