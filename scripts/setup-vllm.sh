@@ -2,7 +2,7 @@
 # Set up a real vLLM (CPU build) and a tiny Qwen2 model for the runner's tests.
 #
 #   scripts/setup-vllm.sh            # first run: 2-15 min, ~2.5 GB (113 s on an idle machine, 887 s
-#                                    # on a busy 2-core one; a "still at it" line every 15 s); later: ~10 s
+#                                    # on a busy 2-core one; a progress line every 15 s: pip's latest action, seconds, venv size); later: ~10 s
 #
 # Idempotent: a venv that is present and works is reused; one that is broken is
 # repaired (or made anew). The tiny model is regenerated only when missing or
@@ -58,21 +58,9 @@ fi
 setup_log="$cache/setup-vllm.log"
 : >"$setup_log"
 PROGRESS_EVERY=${QWEN_TRIAGE_SETUP_PROGRESS:-15}  # seconds between "still working" lines
-run_logged() {  # run a command, its output to the log; progress on stderr while it runs; the tail on failure
-  "$@" >>"$setup_log" 2>&1 &
-  local pid=$! last=$SECONDS
-  while kill -0 "$pid" 2>/dev/null; do
-    sleep 1
-    if (( SECONDS - last >= PROGRESS_EVERY )); then
-      last=$SECONDS
-      log "  ... still at it: $(tail -n 1 "$setup_log" 2>/dev/null | tr -d '\r' | cut -c1-110)"
-    fi
-  done
-  if ! wait "$pid"; then
-    tail -n 40 "$setup_log" >&2
-    die "failed: $* (full log: $setup_log)"
-  fi
-}
+# run_logged and its progress line (pip's latest action, seconds in the step, the venv's size)
+# shellcheck source=scripts/setup-progress.sh
+. "$here/setup-progress.sh"
 
 vpy="$venv/bin/python"
 
