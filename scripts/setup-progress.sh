@@ -9,7 +9,7 @@
 # Needs: log, die (functions); setup_log, venv (paths); PROGRESS_EVERY (seconds).
 
 # pip's lines that say what it is doing now (the newest wins)
-PIP_ACTION='^[[:space:]]*(Collecting|Downloading|Using cached|Processing|Preparing|Building|Installing|Looking in|Obtaining|Getting requirements|Attempting uninstall)'
+PIP_ACTION='^[[:space:]]*(Collecting|Downloading|Using cached|Processing|Preparing|Building|Installing|Looking in|Obtaining|Getting requirements|Attempting uninstall|Found existing installation|Uninstalling)'
 
 progress_line() {  # $1: seconds this step has run
   local what grown
