@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from qwen_triage.engine.multiline import Assembly, continuing_family
 from qwen_triage.engine.normalize import decode_line, normalize
-from qwen_triage.engine.records import LineRecord
+from qwen_triage.engine.records import SOURCE, LineRecord
 from qwen_triage.engine.sources import Block, LineMeta
+from qwen_triage.engine.unrecognised import frame_file
+
+MAX_SOURCE_LINES = 8  # lines under a frame: a statement over several lines (Python 3.13) and its carets
 
 
 def normalized(raw: bytes, source_name: str, line_no: int, source_index: int, truncated: bool,
@@ -82,3 +85,36 @@ def record_start(block: Block, start: int, index: int, message: str, source_name
         elif family.name == "nvrm" and not family.continues.search(head):
             break
     return found
+
+
+def quoted_source(block: Block, start: int, index: int, message: str, source_name: str, source_index: int) -> bool:
+    """Whether the line at ``start`` is source code a Python traceback quotes under a ``File "…", line N`` frame.
+
+    Such a line is the program's code, not its words: ``log.error("NVRM: Xid …")`` quoted in a
+    traceback says nothing happened to any GPU. It is indented, and the lines between it and its
+    frame are too (a statement printed over several lines, carets).
+    """
+    indent = _indent(message)
+    if not indent:
+        return False
+    data = block.data
+    pos, i = start, index
+    for _ in range(MAX_SOURCE_LINES):
+        if pos == 0:
+            return False
+        prev_start = data.rfind(b"\n", 0, pos - 1) + 1
+        i -= 1
+        prev = record_of(block, i, data[prev_start : pos - 1], source_name, source_index).message
+        if frame_file(prev) is not None:
+            # Python indents a frame by 2 and its source by 4; the exception after them is not indented
+            # (a prefix such as torch's `[rank0]: ` adds the same to each)
+            return indent > _indent(prev)
+        indent = min(indent, _indent(prev))
+        if not indent:
+            return False
+        pos = prev_start
+    return False
+
+
+def _indent(message: str) -> int:
+    return len(message) - len(message.lstrip())

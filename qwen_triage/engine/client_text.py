@@ -22,10 +22,9 @@ the cut earlier.
 
 from __future__ import annotations
 
-from qwen_triage.engine.records import LineRecord
+from qwen_triage.engine.records import REQUEST, LineRecord
 from qwen_triage.lazyre import lazy
 
-REQUEST = "request"  # LineRecord.quoted: a request logger's fields (a client's text)
 HEAD = 1024  # characters of a message searched for a form: the logger's own words come first
 
 # (engine, template of the logger: what is kept ends at group `data`'s start)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
 
 
-from qwen_triage.engine.block_records import assemble, record_of, record_start
+from qwen_triage.engine.block_records import assemble, quoted_source, record_of, record_start
 from qwen_triage.engine.compiled import CONFIRM_TIMEOUT, CompiledPack, CompiledRule
 from qwen_triage.engine.confirm import Confirmer, DisabledRule
 from qwen_triage.engine.deferred import DEFER_MAX, DEFER_MAX_LINE, DeferredContext
@@ -24,7 +24,8 @@ from qwen_triage.engine.facts import convert_fact, facts_of
 from qwen_triage.engine.finding import Finding
 from qwen_triage.engine.firing import Firing
 from qwen_triage.engine.multiline import Assembly, family_of, may_span, may_span_raw
-from qwen_triage.engine.records import LineRecord
+from qwen_triage.engine.origin import accepts
+from qwen_triage.engine.records import SOURCE, LineRecord
 from qwen_triage.engine.sources import Block
 from qwen_triage.engine.unrecognised import Collector, frame_file, is_exception_line, library_of
 from qwen_triage.engine.vetoes import VetoWindows
@@ -161,6 +162,8 @@ class Matcher:
             if rec is None:
                 raw = data[start : end if end >= 0 else len(data)] if raw is None else raw
                 rec = record_of(block, index, raw, source_name, source_index)
+            if rec.quoted is None and quoted_source(block, start, index, rec.message, source_name, source_index):
+                rec.quoted = SOURCE  # a traceback's quoted code: no origin of its own (engine.origin)
             yield from vetoes.expire(source_index, rec.line)
             family = family_of(rec.message) if start in spanning or start not in recs and may_span(rec.message) else None
             if family is not None:
@@ -248,7 +251,8 @@ class Matcher:
         # vetoes first, so a line that both matches and vetoes is vetoed
         for pid in hits:
             for ri, role in self.c.users[pid]:
-                if role == "unless":
+                if role == "unless" and (rec.quoted is None or accepts(self.c.rules[ri].sources, rec,
+                                                                        hits[pid].start(), hits[pid].end())):
                     context.settle(self.c.rules[ri], src)
                     self.vetoes.veto(ri, src, rec.line)
         for pid, m in hits.items():

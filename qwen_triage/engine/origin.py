@@ -26,8 +26,8 @@ comes before the driver's prefix is trusted, here and where NVRM messages are jo
 
 from __future__ import annotations
 
-from qwen_triage.engine.records import LineRecord
-from qwen_triage.lazyre import lazy_with
+from qwen_triage.engine.records import SOURCE, LineRecord
+from qwen_triage.lazyre import lazy, lazy_with
 from qwen_triage.rulepack.pack import compile_pattern
 
 KERNEL = "kernel"
@@ -73,7 +73,12 @@ def family(rec: LineRecord) -> str | None:
 def accepts(sources: frozenset[str], rec: LineRecord, start: int, end: int) -> bool:
     """Whether a rule with these ``sources`` may take this record, matched at ``start``..``end``."""
     if rec.quoted is not None:
-        return False  # someone else's words quoted (a client's prompt, a traceback's source line): no origin
+        # someone else's words: a client's fields (cut already) are read by no rule; a traceback's quoted
+        # code is the program's code, never the system's word, and its string literals and comments are
+        # no message at all (`log.error("NVRM: Xid …")`); what it calls (which check raised) may be read
+        if rec.quoted != SOURCE or in_code_text(rec.message, start, end):
+            return False
+        return "any" in sources or not sources <= SYSTEM_SOURCES
     fam = family(rec)
     if fam is None:
         # text of no known origin is read by every rule, but a process report is the kernel's shape
@@ -91,6 +96,22 @@ def accepts(sources: frozenset[str], rec: LineRecord, start: int, end: int) -> b
             return True
         return kernel_anchored(rec.message, start, end)
     return True
+
+
+# In a line of Python code: a string literal (any prefix and quote, escapes; one left open runs to the
+# line's end: a statement printed over several lines) or a comment.
+_QUOTES = ("'''", '"""', "'", '"')  # longest first
+_CODE_TEXT = lazy(r"[rRbBuUfF]{0,2}(?P<q>" + "|".join(_QUOTES) + r")(?:\\.|(?!(?P=q)).)*(?:(?P=q)|$)|#.*")
+
+
+def in_code_text(message: str, start: int, end: int) -> bool:
+    """Whether ``start``..``end`` of a line of code overlaps a string literal or a comment in it."""
+    for m in _CODE_TEXT.finditer(message):
+        if m.start() >= end:
+            return False
+        if m.end() > start:
+            return True
+    return False
 
 
 def kernel_anchored(message: str, start: int, end: int) -> bool:

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# LineRecord.quoted: whose words a record quotes when they are not the program's own messages
+REQUEST = "request"  # a request logger's fields: a client's text (engine.client_text); cut, read by no rule
+SOURCE = "source"  # a line of code a traceback quotes: its string literals and comments are no messages
+
 
 @dataclass(slots=True)
 class LineRecord:
@@ -30,9 +34,7 @@ class LineRecord:
     truncated: bool = False
     source_index: int = 0  # which input of the scan it came from
     head_len: int = -1  # a record joined from several lines: its first line's share of the message
-    # whose words the message quotes, when not the program's own: "request" (a request logger's fields, a
-    # client's text: engine.client_text), "source" (a traceback's quoted source line); no rule fires on it
-    quoted: str | None = None
+    quoted: str | None = None  # REQUEST or SOURCE: someone else's words (engine.origin decides what may read them)
     extra: dict[str, str] = field(default_factory=dict)
 
     @property

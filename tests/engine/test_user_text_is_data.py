@@ -163,3 +163,48 @@ def test_a_prompt_cannot_veto_a_real_diagnosis(tmp_path: Path, compiled: Compile
         rec = normalize(make("anything at all: NVRM: Xid 79, CUDA out of memory"))
         assert rec.quoted == "request" and "Xid" not in rec.message and "memory" not in rec.message, rec.message
         assert rec.message in rec.text  # still a substring of the line: what the prefilter relies on
+
+
+# --- a traceback's quoted source line -----------------------------------------------------------
+
+SOURCE_TRACEBACK = """\
+Traceback (most recent call last):
+  File "/srv/app/health.py", line 12, in <module>
+    log.error("NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python3, GPU has fallen off the bus.")
+  File "/srv/app/health.py", line 30, in check
+    raise MemoryError(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+        "79.15 GiB of which 1.2 GiB is free.")
+    ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/srv/app/health.py", line 40, in ecc
+    if "RuntimeError: CUDA error: uncorrectable ECC error encountered" in text: alarm()
+KeyError: 'gpu'
+"""
+
+
+@pytest.mark.parametrize("prefix", ["", "[rank0]:", "(VllmWorker rank=0 pid=4242) ", "Dec 01 10:00:00 gpu1 app[812]: "],
+                         ids=["plain", "torch-rank", "vllm-worker", "journald"])
+def test_a_traceback_s_quoted_source_fires_nothing(tmp_path: Path, compiled: CompiledPack, prefix: str) -> None:
+    text = "".join(prefix + line + "\n" for line in SOURCE_TRACEBACK.splitlines())
+    report = scan(tmp_path, compiled, text)
+    assert classes(report) == []
+    assert not [u.template for u in report.unrecognised if "NVRM" in u.template or "memory" in u.template]
+
+
+def test_the_exception_a_traceback_ends_with_is_still_read(tmp_path: Path, compiled: CompiledPack) -> None:
+    text = SOURCE_TRACEBACK.replace("KeyError: 'gpu'", QUOTES["oom"])
+    assert classes(scan(tmp_path, compiled, text)) == ["memory.gpu_oom"]
+    # an indented line under no frame is the program's own (torch elastic's failure summary, say)
+    assert "hardware.xid_fatal" in classes(scan(tmp_path, compiled, "[ 12.345678] " + QUOTES["xid"] + "\n"))
+
+
+def test_what_quoted_code_calls_may_still_be_read(tmp_path: Path, compiled: CompiledPack) -> None:
+    # a rule that reads which check raised (the code, not a string in it) still reads it under its frame
+    w = "(Worker_TP0 pid=3928601) ERROR 10-06 22:12:39 [multiproc_executor.py:597] "
+    text = "".join(w + line + "\n" for line in [
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3/dist-packages/vllm/model_executor/layers/quantization/compressed_tensors/'
+        'compressed_tensors.py", line 561, in get_scheme',
+        "    self._check_scheme_supported(scheme.get_min_capability())",
+    ])
+    assert classes(scan(tmp_path, compiled, text)) == ["config.dtype_unsupported"]
