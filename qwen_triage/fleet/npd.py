@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 
-from qwen_triage.fleet.check import CheckResult
-from qwen_triage.fleet.state import ActiveDiagnosis
+from qwen_triage.fleet.check import CheckResult, node_level
+from qwen_triage.fleet.state import ActiveDiagnosis, acts_on_node
 
 OK, NONOK, UNKNOWN = 0, 1, 2
 DEFAULT_MAX_OUTPUT = 80
@@ -63,8 +63,16 @@ def message(result: CheckResult) -> str:
     return "ok: no active diagnosis"
 
 
+def sets_condition(d: ActiveDiagnosis) -> bool:
+    """Whether a diagnosis turns the node's condition on: a warning of a node-level class (a lost carrier, a
+    non-fatal SXid) is shown in the message but, like a Slurm drain, the condition waits for an error."""
+    return acts_on_node(d.severity) or not node_level(d.class_)
+
+
 def npd_output(result: CheckResult, max_output: int = DEFAULT_MAX_OUTPUT) -> tuple[int, str]:
     """(exit status, the one line to print) for node-problem-detector."""
+    if result.status == "problem" and not any(sets_condition(d) for d in result.active):
+        return OK, cut(clean(f"ok: warning only: {message(result)}"), max_output)
     code = NONOK if result.status == "problem" else UNKNOWN if result.status == "unknown" else OK
     return code, cut(clean(message(result)), max_output)
 

@@ -39,6 +39,15 @@ def test_npd_names_the_class_and_the_gpu() -> None:
     assert (code, line) == (1, "hardware.xid_fatal: GPU 0000:3b:00 Xid 79")
 
 
+def test_npd_condition_waits_for_an_error_of_a_node_level_class() -> None:
+    """A lost carrier is named in the message, but the node's condition stays OK (as no Slurm drain follows)."""
+    flap = diag(cls="node.nic_error", severity="warning", rule="node.nic-lost-carrier", title="A physical network link lost its carrier")
+    code, line = npd.npd_output(result(flap))
+    assert code == 0 and line.startswith("ok: warning only: node.nic_error")
+    assert npd.npd_output(result(diag(), flap))[0] == 1
+    assert npd.npd_output(result(diag(cls="memory.gpu_oom", severity="warning")))[0] == 1  # a workload's own warning
+
+
 def test_npd_ok_and_unknown() -> None:
     assert npd.npd_output(result())[0] == 0
     code, line = npd.npd_output(result(status="unknown", errors=["/var/log/x: no such file"]))
