@@ -440,11 +440,38 @@ def _hs_plan(hyperscan, patterns: list[str], multiline: frozenset[int]):  # type
 def _hs_expression(pattern: str) -> bytes:
     # Rules match the message, but the prefilter sees the whole line with its
     # wrappers, so anchors are dropped here (a wider net, never a narrower one).
-    if pattern.startswith("^"):
-        pattern = pattern[1:]
+    pattern = _without_line_starts(pattern)
     if pattern.endswith("$") and not pattern.endswith("\\$"):
         pattern = pattern[:-1]
     return pattern.encode("utf-8")
+
+
+def _without_line_starts(pattern: str) -> str:
+    """The pattern with every `^` anchor dropped, wherever it stands (``(?:^|\\s)OSError``): the message
+    starts after the wrappers (``[rank3]:OSError``), where no line does. Escaped carets and carets in
+    a character class (``[^:]``) stay."""
+    out: list[str] = []
+    i, in_class = 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]" or (out[-1] in ("[", "[^"))  # `[]…]` and `[^]…]` hold a literal `]`
+        elif c == "[":
+            in_class = True
+            if pattern.startswith("^", i + 1):
+                out.append("[^")
+                i += 2
+                continue
+        elif c == "^":
+            i += 1
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
 
 
 class HyperscanPrefilter:

@@ -85,3 +85,23 @@ def test_a_phrase_split_by_a_nul_or_a_colour_code_is_still_found(pack, reference
         report = scanner.report()
         assert report.diagnoses and report.diagnoses[0].rule == "torch.cuda-oom", engine
         assert report.diagnoses[0].count == 2, engine
+
+
+@pytest.mark.parametrize(("pattern", "message"), [
+    (r"(?:^|\s)(?:ImportError|OSError): libfrob\.so", b"OSError: libfrob.so: cannot open shared object file"),
+    (r"^OSError: libfrob\.so", b"OSError: libfrob.so: cannot open shared object file"),
+    (r"(?:^|text_generation_launcher: )Shard (?P<rank>\d+) failed to start\s*$", b"Shard 1 failed to start"),
+])
+def test_a_line_start_inside_a_pattern_is_the_message_start_not_the_line_start(pattern: str, message: bytes) -> None:
+    """Rules read the message; the prefilter reads the raw line, wrappers and all. A `^` anywhere in a
+    pattern (not only first) must let the line through when a wrapper stands before the message:
+    `[rank3]:OSError: …` was missed while `OSError: …` was found (found by `rules lint`'s robust-wrapper)."""
+    db = prefilter_mod.HyperscanPrefilter([pattern, r"unrelated words"])
+    for head in (b"", b"[rank3]:", b"[1,0]<stderr>:", b"Nov 29 10:00:01 host1 tgi[12]: "):
+        assert 0 in db.candidates(head + message + b"\n").get(0, set()), head
+
+
+def test_carets_that_are_not_anchors_stay() -> None:
+    strip = prefilter_mod._without_line_starts
+    assert strip(r"[^:]+ \^x [\]^]y (?:^|\s)z") == r"[^:]+ \^x [\]^]y (?:|\s)z"
+    assert strip(r"[]^]x[^]^]") == r"[]^]x[^]^]"
