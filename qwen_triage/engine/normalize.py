@@ -81,9 +81,13 @@ COMPOSE = _wrapper(r"(?P<container>[A-Za-z0-9][\w.-]*?)\s+\| (?P<msg>.*)")
 # The message starts after `msg="` (or `msg=` for a bare value) and runs to the
 # end of the line: the closing quote and the key=value pairs after it stay as
 # printed, so the message is a substring of the raw line — what the
-# prefilter, which sees raw bytes, relies on.
+# prefilter, which sees raw bytes, relies on. A quoted value that ends the line
+# loses its closing quote (still a substring): `$` in a rule means the end of the
+# program's words, wherever a logger quoted them.
 OLLAMA_LOGFMT = _wrapper(r"time=(?P<ts>\S+) level=(?P<level>[A-Za-z]+)(?: source=(?P<src>\S+))?",
-                         r"(?: msg=\"?)?(?P<rest>.*)")
+                         r"(?: msg=(?P<quoted>\")?)?(?P<rest>.*)")
+# a quoted value's closing quote at the end of the line, no unescaped quote before it in the value
+_LAST_VALUE = lazy(r'(?:[^"\\]|\\.)*"\s*', re.S)
 VLLM_PREFIX = _wrapper(r"\((?P<proc>[A-Za-z][\w-]*(?: [A-Za-z][\w-]*)?)(?: rank=(?P<rank>\d+))? pid=(?P<pid>\d+)",
                        r"(?:, ip=[^)]*)?\) ?(?P<msg>.*)")
 VLLM_LINE = _wrapper(r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?P<ts>\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) ",
@@ -96,11 +100,46 @@ MPI_TAG = _wrapper(r"\[(?P<job>\d+),(?P<rank>\d+)\]<(?:stdout|stderr)>:(?P<msg>.
 RAY_PID = _wrapper(r"\(pid=(?P<pid>\d+)(?:, ip=[^)]*)?\) ?(?P<msg>.*)")
 # talosctl dmesg: `10.0.0.2: kern: warning: [2026-04-22T21:25:20.458998481Z]: …`
 TALOS_KERN = _wrapper(r"(?P<host>[\w.:-]+): kern: +(?P<level>\w+): \[(?P<ts>[^\]]+)\]: (?P<msg>.*)")
-TORCH_RANK = _wrapper(r"\[rank(?P<rank>\d+)\]:(?P<msg>.*)")
+# torchrun's per-rank prefix: `[rank3]:` (--log-line-prefix-template's default), `[default0]:` (role + local
+# rank, torch.distributed.elastic's tee before 2.2)
+TORCH_RANK = _wrapper(r"\[(?:rank|default)(?P<rank>\d+)\]:(?P<msg>.*)")
 GLOG = _wrapper(r"\[(?P<level>[IWEF])(?P<ts>\d{3,4} \d\d:\d\d:\d\d\.\d+)(?: +\d+)? ",
                 r"(?P<src>[^\]\s]+:\d+)\] ?(?P<msg>.*)")
 # torch's own logging without brackets: `W1129 16:46:03.146000 11144 torch/_library/triton.py:53] …`
 GLOG_BARE = _wrapper(r"(?P<level>[IWEF])(?P<ts>\d{4} \d\d:\d\d:\d\d\.\d+) +\d+ (?P<src>\S+:\d+)\] ?(?P<msg>.*)")
+
+# Each wrapper above as programs print it around a message (`{}`), with the format name the
+# record gets: the examples `rules lint` renders every rule's `match` examples under
+# (authoring.lint.robustness), so that a rule which stops matching when a line is wrapped is
+# found before a log shows it. tests/engine/test_normalisation.py holds every format to a sample.
+WRAPPER_SAMPLES: tuple[tuple[str, str], ...] = (
+    ("journald", "Nov 29 10:00:01 host1 ollama[1234]: {}"),
+    ("journald", "Nov 29 10:00:01 host1 kernel: {}"),
+    ("journald", "Nov 29 10:00:01 host1 systemd[1]: {}"),
+    ("journald-iso", "2026-11-29T10:00:01.123456+00:00 host1 vllm[1234]: {}"),
+    ("journald-iso", "2026-11-29T10:00:01+0000 host1 kernel: {}"),
+    ("dmesg", "[ 1234.567890] {}"),
+    ("dmesg-T", "[Sun Nov 29 10:00:01 2026] {}"),
+    ("talos-kern", "10.0.0.2: kern:     err: [2026-11-29T10:00:01.123456789Z]: {}"),
+    ("timestamped", "2026-11-29T10:00:01.123456789Z {}"),  # kubectl logs --timestamps, docker logs -t, CI
+    ("compose", "vllm-1  | {}"),
+    ("logfmt", 'time=2026-11-29T10:00:01.123Z level=ERROR source=server.go:612 msg="{}"'),
+    ("logfmt", 'time="2026-11-29T10:00:01Z" level=error msg="{}"'),  # logrus: containerd, the NVIDIA toolkit
+    ("vllm-process", "(APIServer pid=1234) {}"),
+    ("vllm-process", "(EngineCore_DP0 pid=1234) {}"),
+    ("vllm-process", "(VllmWorker rank=2 pid=1234) {}"),
+    ("vllm-process", "(Worker_TP2 pid=1234) {}"),
+    ("vllm-process", "(RayWorkerWrapper pid=1234, ip=10.0.0.2) {}"),
+    ("ray", "(pid=1234) {}"),
+    ("vllm", "ERROR 11-29 10:00:01 [core.py:586] {}"),
+    ("vllm", "INFO 11-29 10:00:01 config.py:1401] {}"),  # before 0.7
+    ("nccl", "node1:1234:5678 [3] {}"),  # only around NCCL's own `NCCL WARN …` lines
+    ("mpi", "[1,0]<stderr>:{}"),
+    ("torch-rank", "[rank3]:{}"),
+    ("torch-rank", "[default0]:{}"),
+    ("glog", "[W1129 10:00:01.123456 1234 ProcessGroupNCCL.cpp:1234] {}"),
+    ("glog", "W1129 10:00:01.123000 1234 torch/distributed/run.py:793] {}"),
+)
 GPU_IN_PROC = lazy(r"(?:TP|rank|_|-)(\d+)$")
 
 
@@ -190,7 +229,10 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
         if m["src"]:
             rec.extra["source"] = m["src"]
         rec.formats += ("logfmt",)
-        return m["rest"].lstrip()
+        rest = m["rest"]
+        if m["quoted"] and _LAST_VALUE.fullmatch(rest):
+            rest = rest[: rest.rindex('"')]
+        return rest.lstrip()
     if c == "(" and msg.startswith("(pid=") and (m := RAY_PID.match(msg)):
         rec.pid = bounded_int(m["pid"])
         rec.formats += ("ray",)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from qwen_triage.engine.normalize import decode_line, normalize
+from qwen_triage.engine.normalize import WRAPPER_SAMPLES, decode_line, normalize
 
 CASES = [
     (
@@ -30,8 +30,16 @@ CASES = [
     ),
     (
         'time=2024-11-29T10:00:01.123+08:00 level=WARN source=gpu.go:220 msg="no compatible GPUs were discovered"',
-        {"formats": ("logfmt",), "level": "warning", "message": 'no compatible GPUs were discovered"',
+        {"formats": ("logfmt",), "level": "warning", "message": "no compatible GPUs were discovered",
          "timestamp": "2024-11-29T10:00:01.123+08:00"},
+    ),
+    (  # the closing quote goes only where the quoted value ends the line: an escaped quote is the value's own
+        'time=2026-11-29T10:00:01Z level=ERROR msg="bad value \\"x\\" given"',
+        {"formats": ("logfmt",), "message": 'bad value \\"x\\" given'},
+    ),
+    (  # torchrun's role-and-local-rank prefix (torch.distributed.elastic before 2.2)
+        "[default2]:RuntimeError: CUDA error: out of memory",
+        {"formats": ("torch-rank",), "rank": 2, "message": "RuntimeError: CUDA error: out of memory"},
     ),
     (
         "INFO 11-29 10:00:01 [api_server.py:1043] vLLM API server version 0.9.1",
@@ -131,3 +139,27 @@ def test_field_lookup_for_where() -> None:
     assert rec.field("program") == "kernel"
     assert rec.field("format") == "dmesg"
     assert rec.field("rank") is None
+
+
+def _formats_the_normaliser_names() -> set[str]:
+    """Every format `_strip_layer` records, read from its source: a wrapper added there without a sample
+    would never be rendered by `rules lint`'s robustness check."""
+    import inspect
+    import re
+
+    from qwen_triage.engine import normalize as module
+
+    return set(re.findall(r'formats \+= \("([\w-]+)",\)', inspect.getsource(module._strip_layer)))
+
+
+def test_every_wrapper_has_a_sample() -> None:
+    named = _formats_the_normaliser_names()
+    assert len(named) >= 12  # the reading above still finds them
+    assert named <= {fmt for fmt, _ in WRAPPER_SAMPLES}, named - {fmt for fmt, _ in WRAPPER_SAMPLES}
+
+
+@pytest.mark.parametrize(("fmt", "template"), WRAPPER_SAMPLES, ids=[t for _, t in WRAPPER_SAMPLES])
+def test_each_sample_is_stripped_to_its_message(fmt: str, template: str) -> None:
+    message = "NCCL WARN Cuda failure 'out of memory'" if fmt == "nccl" else "Failed to load model"
+    rec = normalize(template.replace("{}", message))
+    assert rec.message == message and rec.formats[0] == fmt, (rec.message, rec.formats)
