@@ -8,7 +8,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
 
@@ -319,7 +319,24 @@ def rules_test(paths: tuple[str, ...], engine: str) -> None:
         want = "should match but did not" if r.kind == "match" else "should not match but did"
         click.echo(f"{r.path}:{r.line}: [{r.rule}] {r.kind} example {want}: {r.example!r}")
     click.echo(f"{len(results) - len(bad)} passed, {len(bad)} failed")
-    sys.exit(EXIT_FOUND if bad else EXIT_CLEAN)
+    wrapped = _variants_test(pack, compiled)
+    sys.exit(EXIT_FOUND if bad or wrapped else EXIT_CLEAN)
+
+
+def _variants_test(pack: Any, compiled: Any) -> int:
+    """The `match` examples under the wrappers the normaliser strips (a miss fails the test) and under
+    engine heads and release drift (counted; `rules lint --select robust` lists them)."""
+    from qwen_triage.authoring.lint.variants import misses, variant_runs
+
+    runs = variant_runs(pack, compiled)
+    wrapped = list(misses(runs, "wrapper"))
+    for run in wrapped:
+        lr = run.loaded
+        click.echo(f"{lr.path}:{lr.position.line}: [{lr.rule.id}] match example {run.describe()}")
+    drift = sum(1 for kind in ("head", "drift") for _ in misses(runs, kind))
+    click.echo(f"{len(runs)} variants (wrappers, heads, drift): {len(wrapped)} wrapper misses, {drift} head or "
+               f"drift misses (warnings: rules lint --select robust)")
+    return len(wrapped)
 
 
 @rules.command("actions")

@@ -11,10 +11,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from qwen_triage.authoring.lint.examples import ExampleRun, run_examples
+from qwen_triage.authoring.lint.examples import ExampleRun, compiled_for_paths, example_runs
+from qwen_triage.authoring.lint.variants import VariantRun, variant_runs
+from qwen_triage.engine.matcher import CompiledPack
 from qwen_triage.rulepack.fix_defaults import FIX_DEFAULTS_FILE
 from qwen_triage.rulepack.codes import CodeTables, code_files, load_code_tables
-from qwen_triage.rulepack.pack import LoadedRule, bundled_rules_dir, load_classes, load_rule_file, rule_files
+from qwen_triage.rulepack.pack import LoadedRule, RulePack, bundled_rules_dir, load_classes, load_rule_file, rule_files
 from qwen_triage.rulepack.schema import FailureClass
 from qwen_triage.rulepack.yamlload import RuleFileError
 
@@ -39,7 +41,9 @@ class LintContext:
     data_files: list[DataFile] = field(default_factory=list)
     rules: list[LoadedRule] = field(default_factory=list)  # the linted rules, in load order
     file_errors: list[tuple[Path, RuleFileError]] = field(default_factory=list)
+    _compiled: tuple[RulePack, CompiledPack] | None | bool = False  # False: not built yet
     _examples: list[ExampleRun] | None = None
+    _variants: list[VariantRun] | None = None
     _bundled: dict[str, LoadedRule] | None = None
 
     @property
@@ -59,10 +63,24 @@ class LintContext:
             self._bundled = {lr.rule.id: lr for lr in _bundled_rules()} if self.paths else {}
         return self._bundled
 
+    def compiled(self) -> tuple[RulePack, CompiledPack] | None:
+        """The linted rules loaded and compiled, once; None when they must not run (a file failed to load)."""
+        if self._compiled is False:
+            self._compiled = compiled_for_paths(self.paths) if self.loaded_cleanly else None
+        return self._compiled  # type: ignore[return-value]
+
     def example_runs(self) -> list[ExampleRun]:
         if self._examples is None:
-            self._examples = run_examples(self.paths) if self.loaded_cleanly else []
+            built = self.compiled()
+            self._examples = example_runs(*built) if built is not None else []
         return self._examples
+
+    def variant_runs(self) -> list[VariantRun]:
+        """Every `match` example re-rendered (wrappers, heads, drift) and run (:mod:`.variants`, :mod:`.robustness`)."""
+        if self._variants is None:
+            built = self.compiled()
+            self._variants = variant_runs(*built) if built is not None else []
+        return self._variants
 
 
 def load_context(paths: list[Path], base: Path | None = None) -> LintContext:

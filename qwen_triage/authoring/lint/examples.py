@@ -76,12 +76,17 @@ def pack_for_paths(paths: list[Path], cache_dir: Path | None = None) -> RulePack
     return pack
 
 
-def run_examples(paths: list[Path]) -> list[ExampleRun]:
-    """The examples of the rules of ``paths`` (the bundled pack when empty); none when the pack fails to load."""
+def fires(compiled: CompiledPack, rule_id: str, text: str) -> bool:
+    """Whether the rule fires on ``text`` (one or more lines) through the real matcher."""
+    return rule_id in _fired(compiled, text)
+
+
+def compiled_for_paths(paths: list[Path]) -> tuple[RulePack, CompiledPack] | None:
+    """The rules of ``paths`` (the bundled pack when empty), compiled; None when the pack fails to load."""
     from qwen_triage.engine.scanner import cache_dir
 
     try:
         pack = pack_for_paths(paths, cache_dir())
     except RuleFileError:
-        return []  # the file checks say why
-    return example_runs(pack, CompiledPack.build(pack, engine="auto", cache_dir=cache_dir()))
+        return None  # the file checks say why
+    return pack, CompiledPack.build(pack, engine="auto", cache_dir=cache_dir())

@@ -10,7 +10,9 @@ from qwen_triage.authoring.lint.files import CHECKS as FILES
 from qwen_triage.authoring.lint.fixes import CHECKS as FIXES
 from qwen_triage.authoring.lint.overlap import CHECKS as OVERLAP
 from qwen_triage.authoring.lint.patterns import CHECKS as PATTERNS
+from qwen_triage.authoring.lint.robustness import CHECKS as ROBUSTNESS
+from qwen_triage.authoring.lint.sentences import CHECKS as SENTENCES
 from qwen_triage.authoring.lint.templates import CHECKS as TEMPLATES
 
-CHECKS: tuple[Check, ...] = (*CATALOGUE, *DATA_FILES, *FILES, *PATTERNS, *TEMPLATES, *FIXES, *EXAMPLES, *OVERLAP)
+CHECKS: tuple[Check, ...] = (*CATALOGUE, *DATA_FILES, *FILES, *PATTERNS, *SENTENCES, *TEMPLATES, *FIXES, *EXAMPLES, *ROBUSTNESS, *OVERLAP)
 RULE_CHECKS = tuple(c for c in CHECKS if c.scope == "rule")

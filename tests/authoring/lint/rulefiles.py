@@ -13,12 +13,12 @@ def quoted(text: str) -> str:
 
 
 def rule(rid: str = "local.clean", *, cls: str = "config.bad_argument", severity: str = "error",
-         match: str = "any: ['frobnicate failed badly']", example: str = "frobnicate failed badly",
+         match: str = "any: ['(?i)frobnicate failed badly']", example: str = "frobnicate failed badly",
          no_match: str = "frobnicate went fine", fix: str = "- step: \"read the frobnicator docs\"",
-         extra: str = "") -> str:
+         extra: str = "", sources: str = "vllm") -> str:
     fix_block = f"    fix:\n      {fix}\n" if fix else ""
     return (f"  - id: {rid}\n    class: {cls}\n    title: a rule for the lint tests\n    severity: {severity}\n"
-            f"    sources: [vllm]\n    match:\n      {match}\n{extra}{fix_block}"
+            f"    sources: [{sources}]\n    match:\n      {match}\n{extra}{fix_block}"
             f"    examples:\n      match: [{quoted(example)}]\n      no_match: [{quoted(no_match)}]\n")
 
 

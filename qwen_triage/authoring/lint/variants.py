@@ -1,0 +1,274 @@
+"""The variants of a `match` example that `rules lint` runs: the same failure, printed another way.
+
+A rule is written from a few lines; the same failure reaches a user wrapped by whatever carried it
+(journald, `docker compose`, `kubectl logs --timestamps`, Ray, torchrun, another engine's logger)
+and in the wording of another release. Three kinds of variant, each its own check
+(:mod:`.robustness`):
+
+* **wrapper**: the example's message under each wrapper the normaliser strips
+  (:data:`qwen_triage.engine.normalize.WRAPPER_SAMPLES`, the normaliser's own samples, so the two
+  cannot disagree). A wrapper is tried where the normaliser really strips it off this example, and
+  only where the record it makes is one the rule's ``sources`` may read (:mod:`qwen_triage.engine.origin`:
+  a kernel rule reads kernel records, not a server's). The rule sees the same message: a miss is a bug.
+* **head**: an engine's own head the normaliser leaves in the message (llama.cpp's timestamps and level,
+  SGLang's ``[date TP0]``, TGI's tracing level and target), for the rules of that engine: a pattern
+  anchored at ``^`` misses it.
+* **drift**: what real releases change: the case of a sentence's first word, the quotes around a value
+  (' ↔ " ↔ none, backticks), an exception name repeated (``RuntimeError: RuntimeError: …``) or printed
+  without its module, an errno moved (``[Errno 98] …`` ↔ ``… (errno 98)``), a word added inside a long
+  matched phrase.
+
+Every variant is rendered from the example alone, the same way each run: lint stays deterministic.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+
+from qwen_triage.authoring.lint.examples import fires
+from qwen_triage.engine.matcher import CompiledPack
+from qwen_triage.engine.normalize import WRAPPER_SAMPLES, normalize
+from qwen_triage.engine.origin import APP, KERNEL, SYSTEM_SOURCES, SYSTEMD, family
+from qwen_triage.engine.records import LineRecord
+from qwen_triage.rulepack.pack import LoadedRule, RulePack, compile_pattern
+
+# Engine heads the normaliser does not strip (the message keeps them), for the rules of that engine.
+HEADS: tuple[tuple[str, str], ...] = (
+    ("llama.cpp", "0.00.035.060 E {}"),  # llama.cpp common/log.cpp with --log-prefix --log-timestamps
+    ("sglang", "[2026-11-29 10:00:01 TP0] {}"),  # sglang's logger: date, then DP/TP/PP ranks
+    ("tgi", "2026-11-29T10:00:01.123456Z ERROR text_generation_launcher: {}"),  # tracing: level, target
+)
+
+# A literal phrase longer than this many words is a sentence, not a core (lint's pattern-long-literal,
+# and the drift that adds a word inside a longer matched phrase).
+LONG_WORDS = 10
+
+
+@dataclass(frozen=True)
+class Variant:
+    kind: str  # "wrapper", "head" or "drift"
+    name: str  # what was done, as the report says it
+    text: str
+
+
+@dataclass(frozen=True)
+class _Line:
+    head: str  # the wrappers the line came in (stripped by the normaliser)
+    message: str
+    record: LineRecord
+
+
+def _lines(example: str) -> list[_Line]:
+    out = []
+    for text in example.splitlines() or [""]:
+        rec = normalize(text)
+        out.append(_Line(text[: len(text) - len(rec.message)], rec.message, rec))
+    return out
+
+
+def _template(template: str) -> tuple[str, str]:
+    prefix, _, suffix = template.partition("{}")
+    return prefix, suffix
+
+
+# Not rendered as a logfmt value: a message that already holds logfmt's key="value" pairs (a line cut from
+# one: quoting it again makes no real line), or a quote or backslash, which the value would escape
+# (`\"`): only Go programs' own messages come quoted so, and their rules' examples show it.
+_LOGFMT_ALREADY = re.compile(r'(?:^|\s)(?:msg|level|time)=|["\\]')
+
+
+def _go_quoted(message: str) -> str:
+    """A message as Go's logfmt writers quote a value (slog, logrus): backslash and double quote escaped."""
+    return message.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _family_of_sample(template: str) -> str | None:
+    return family(normalize(template.replace("{}", "x", 1)))
+
+
+def _natural_family(lr: LoadedRule, lines: list[_Line]) -> str:
+    """Who prints the example: what its own wrapper says, else what the rule's sources say."""
+    fam = family(lines[0].record)
+    if fam is not None:
+        return fam
+    sources = frozenset(lr.rule.sources)
+    if sources <= SYSTEM_SOURCES:
+        return KERNEL if KERNEL in sources else SYSTEMD
+    return APP
+
+
+def _wrapped(lines: list[_Line], fmt: str, template: str) -> str | None:
+    """Every line's message under the wrapper, or None where the normaliser would not strip it exactly
+    (NCCL's prefix is only ever stripped off NCCL's own lines; a multi-line message is one logfmt value)."""
+    prefix, suffix = _template(template)
+    if fmt == "logfmt" and (len(lines) > 1 or _LOGFMT_ALREADY.search(lines[0].message)):
+        return None
+    out = []
+    for line in lines:
+        body = _go_quoted(line.message) if fmt == "logfmt" else line.message
+        text = prefix + body + suffix
+        if normalize(text).message not in (body, body + suffix):
+            return None
+        out.append(text)
+    return "\n".join(out)
+
+
+def wrapper_variants(lr: LoadedRule, example: str) -> Iterator[Variant]:
+    lines = _lines(example)
+    natural = _natural_family(lr, lines)
+    for fmt, template in WRAPPER_SAMPLES:
+        fam = _family_of_sample(template)
+        if fam is not None and fam != natural:
+            continue
+        text = _wrapped(lines, fmt, template)
+        if text is not None:
+            yield Variant("wrapper", f"{fmt} `{_template(template)[0]}`", text)
+
+
+def head_variants(lr: LoadedRule, example: str) -> Iterator[Variant]:
+    lines = _lines(example)
+    for program, template in HEADS:
+        if program in lr.rule.sources:
+            prefix, suffix = _template(template)
+            yield Variant("head", f"{program} head `{prefix}`",
+                          "\n".join(prefix + line.message + suffix for line in lines))
+
+
+# -- drift -----------------------------------------------------------------------------------------------
+
+_EXCEPTION = r"[A-Z]\w{0,60}(?:Error|Exception|Exit|Interrupt|Failure)"
+# the first word of the message, or of what follows an exception's name: its case is what releases change
+# ("Failed to…" / "failed to…"; Go's errors are lower case, Python's messages capitalised)
+_SENTENCE_HEAD = re.compile(rf"^\s*(?:(?:[A-Za-z_]\w*\.){{0,6}}{_EXCEPTION}: )?([A-Za-z])(?=[a-z]+\b)")
+_QUOTED = re.compile(r"""(?<![\w'"`\\])(['"`])([^'"`\s\\](?:[^'"`\\\n]{0,200}?[^'"`\s\\])?)\1(?![\w'"`])""")
+_SWAP = {"'": '"', '"': "'", "`": "'"}
+_EXC_HEAD = re.compile(rf"^(\s*)((?:[A-Za-z_]\w*\.){{0,6}}{_EXCEPTION}): (?=\S)")
+_EXC_QUALIFIED = re.compile(rf"^(\s*)(?:[A-Za-z_]\w*\.){{1,6}}({_EXCEPTION}): ")
+_ERRNO_BRACKET = re.compile(r"\[Errno (\d{1,4})\] ([^\n,;:'\"()\[\]]{3,80}?)(?=$|[,;:'\"()\[\]])")
+_ERRNO_PAREN = re.compile(r"\(errno:? ?=?(\d{1,4})(?: - ([^)\n]{3,80}))?\)")
+
+
+def _flip_case(message: str) -> str:
+    return _SENTENCE_HEAD.sub(lambda m: m.group(0)[:-1] + m.group(1).swapcase(), message, count=1)
+
+
+def _quotes_swapped(message: str) -> str:
+    return _QUOTED.sub(lambda m: _SWAP[m.group(1)] + m.group(2) + _SWAP[m.group(1)], message)
+
+
+def _quotes_dropped(message: str) -> str:
+    return _QUOTED.sub(lambda m: m.group(2), message)
+
+
+def _exception_repeated(message: str) -> str:
+    return _EXC_HEAD.sub(lambda m: f"{m.group(1)}{m.group(2)}: {m.group(2)}: ", message, count=1)
+
+
+def _exception_unqualified(message: str) -> str:
+    return _EXC_QUALIFIED.sub(lambda m: f"{m.group(1)}{m.group(2)}: ", message, count=1)
+
+
+def _errno_moved(message: str) -> str:
+    moved = _ERRNO_BRACKET.sub(lambda m: f"{m.group(2)} (errno {m.group(1)})", message)
+    if moved != message:
+        return moved
+    return _ERRNO_PAREN.sub(lambda m: f"[Errno {m.group(1)}]" + (f" {m.group(2)}" if m.group(2) else ""), message)
+
+
+_DRIFTS: tuple[tuple[str, Callable[[str], str]], ...] = (
+    ("case of a sentence's first word flipped", _flip_case),
+    ("quotes swapped (' <-> \", ` -> ')", _quotes_swapped),
+    ("quotes dropped", _quotes_dropped),
+    ("exception name repeated", _exception_repeated),
+    ("exception printed without its module", _exception_unqualified),
+    ("errno moved ([Errno N] <-> (errno N))", _errno_moved),
+)
+
+
+def _on_messages(lines: list[_Line], change: Callable[[str], str]) -> str:
+    return "\n".join(line.head + change(line.message) for line in lines)
+
+
+@lru_cache(maxsize=4096)
+def _compiled(pattern: str):  # type: ignore[no-untyped-def]
+    return compile_pattern(pattern)
+
+
+def _extra_word(lr: LoadedRule, lines: list[_Line]) -> str | None:
+    """A word added in the middle of the phrase the rule matched, when it is longer than a core."""
+    for i, line in enumerate(lines):
+        for pattern in (*lr.rule.match.any, *lr.rule.match.all):
+            m = _compiled(pattern).search(line.message)
+            if m is None:
+                continue
+            spaces = [j for j in range(m.start(), m.end()) if line.message[j] == " "]
+            if len(spaces) < LONG_WORDS:
+                continue
+            at = spaces[len(spaces) // 2] + 1
+            changed = line.message[:at] + "now " + line.message[at:]
+            return "\n".join(ln.head + (changed if k == i else ln.message) for k, ln in enumerate(lines))
+    return None
+
+
+def drift_variants(lr: LoadedRule, example: str) -> Iterator[Variant]:
+    lines = _lines(example)
+    same = _on_messages(lines, str)
+    for name, change in _DRIFTS:
+        text = _on_messages(lines, change)
+        if text != same:
+            yield Variant("drift", name, text)
+    text = _extra_word(lr, lines)
+    if text is not None:
+        yield Variant("drift", f"a word added inside a matched phrase of more than {LONG_WORDS} words", text)
+
+
+def variants(lr: LoadedRule, example: str) -> Iterator[Variant]:
+    yield from wrapper_variants(lr, example)
+    yield from head_variants(lr, example)
+    yield from drift_variants(lr, example)
+
+
+# -- runs ------------------------------------------------------------------------------------------------
+
+SHOWN = 200  # characters of a variant the report shows
+
+
+@dataclass(frozen=True)
+class VariantRun:
+    """One variant of one `match` example and whether its rule still fires on it."""
+
+    loaded: LoadedRule
+    example: str
+    variant: Variant
+    ok: bool
+
+    def describe(self) -> str:
+        """What the report (lint, `rules test`) says of a variant that misses."""
+        return (f"stops firing under {self.variant.kind} {self.variant.name}: {self.variant.text[:SHOWN]!r} "
+                f"(from {self.example[:SHOWN]!r})")
+
+
+def variant_runs(pack: RulePack, compiled: CompiledPack) -> list[VariantRun]:
+    """Every variant of every `match` example that fires its rule as written (one that does not is
+    `example-match-misses`' to report)."""
+    runs = []
+    for lr in pack.rules:
+        rid = lr.rule.id
+        for example in lr.rule.examples.match:
+            if not fires(compiled, rid, example):
+                continue
+            runs += [VariantRun(lr, example, v, fires(compiled, rid, v.text)) for v in variants(lr, example)]
+    return runs
+
+
+def misses(runs: list[VariantRun], kind: str) -> Iterator[VariantRun]:
+    """The first miss of each rule and variant of this kind: one report says what broke the rule."""
+    seen: set[tuple[str, str]] = set()
+    for run in runs:
+        key = (run.loaded.rule.id, run.variant.name)
+        if run.variant.kind == kind and not run.ok and key not in seen:
+            seen.add(key)
+            yield run

@@ -1,0 +1,92 @@
+"""Issue 26 §2: every rule's `match` examples re-rendered under the wrappers the normaliser strips and the
+drift releases show; a rule that stops firing is named with the variant that broke it, and a pattern that
+spells a whole sentence is named with a shorter core."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from qwen_triage.authoring.lint.variants import drift_variants, variant_runs, wrapper_variants
+from qwen_triage.engine.normalize import WRAPPER_SAMPLES
+from tests.authoring.lint.rulefiles import lint, rule, rules_dir
+
+
+def _messages(tmp_path: Path, text: str, check: str) -> list[str]:
+    return [p.message for p in lint(rules_dir(tmp_path, text), select=[check])]
+
+
+@pytest.mark.parametrize(("pattern", "example", "variant", "rendered"), [
+    ("frobnicate failed badly", "frobnicate failed badly", "case of a sentence's first word flipped",
+     "Frobnicate failed badly"),
+    (r"(?i)the widget 'spanner' could not be found", "The widget 'spanner' could not be found", "quotes swapped",
+     'The widget "spanner" could not be found'),
+    (r"(?i)the widget 'spanner' could not be found", "The widget 'spanner' could not be found", "quotes dropped",
+     "The widget spanner could not be found"),
+    (r"(?i)\[Errno 98\] Address already in use", "OSError: [Errno 98] Address already in use", "errno moved",
+     "OSError: Address already in use (errno 98)"),
+    (r"^RuntimeError: (?i:frobnicate failed)", "RuntimeError: frobnicate failed", "exception name repeated",
+     "RuntimeError: RuntimeError: frobnicate failed"),
+    (r"^torch\.FrobError: (?i:frobnicate failed)", "torch.FrobError: frobnicate failed",
+     "exception printed without its module", "FrobError: frobnicate failed"),
+    (r"(?i)frobnicate failed badly because the widget could not be found in the top drawer",
+     "frobnicate failed badly because the widget could not be found in the top drawer",
+     "a word added inside a matched phrase", "frobnicate failed badly because the widget could now not be found"),
+])
+def test_a_rule_keyed_on_a_sentence_is_named_with_the_drift_that_breaks_it(
+        tmp_path: Path, pattern: str, example: str, variant: str, rendered: str) -> None:
+    text = rule(match=f"any: [{_quoted(pattern)}]", example=example, no_match="all is well")
+    messages = _messages(tmp_path, text, "robust-drift")
+    mine = [m for m in messages if f"drift {variant}" in m]
+    assert len(mine) == 1, messages
+    assert rendered in mine[0] and repr(example) in mine[0]
+
+
+def test_a_rule_keyed_on_the_core_survives_the_same_drift(tmp_path: Path) -> None:
+    robust = rule(match=r"any: ['(?i)widget \W?spanner\W? could not be found', '(?i)Address already in use']",
+                  example="The widget 'spanner' could not be found", no_match="all is well")
+    assert _messages(tmp_path, robust, "robust") == []
+
+
+def test_a_wrapped_example_that_stops_firing_is_named_with_the_wrapper(tmp_path: Path) -> None:
+    """A kernel rule keyed in the middle of free text fires on the bare example but not on the kernel's own
+    line, where a match must begin at the kernel's message."""
+    text = rule(match="any: ['(?i)frobnicate failed badly']", sources="kernel",
+                example="one two three four five frobnicate failed badly")
+    problems = lint(rules_dir(tmp_path, text), select=["robust-wrapper"])
+    assert problems and {p.level for p in problems} == {"error"}
+    wrappers = {p.message.split("`")[1] for p in problems}
+    assert {"[ 1234.567890] ", "Nov 29 10:00:01 host1 kernel: "} <= wrappers, wrappers
+    # only wrappers a kernel rule reads are rendered: no server's logger around a kernel line
+    assert not any("vllm-process" in p.message or "ollama[" in p.message for p in problems)
+
+
+def test_wrappers_come_from_the_normaliser_and_are_stripped_back() -> None:
+    from qwen_triage.engine.normalize import normalize
+    from qwen_triage.rulepack.pack import load_pack
+
+    lr = next(r for r in load_pack([]).rules if set(r.rule.sources) == {"vllm"})
+    variants = list(wrapper_variants(lr, "ValueError: frobnicate failed"))
+    templates = {t.partition("{}")[0] for _, t in WRAPPER_SAMPLES}
+    assert {v.name.split("`")[1] for v in variants} <= templates
+    assert len(variants) >= 15  # every application wrapper: journald, compose, vLLM, Ray, torchrun, glog, logfmt…
+    assert all(normalize(v.text).message == "ValueError: frobnicate failed" for v in variants)
+    assert not list(drift_variants(lr, "12345"))  # nothing to change: no variant
+
+
+@pytest.mark.parametrize("engine", ["hyperscan", "literal"])
+def test_the_bundled_pack_survives_every_wrapper_under_each_prefilter(engine: str, request) -> None:  # type: ignore[no-untyped-def]
+    """The bundled pack passes the check (`tests/rulepack/test_rule_files.py` lints it whole); the
+    literal prefilter must not lose a wrapped line either."""
+    if engine == "hyperscan":
+        pytest.importorskip("hyperscan")
+    compiled = request.getfixturevalue("warm_cache" if engine == "hyperscan" else "compiled_literal")
+    runs = variant_runs(compiled.pack, compiled)
+    wrapped = [r for r in runs if r.variant.kind == "wrapper"]
+    assert len(wrapped) > 5000
+    assert [r.describe() for r in wrapped if not r.ok] == []
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
