@@ -75,6 +75,12 @@ JOURNALD_SHORT = _wrapper(rf"(?P<ts>{_MONTH} [ \d]\d \d\d:\d\d:\d\d) ", _SYSLOG_
 JOURNALD_ISO = _wrapper(r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?) ", _SYSLOG_TAG)
 DMESG = _wrapper(r"\[\s*(?P<ts>\d+\.\d+)\] ?(?P<msg>.*)")
 DMESG_T = _wrapper(rf"\[(?P<ts>(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) {_MONTH} [ \d]\d \d\d:\d\d:\d\d \d{{4}})\] ?(?P<msg>.*)")
+# `dmesg --decode` (-x), as node agents and `dmesg -x --time-format iso` print it: facility and level
+# padded to their width, then the timestamp if any (`kern  :err   : 2025-02-10T16:28:06,502716+00:00 …`)
+DMESG_DECODE = _wrapper(r"(?P<facility>kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7])",
+                        r" *:(?P<level>emerg|alert|crit|err|warn|notice|info|debug) *: ",
+                        r"(?:(?P<ts>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?) ",
+                        r"|\[\s*(?P<uptime>\d+\.\d+)\] ?)?(?P<msg>.*)")
 # `kubectl logs --timestamps` and `docker logs -t`
 RFC3339_PREFIX = _wrapper(r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) (?P<msg>.*)")
 COMPOSE = _wrapper(r"(?P<container>[A-Za-z0-9][\w.-]*?)\s+\| (?P<msg>.*)")
@@ -120,6 +126,8 @@ WRAPPER_SAMPLES: tuple[tuple[str, str], ...] = (
     ("journald-iso", "2026-11-29T10:00:01+0000 host1 kernel: {}"),
     ("dmesg", "[ 1234.567890] {}"),
     ("dmesg-T", "[Sun Nov 29 10:00:01 2026] {}"),
+    ("dmesg-decode", "kern  :err   : 2026-11-29T10:00:01,123456+00:00 {}"),
+    ("dmesg-decode", "kern  :warn  : [ 1234.567890] {}"),
     ("talos-kern", "10.0.0.2: kern:     err: [2026-11-29T10:00:01.123456789Z]: {}"),
     ("timestamped", "2026-11-29T10:00:01.123456789Z {}"),  # kubectl logs --timestamps, docker logs -t, CI
     ("compose", "vllm-1  | {}"),
@@ -198,6 +206,13 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
         _claim_program(rec, "kernel")
         rec.level = level_name(m["level"])
         rec.formats += ("talos-kern",)
+        return m["msg"]
+    if c in "kumdaslncf" and ":" in msg[4:10] and (m := DMESG_DECODE.match(msg)):
+        _set_ts(rec, m["ts"] or m["uptime"])
+        if m["facility"] == "kern":
+            _claim_program(rec, "kernel")
+        rec.level = level_name(m["level"])
+        rec.formats += ("dmesg-decode",)
         return m["msg"]
     if c == "[":
         if m := MPI_TAG.match(msg):

@@ -37,6 +37,14 @@ CASES = [
         'time=2026-11-29T10:00:01Z level=ERROR msg="bad value \\"x\\" given"',
         {"formats": ("logfmt",), "message": 'bad value \\"x\\" given'},
     ),
+    (  # dmesg --decode: facility and level first (node agents' tests feed such lines)
+        "kern  :err   : 2025-02-10T16:28:06,502716+00:00 segfault at 7f797fe00000 ip 00007f7c7ac69996 error 4 in libnccl.so.2",
+        {"formats": ("dmesg-decode",), "program": "kernel", "level": "error",
+         "timestamp": "2025-02-10T16:28:06,502716+00:00",
+         "message": "segfault at 7f797fe00000 ip 00007f7c7ac69996 error 4 in libnccl.so.2"},
+    ),
+    ("daemon:warn  : [  12.5] dockerd started", {"formats": ("dmesg-decode",), "program": None, "level": "warning",
+                                                 "message": "dockerd started"}),
     (  # torchrun's role-and-local-rank prefix (torch.distributed.elastic before 2.2)
         "[default2]:RuntimeError: CUDA error: out of memory",
         {"formats": ("torch-rank",), "rank": 2, "message": "RuntimeError: CUDA error: out of memory"},
