@@ -26,6 +26,8 @@ comes before the driver's prefix is trusted, here and where NVRM messages are jo
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from qwen_triage.engine.records import SOURCE, LineRecord
 from qwen_triage.lazyre import lazy, lazy_with
 from qwen_triage.rulepack.pack import compile_pattern
@@ -136,8 +138,34 @@ def kernel_anchored(message: str, start: int, end: int) -> bool:
 
 
 # The NVIDIA fabric manager's own programs (its daemon and its start script): a root daemon of the
-# driver stack, whose journal unit no user writes to.
+# driver stack, run as this unit.
 FABRIC_MANAGER_PROGRAMS = ("nv-fabricmanager", "nvidia-fabricmanager")
+FABRIC_MANAGER_UNIT = "nvidia-fabricmanager.service"
+CLAIMED = " (claimed by "  # a name a journal entry gave itself that journald's own fields do not bear out
+
+
+def journal_program(fields: Mapping[str, object], name: str | None) -> str | None:
+    """The program a journal entry stands for, given the ``name`` it carries (SYSLOG_IDENTIFIER, _COMM, unit).
+
+    SYSLOG_IDENTIFIER is whatever the sender says (``logger -t kernel``, ``logger -t nv-fabricmanager``);
+    for the names that carry weight only journald's trusted fields (``_TRANSPORT``, ``_PID``, ``_UID``,
+    ``_SYSTEMD_UNIT``, which no sender sets) say who really wrote it: the kernel transport, PID 1, the
+    fabric manager's unit run as root. Any other claim is kept as a claim, naming the sender's command.
+    """
+    if fields.get("_TRANSPORT") == "kernel":
+        return KERNEL
+    if name is None:
+        return None
+    if name in (KERNEL, SYSTEMD):
+        trusted = name == SYSTEMD and fields.get("_PID") == "1"
+    elif name.startswith(FABRIC_MANAGER_PROGRAMS):
+        trusted = fields.get("_SYSTEMD_UNIT") == FABRIC_MANAGER_UNIT and fields.get("_UID") == "0"
+    else:
+        return name
+    if trusted:
+        return name
+    comm = fields.get("_COMM")
+    return f"{name}{CLAIMED}{comm if isinstance(comm, str) and 0 < len(comm) <= 64 else 'a process'})"  # comm: 15 bytes
 
 
 def node_evidence(rec: LineRecord) -> bool:
@@ -149,4 +177,5 @@ def node_evidence(rec: LineRecord) -> bool:
     fam = family(rec)
     if fam in SYSTEM_SOURCES:
         return True
-    return rec.program is not None and rec.program.startswith(FABRIC_MANAGER_PROGRAMS)
+    program = rec.program
+    return program is not None and program.startswith(FABRIC_MANAGER_PROGRAMS) and CLAIMED not in program

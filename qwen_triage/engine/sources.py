@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import BinaryIO, Callable, Iterator
 
 from qwen_triage.engine.normalize import ANSI_BYTES_RE, PRIORITY_LEVELS
+from qwen_triage.engine.origin import journal_program
 from qwen_triage.engine.records import LineRecord
 from qwen_triage.units import bounded_int
 
@@ -368,13 +369,9 @@ def journal_blocks(blocks: Iterator[Block]) -> Iterator[Block]:
                 raw = message.encode("utf-8", "surrogatepass")
             else:
                 raw = b""
-            program = _text(obj.get("SYSLOG_IDENTIFIER")) or _text(obj.get("_COMM")) or _text(obj.get("_SYSTEMD_UNIT"))
-            if obj.get("_TRANSPORT") == "kernel":
-                program = "kernel"
-            elif program in ("kernel", "systemd") and not (program == "systemd" and obj.get("_PID") == "1"):
-                # SYSLOG_IDENTIFIER is whatever the sender says (`logger -t kernel`); journald's own
-                # fields say who really wrote it: the kernel transport, or PID 1
-                program = f"{program} (claimed by {_text(obj.get('_COMM')) or 'a process'})"
+            # who wrote it: the name it gives, unless journald's own fields belie it (engine.origin)
+            program = journal_program(obj, _text(obj.get("SYSLOG_IDENTIFIER")) or _text(obj.get("_COMM"))
+                                      or _text(obj.get("_SYSTEMD_UNIT")))
             priority = obj.get("PRIORITY")
             fields = LineMeta(
                 line=origin,

@@ -10,7 +10,9 @@ by the same rule:
   its core dumps and the messages about it, each only from the senders that may write them); the rule the
   unattended ``check`` has always used;
 - a unit OR-ed with the kernel (``journal UNIT --kernel``), a user unit, or a process without a unit: explicit
-  matches joined with ``+`` (:func:`unit_matches`), so the journal itself merges them into one timeline;
+  matches joined with ``+`` (:func:`unit_matches`, with the tool's own guards on the fields a sender sets itself:
+  a core dump only from root with systemd-coredump's message id), so the journal itself merges them into one
+  timeline;
 - the kernel alone: ``--dmesg``.
 
 The JSON read back is decoded by the engine (:func:`qwen_triage.engine.sources.journal_blocks`), which keeps each
@@ -60,13 +62,27 @@ def unit_name(unit: str) -> str:
     return unit if unit.endswith(UNIT_SUFFIXES) else unit + ".service"
 
 
-def unit_matches(unit: str, user: bool = False, kernel: bool = False) -> list[str]:
-    """Match arguments: the unit's lines OR systemd's about it OR its core dumps [OR the kernel's]."""
+# systemd-coredump's "Process … dumped core" entries (catalog id SD_MESSAGE_COREDUMP)
+COREDUMP_MESSAGE_ID = "fc2e22bc6ee647b6b90729ab34a250b1"
+
+
+def unit_matches(unit: str, user: bool = False, kernel: bool = False, uid: int | None = None) -> list[str]:
+    """Match arguments: the unit's lines OR systemd's about it OR its core dumps [OR the kernel's].
+
+    Each part carries the guard of journalctl's own ``--unit``/``--user-unit`` rule
+    (systemd's ``add_matches_for_unit``): a field a sender sets itself (``UNIT=``, ``USER_UNIT=``,
+    ``COREDUMP_UNIT=``) counts only with a trusted field beside it — PID 1 for systemd's messages,
+    root and the core-dump message id for core dumps, the user's own uid for a user unit —, so no
+    other local user can add entries to the view (``logger --journald`` sets any field it likes).
+    """
     u = unit_name(unit)
+    core = [f"MESSAGE_ID={COREDUMP_MESSAGE_ID}", "_UID=0"]
     if user:
-        matches = [f"_SYSTEMD_USER_UNIT={u}", "+", f"USER_UNIT={u}", "+", f"COREDUMP_USER_UNIT={u}"]
+        mine = f"_UID={os.getuid() if uid is None else uid}"
+        matches = [f"_SYSTEMD_USER_UNIT={u}", mine, "+", f"USER_UNIT={u}", mine, "+", f"COREDUMP_USER_UNIT={u}",
+                   *core]
     else:
-        matches = [f"_SYSTEMD_UNIT={u}", "+", f"UNIT={u}", "_PID=1", "+", f"COREDUMP_UNIT={u}"]
+        matches = [f"_SYSTEMD_UNIT={u}", "+", f"UNIT={u}", "_PID=1", "+", f"COREDUMP_UNIT={u}", *core]
     if kernel:
         matches += ["+", KERNEL_MATCH]
     return matches

@@ -35,3 +35,34 @@ def test_a_process_named_nvrm_is_no_xid_in_the_journal_s_kernel_entries(tmp_path
     result = check_json("--kernel", "--state", str(tmp_path / "st"))
     assert result["sources"][0]["lines"] == 3
     assert node_classes(result) == []
+
+
+# -- a journal entry that names itself the fabric manager ---------------------------------------------------------
+
+FM_FATAL = ("detected NVSwitch fatal error 20034 on fid 0 on NVSwitch pci bus id 00000000:86:00.0 physical id 3 "
+            "port 33")
+
+
+def fm_entry(i: int, **fields: str) -> dict[str, str]:
+    entry = journal_entry(i, FM_FATAL, time.time(), transport="syslog")
+    entry.update({"SYSLOG_IDENTIFIER": "nv-fabricmanager", "_PID": "4242", **fields})
+    return entry
+
+
+def test_a_journal_entry_naming_itself_the_fabric_manager_drains_nothing(tmp_path: Path, boot: BootId,
+                                                                         fake_journal: Path) -> None:  # noqa: F811
+    # `logger -t nv-fabricmanager …` by any user: journald's trusted fields say who really wrote it
+    append_journal(fake_journal, fm_entry(1, _COMM="logger", _UID="1000"),
+                   fm_entry(2, _COMM="nv-fabricmanager", _UID="1000", _SYSTEMD_UNIT="nvidia-fabricmanager.service"),
+                   fm_entry(3, _COMM="logger", _UID="0", _SYSTEMD_UNIT="session-4.scope"))
+    result = check_json("--journal", "nvidia-fabricmanager", "--state", str(tmp_path / "st"))
+    assert result["sources"][0]["lines"] == 3
+    assert node_classes(result) == []
+
+
+def test_the_fabric_manager_s_own_entry_still_counts(tmp_path: Path, boot: BootId,
+                                                     fake_journal: Path) -> None:  # noqa: F811
+    append_journal(fake_journal, fm_entry(1, _COMM="nv-fabricmanager", _UID="0",
+                                          _SYSTEMD_UNIT="nvidia-fabricmanager.service"))
+    result = check_json("--journal", "nvidia-fabricmanager", "--state", str(tmp_path / "st"))
+    assert node_classes(result) == ["hardware.nvlink_error"]

@@ -28,12 +28,14 @@ def test_journal_command_merges_unit_and_kernel_in_one_reader() -> None:
     assert journal_input.journal_command("ollama", since="@1736244000", kernel=True) == [
         "journalctl", "--output=json", "--all", "--no-pager", "--since=@1736244000",
         "_SYSTEMD_UNIT=ollama.service", "+", "UNIT=ollama.service", "_PID=1", "+", "COREDUMP_UNIT=ollama.service",
-        "+", "_TRANSPORT=kernel",
+        "MESSAGE_ID=fc2e22bc6ee647b6b90729ab34a250b1", "_UID=0", "+", "_TRANSPORT=kernel",
     ]
     cmd = journal_input.journal_command("vllm", since=None, follow=True)
     assert cmd[4:7] == ["--boot", "--follow", "--lines=all"] and "_TRANSPORT=kernel" not in cmd
-    assert journal_input.journal_command("ollama", "-1h", user=True)[-5:] == [
-        "_SYSTEMD_USER_UNIT=ollama.service", "+", "USER_UNIT=ollama.service", "+", "COREDUMP_USER_UNIT=ollama.service"]
+    uid = f"_UID={os.getuid()}"
+    assert journal_input.journal_command("ollama", "-1h", user=True)[-9:] == [
+        "_SYSTEMD_USER_UNIT=ollama.service", uid, "+", "USER_UNIT=ollama.service", uid, "+",
+        "COREDUMP_USER_UNIT=ollama.service", "MESSAGE_ID=fc2e22bc6ee647b6b90729ab34a250b1", "_UID=0"]
     assert journal_input.pid_command(4242)[-3:] == ["--follow", "--lines=0", "_PID=4242"]
     assert journal_input.pid_command(4242, unit="ollama.service", since="@17")[4:7] == ["--since=@17", "--follow",
                                                                                    "--lines=all"]
@@ -110,13 +112,13 @@ def test_journal_json_through_the_live_session(only_live_rules) -> None:
 
 
 def _fake_env(tmp_path, **extra: str) -> dict[str, str]:
-    return env_with(
-        PATH=f"{FAKEBIN}:{env_with()['PATH']}",
-        FAKE_JOURNALCTL_ARGS=str(tmp_path / "journalctl.args"),
-        FAKE_SYSTEMCTL_ARGS=str(tmp_path / "systemctl.args"),
-        FAKE_JOURNALCTL_DATA=str(JOURNAL_JSON),
+    return env_with(**{
+        "PATH": f"{FAKEBIN}:{env_with()['PATH']}",
+        "FAKE_JOURNALCTL_ARGS": str(tmp_path / "journalctl.args"),
+        "FAKE_SYSTEMCTL_ARGS": str(tmp_path / "systemctl.args"),
+        "FAKE_JOURNALCTL_DATA": str(JOURNAL_JSON),
         **extra,
-    )
+    })
 
 
 def test_journal_command_end_to_end_with_a_stand_in_journalctl(tmp_path) -> None:
@@ -130,6 +132,46 @@ def test_journal_command_end_to_end_with_a_stand_in_journalctl(tmp_path) -> None
     assert report["inputs"][0]["kind"] == "journal-json"
     assert any(n.startswith("read with: journalctl --output=json") for n in report["notes"])
     assert b"since the unit last started (@1736244000)" in proc.stderr
+
+
+CORE_ID = "fc2e22bc6ee647b6b90729ab34a250b1"  # systemd-coredump's message id
+
+
+def _entry(i: int, message: str, **fields: str) -> dict[str, str]:
+    return {"__CURSOR": f"s=x;i={i}", "__REALTIME_TIMESTAMP": str(1736244000_000000 + i), "MESSAGE": message,
+            "PRIORITY": "3", **fields}
+
+
+@pytest.mark.parametrize("user", [False, True], ids=["system", "user"])
+def test_a_local_user_cannot_add_entries_to_a_unit_s_view(tmp_path, user: bool) -> None:
+    # issue 29: `logger --journald` sets any field it likes, COREDUMP_UNIT= and USER_UNIT= too; only what journald
+    # itself adds (_UID, _PID, _SYSTEMD_UNIT) says who wrote an entry
+    core, unit_field = ("COREDUMP_USER_UNIT", "USER_UNIT") if user else ("COREDUMP_UNIT", "UNIT")
+    own = {"_SYSTEMD_USER_UNIT": "ollama.service", "_UID": str(os.getuid())} if user else \
+        {"_SYSTEMD_UNIT": "ollama.service", "_UID": "998"}
+    entries = [
+        _entry(1, "ollama's own line", **own),
+        _entry(2, "Process 812 (ollama) of user 998 dumped core.", MESSAGE_ID=CORE_ID, _UID="0",
+               **{core: "ollama.service"}),
+        _entry(3, "forged: no message id", _UID="0", **{core: "ollama.service"}),
+        _entry(4, "forged: the message id, not root", MESSAGE_ID=CORE_ID, _UID="4242", **{core: "ollama.service"}),
+        _entry(5, "forged: systemd's field, not from PID 1 (nor from this user)", _PID="4242", _UID="4242",
+               **{unit_field: "ollama.service"}),
+        _entry(6, "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, GPU has fallen off the bus.", _TRANSPORT="kernel"),
+    ]
+    data = tmp_path / "journal.json"
+    data.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    argv = ["journal", "ollama", "--since", "@1736244000", "--format", "json", "--rules", str(RULES)]
+    proc = subprocess.run(qt_argv(*argv, "--user" if user else "--kernel"), capture_output=True, timeout=60,
+                          env=_fake_env(tmp_path, FAKE_JOURNALCTL_DATA=str(data), FAKE_JOURNALCTL_MATCH="1"))
+    assert proc.returncode in (0, 1), proc.stderr.decode()
+    args = json.loads((tmp_path / "journalctl.args").read_text().splitlines()[0])
+    assert f"MESSAGE_ID={CORE_ID}" in args and "_UID=0" in args
+    out = subprocess.run([str(FAKEBIN / "journalctl"), *args], capture_output=True, text=True, timeout=30,
+                         env=_fake_env(tmp_path, FAKE_JOURNALCTL_DATA=str(data), FAKE_JOURNALCTL_MATCH="1"))
+    read = [json.loads(line)["MESSAGE"] for line in out.stdout.splitlines()]
+    assert read == [e["MESSAGE"] for e in entries[:2]] + ([] if user else [entries[5]["MESSAGE"]])
+    assert json.loads(proc.stdout)["inputs"][0]["lines"] == len(read)
 
 
 def test_journal_follow_prints_live_and_summarises_on_ctrl_c(tmp_path) -> None:
