@@ -11,7 +11,7 @@ A class that `explains` another present class is its root cause: the explained
 class is listed inside it as a symptom. Explanation is followed through
 chains (a GPU off the bus explains an NCCL init failure, which explains the
 timeouts), so a symptom lands under the top of its chain. Roots are ordered by
-severity, then what a sentence rule found before what only a structure rule (``floor``) found, then
+what a sentence rule found before what only a structure rule (``floor``) found, then severity, then
 first occurrence. `info` findings are observations only.
 
 The two kinds differ in what they carry, so a group speaks for them
@@ -92,7 +92,7 @@ class Group:
     facts: dict[str, Any] = field(default_factory=dict)
     rules: dict[str, None] = field(default_factory=dict)
     checks: list[CheckFinding] = field(default_factory=list)
-    floor: bool = True  # only structure rules (rules' `floor`) found it: it ranks after equally severe others
+    floor: bool = True  # only structure rules (rules' `floor`) found it: it ranks after what sentence rules found
     check_evidence: dict[tuple[str, str], Evidence] = field(default_factory=dict)  # every distinct one
 
     def add(self, f: Finding | CheckFinding) -> None:
@@ -235,10 +235,11 @@ class Correlator:
     # -- ordering ------------------------------------------------------------
 
     @staticmethod
-    def _rank(g: Group) -> tuple[int, bool, int]:
-        """Severity first; among equals, what a sentence rule found before what only a structure rule found
-        (a raising site, a code family: the family's floor), then first occurrence."""
-        return (g.severity.rank, g.floor, g.seq)
+    def _rank(g: Group) -> tuple[bool, int, int]:
+        """What a sentence rule found before what only a structure rule found (a raising site, a code family:
+        the family's floor, which fills a report no sentence rule would fill and never outranks one), then
+        severity, then first occurrence."""
+        return (g.floor, g.severity.rank, g.seq)
 
     def roots(self) -> list[tuple[Group, list[Group]]]:
         present = self.groups

@@ -262,10 +262,14 @@ def test_the_sentence_rule_wins_over_the_structure_rule_on_its_line(raised_rules
         ("t.sentence", "config.tp_indivisible")]
 
 
-def test_a_floor_diagnosis_ranks_after_an_equally_severe_sentence_diagnosis(raised_rules: CompiledPack) -> None:
+@pytest.mark.parametrize("sentence_severity", ["error", "warning"])
+def test_a_floor_diagnosis_ranks_after_a_sentence_diagnosis(tmp_path: Path, sentence_severity: str) -> None:
+    (tmp_path / "r.yaml").write_text(RAISED_RULES.replace(
+        "title: TP does not divide the heads\n    severity: error", f"title: TP does not divide the heads\n    severity: {sentence_severity}"))
+    rules = CompiledPack.build(load_pack([tmp_path], bundled=False), engine="literal")
     text = FRAME + "ValueError: something else entirely\nValueError: TESTHEADS must be divisible by tensor parallel size"
-    findings = _findings(raised_rules, text)
-    assert [f.rule.rule.id for f in findings] == ["t.floor", "t.sentence"]  # the floor came first in the log
+    findings = _findings(rules, text)
+    assert [(f.rule.rule.id, f.severity.value) for f in findings] == [("t.floor", "error"), ("t.sentence", sentence_severity)]
     diagnoses = Correlator(CLASSES).extend(findings).diagnoses()
     assert [d.class_ for d in diagnoses] == ["config.tp_indivisible", "config.bad_argument"]
 
