@@ -517,6 +517,8 @@ def rule_patterns(rule: RuleSpec, buffer_size: int) -> list[str]:
     m = rule.match
     if m.unless:
         raise Unexpressible("`unless` (a veto within a window) has no NPD form")
+    if m.raised_module:
+        raise Unexpressible("`raised` (where a traceback's exception was raised) has no NPD form")
     if m.where:
         raise Unexpressible(f"`where` on {', '.join(sorted(m.where))}: NPD rules see the message only")
     problems: list[str] = []

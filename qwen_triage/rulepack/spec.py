@@ -218,6 +218,10 @@ class RuleSpec:
         for key, value in defaults.items():
             if out.get(key) == value or (isinstance(value, list) and out.get(key) == ()):
                 out.pop(key, None)
+        table = out.get("table")
+        if table is not None and table.get("codes"):
+            # the rows a code table gave are the table's (rules/codes/): shown by name, not as ~100 rows
+            table["rows"] = [r for r in table["rows"] if "code_table" not in (r.get("facts") or {})]
         match = out["match"]
         for key, value in (("any", ()), ("all", ()), ("unless", ()), ("where", {}), ("window", 200), ("count", 1), ("multiline", False), ("unless_after", False),
                            ("raised_module", ()), ("raised_exception", ())):

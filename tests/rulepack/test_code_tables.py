@@ -300,3 +300,14 @@ def test_the_pack_cache_key_changes_when_a_table_changes(tmp_path: Path, monkeyp
         'text: "out of memory", class: memory.gpu_oom}', 'text: "out of memory", class: memory.host_oom}'))
     assert class_of_oom() == "memory.host_oom"
     assert len(list(cache.glob("pack-*.json"))) == 2
+
+
+def test_a_raising_site_rule_is_not_exported_as_a_bare_pattern(tmp_path: Path) -> None:
+    """node-problem-detector sees lines, not tracebacks: the rule would fire on every ValueError."""
+    from qwen_triage.fleet.npd_export import Unexpressible, rule_patterns
+
+    (tmp_path / "r.yaml").write_text(RAISED_RULES.replace("sources: [any]", "sources: [kernel]", 1))
+    floor = load_pack([tmp_path], bundled=False).rule("t.floor")
+    assert floor is not None
+    with pytest.raises(Unexpressible, match="`raised`"):
+        rule_patterns(floor.rule, 4096)
