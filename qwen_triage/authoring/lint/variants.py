@@ -58,14 +58,19 @@ class Variant:
 class _Line:
     head: str  # the wrappers the line came in (stripped by the normaliser)
     message: str
+    tail: str  # what the normaliser left off the end (a logfmt value's closing quote)
     record: LineRecord
+
+    def with_message(self, message: str) -> str:
+        return self.head + message + self.tail
 
 
 def _lines(example: str) -> list[_Line]:
     out = []
     for text in example.splitlines() or [""]:
         rec = normalize(text)
-        out.append(_Line(text[: len(text) - len(rec.message)], rec.message, rec))
+        at = text.rfind(rec.message)  # the message is a substring of the line (engine.normalize)
+        out.append(_Line(text[:at], rec.message, text[at + len(rec.message):], rec))
     return out
 
 
@@ -142,7 +147,9 @@ def head_variants(lr: LoadedRule, example: str) -> Iterator[Variant]:
 _EXCEPTION = r"[A-Z]\w{0,60}(?:Error|Exception|Exit|Interrupt|Failure)"
 # the first word of the message, or of what follows an exception's name: its case is what releases change
 # ("Failed to…" / "failed to…"; Go's errors are lower case, Python's messages capitalised)
-_SENTENCE_HEAD = re.compile(rf"^\s*(?:(?:[A-Za-z_]\w*\.){{0,6}}{_EXCEPTION}: )?([A-Za-z])(?=[a-z]+\b)")
+# (a word of a sentence: followed by a space, not a file or program name; a traceback's frames are Python's own)
+_SENTENCE_HEAD = re.compile(rf"^(?!\s*(?:File \"|Traceback \())\s*(?:(?:[A-Za-z_]\w*\.){{0,6}}{_EXCEPTION}: )?"
+                            r"([A-Za-z])(?=[a-z]+ )")
 _QUOTED = re.compile(r"""(?<![\w'"`\\])(['"`])([^'"`\s\\](?:[^'"`\\\n]{0,200}?[^'"`\s\\])?)\1(?![\w'"`])""")
 _SWAP = {"'": '"', '"': "'", "`": "'"}
 _EXC_HEAD = re.compile(rf"^(\s*)((?:[A-Za-z_]\w*\.){{0,6}}{_EXCEPTION}): (?=\S)")
@@ -189,7 +196,7 @@ _DRIFTS: tuple[tuple[str, Callable[[str], str]], ...] = (
 
 
 def _on_messages(lines: list[_Line], change: Callable[[str], str]) -> str:
-    return "\n".join(line.head + change(line.message) for line in lines)
+    return "\n".join(line.with_message(change(line.message)) for line in lines)
 
 
 @lru_cache(maxsize=4096)
@@ -209,7 +216,7 @@ def _extra_word(lr: LoadedRule, lines: list[_Line]) -> str | None:
                 continue
             at = spaces[len(spaces) // 2] + 1
             changed = line.message[:at] + "now " + line.message[at:]
-            return "\n".join(ln.head + (changed if k == i else ln.message) for k, ln in enumerate(lines))
+            return "\n".join(ln.with_message(changed if k == i else ln.message) for k, ln in enumerate(lines))
     return None
 
 
