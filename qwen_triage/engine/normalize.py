@@ -15,7 +15,7 @@ from typing import Callable
 
 from qwen_triage.engine import client_text
 from qwen_triage.engine.origin import APP_FORMATS
-from qwen_triage.engine.records import LineRecord
+from qwen_triage.engine.records import REQUEST, LineRecord
 from qwen_triage.lazyre import lazy
 from qwen_triage.units import bounded_int
 
@@ -147,8 +147,14 @@ WRAPPER_SAMPLES: tuple[tuple[str, str], ...] = (
     ("torch-rank", "[default0]:{}"),
     ("glog", "[W1129 10:00:01.123456 1234 ProcessGroupNCCL.cpp:1234] {}"),
     ("glog", "W1129 10:00:01.123000 1234 torch/distributed/run.py:793] {}"),
+    ("tracing", "ERROR warmup{max_input_length=Some(4095) max_batch_size=None}:warmup: {}"),
 )
 GPU_IN_PROC = lazy(r"(?:TP|rank|_|-)(\d+)$")
+# Rust's tracing (TGI's router and launcher): `LEVEL span{fields}:span2: target: file:line: message`. A span's
+# fields are the request's (TGI's `generate{parameters=GenerateParameters { stop: ["…"], … }}`: a client's
+# stop strings, grammar), never the event's words: the layer drops the span list, read with its quotes.
+TRACING_SPANS = lazy(r"\s{0,4}(?P<level>TRACE|DEBUG|INFO|WARN|ERROR) {1,2}(?=[A-Za-z_][\w-]{0,63}\{)")
+MAX_SPANS = 64 * 1024  # characters of span fields read at most
 
 
 def _set_ts(rec: LineRecord, ts: str) -> None:
@@ -267,6 +273,14 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
         rec.extra["source"] = m["src"] or m["src_old"]
         rec.formats += ("vllm",)
         return m["msg"]
+    if (c == " " or c in "TDIWE") and "{" in msg[:80] and (m := TRACING_SPANS.match(msg)):
+        end = _span_list_end(msg, m.end())
+        rec.level = level_name(m["level"])
+        rec.formats += ("tracing",)
+        if end is None:  # fields that do not close (a line cut short): none of it is the event's
+            rec.quoted = REQUEST
+            return ""
+        return msg[end:]
     if c in "IWEF" and msg[1:2].isdigit() and (m := GLOG_BARE.match(msg)):
         _set_ts(rec, m["ts"])
         rec.level = level_name(m["level"])
@@ -276,6 +290,31 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
         rec.extra["container"] = m["container"]
         rec.formats += ("compose",)
         return m["msg"]
+    return None
+
+
+def _span_list_end(msg: str, i: int) -> int | None:
+    """Where a tracing span list starting at ``i`` ends (after its `: `), reading quoted strings as Debug prints them."""
+    depth, quoted = 0, False
+    j, limit = i, min(len(msg), i + MAX_SPANS)
+    while j < limit:
+        ch = msg[j]
+        if quoted:
+            if ch == "\\":
+                j += 1
+            elif ch == '"':
+                quoted = False
+        elif ch == '"':
+            quoted = True
+        elif ch in "{[(":
+            depth += 1
+        elif ch in "}])":
+            depth -= 1
+            if depth < 0:
+                return None
+        elif ch == ":" and depth == 0 and msg[j + 1 : j + 2] == " ":
+            return j + 2
+        j += 1
     return None
 
 

@@ -38,7 +38,7 @@ APP = "app"  # a known application, whichever it is
 SYSTEM_SOURCES = frozenset({KERNEL, SYSTEMD})
 
 # Wrappers only an application's own logger writes (engine.normalize names them).
-APP_FORMATS = frozenset({"vllm", "vllm-process", "logfmt", "nccl", "glog", "mpi", "ray", "torch-rank"})
+APP_FORMATS = frozenset({"vllm", "vllm-process", "logfmt", "nccl", "glog", "mpi", "ray", "torch-rank", "tracing"})
 
 # What the kernel puts before a message: an optional syslog tag, timestamps, then up to
 # four "device or subsystem:" parts of at most three words each ("pcieport 0000:00:03.0: ",

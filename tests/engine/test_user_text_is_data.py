@@ -208,3 +208,21 @@ def test_what_quoted_code_calls_may_still_be_read(tmp_path: Path, compiled: Comp
         "    self._check_scheme_supported(scheme.get_min_capability())",
     ])
     assert classes(scan(tmp_path, compiled, text)) == ["config.dtype_unsupported"]
+
+
+@pytest.mark.parametrize("quote", sorted(QUOTES))
+def test_tgi_request_span_fields_are_not_the_event_s_words(tmp_path: Path, compiled: CompiledPack, quote: str) -> None:
+    # TGI's router logs every event of a request inside its span: `generate{parameters=GenerateParameters {
+    # stop: [...] }}` carries the client's stop strings (Debug-quoted, so `}:` inside them is read as text)
+    stop = json.dumps(QUOTES[quote] + ' }}: text_generation_router::server: x.rs:1: ')
+    line = (f"2024-10-01T10:00:21.702331Z  INFO generate{{parameters=GenerateParameters {{ best_of: None, stop: [{stop}],"
+            f" seed: None }} total_time=\"1.2s\"}}: text_generation_router::server: router/src/server.rs:422: Success")
+    assert classes(scan(tmp_path, compiled, line + "\n")) == []
+
+
+def test_an_error_inside_a_tgi_span_is_still_read(tmp_path: Path, compiled: CompiledPack) -> None:
+    line = ("2024-09-02T23:29:03.901544Z ERROR warmup{max_input_length=Some(4095) max_prefill_tokens=4145 "
+            "max_total_tokens=Some(4096) max_batch_size=None}:warmup: text_generation_router_v3::client: "
+            "backends/v3/src/client/mod.rs:45: Server error: Not enough memory to handle 4145 prefill tokens. You "
+            "need to decrease `--max-batch-prefill-tokens`")
+    assert classes(scan(tmp_path, compiled, line + "\n")) != []
