@@ -30,7 +30,8 @@ HEAD = 1024  # characters of a message searched for a form: the logger's own wor
 # (engine, template of the logger: what is kept ends at group `data`'s start)
 FORMS: tuple[tuple[str, str], ...] = (
     # vLLM vllm/entrypoints/logger.py RequestLogger.log_inputs (and vllm/engine/async_llm_engine.py before it):
-    #   "Received request %s: prompt: %r, params: %s, prompt_token_ids: %s, [prompt_embeds shape: %s, ]lora_request: %s[, prompt_adapter_request: %s]."
+    #   "Received request %s: prompt: %r, params: %s, prompt_token_ids: %s, [prompt_embeds shape: %s, ]
+    #    lora_request: %s[, prompt_adapter_request: %s]."
     #   "Received request %s: prompt: %r, sampling_params: %s, prompt_token_ids: %s, lora_request: %s." (0.4)
     #   "Received request %s: params: %s, lora_request: %s." (INFO, newer; the params carry stop strings)
     ("vllm", r"\bReceived request \S{1,256}?: (?P<data>(?:prompt|params): )"),

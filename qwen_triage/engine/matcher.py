@@ -39,6 +39,9 @@ __all__ = ["CONFIRM_TIMEOUT", "DEFER_MAX", "CompiledPack", "CompiledRule", "Disa
            "Matcher", "convert_fact"]
 
 STAGE_LOOKBACK = 256 * 1024  # bytes before a heartbeat searched for the stage it repeats in
+# A traceback's source lines are indented by four: such a context line is matched at once, where it is
+# known whether it is quoted code (block_records.quoted_source), as it would be with nothing kept
+SOURCE_INDENT = b"    "
 
 
 @dataclass
@@ -116,7 +119,8 @@ class Matcher:
             end = data.find(b"\n", start)
             raw = data[start : end if end >= 0 else len(data)]
             if (line_pids <= context_only or line_pids == frame_only) and len(raw) <= DEFER_MAX_LINE \
-                    and not (block_may_span and may_span_raw(raw)):
+                    and not (block_may_span and may_span_raw(raw)) \
+                    and not (SOURCE_INDENT in raw and line_pids != frame_only):
                 deferrable[start] = raw  # normalised later, if ever
                 records[start] = (index, line_pids)  # no earlier line merges into a line after it
                 continue
