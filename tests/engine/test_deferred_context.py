@@ -27,6 +27,9 @@ VOCABULARY = [
     '  File "/usr/lib/python3/site-packages/libctx/a.py", line 3, in f',
     '  File "/usr/lib/python3/site-packages/other/b.py", line 4, in g', 'File "half a frame', "CTXError: boom",
     "noise", "noise", "noise", "noise", "noise", "noise",
+    # a traceback's quoted code under a frame (issue 29): context words in its literals veto and join nothing,
+    # kept or not
+    '    log.info("CTXW 8 CTXV 6 CTXB 3")', "    CTXA 12  # CTXC 13",
 ]
 
 
