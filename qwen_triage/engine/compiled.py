@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from qwen_triage.engine.hang import HANG_PATTERN
 from qwen_triage.engine.multiline import HINTS_PATTERN
 from qwen_triage.engine.prefilter import Prefilter, build_prefilter
 from qwen_triage.engine.unrecognised import SIGNALS
@@ -97,7 +98,7 @@ class CompiledPack:
     users: list[list[tuple[int, str]]]  # pattern id -> [(rule index, role)]
     prefilter: Prefilter
     # pattern id -> what else it signals (engine.unrecognised): "frame", "exception", "error",
-    # or "heartbeat"; a pattern can also be a rule's
+    # "heartbeat", or "hang" (engine.hang); a pattern can also be a rule's
     signals: dict[int, tuple[str, ...]]
 
     @functools.cached_property
@@ -183,6 +184,7 @@ class CompiledPack:
         kinds = [(kind, p) for kind, p in SIGNALS.items()]
         kinds += [("heartbeat", p) for p in pack.heartbeats]
         kinds.append(("span", HINTS_PATTERN))  # lines that may belong to a multi-line record
+        kinds.append(("hang", HANG_PATTERN))  # lines that tell a hung job's ranks apart (engine.hang)
         for kind, p in kinds:
             key = pid(p)
             signals[key] = (*signals.get(key, ()), kind)

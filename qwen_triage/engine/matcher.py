@@ -23,6 +23,7 @@ from qwen_triage.engine.deferred import DEFER_MAX, DEFER_MAX_LINE, DeferredConte
 from qwen_triage.engine.facts import convert_fact, facts_of
 from qwen_triage.engine.finding import Finding
 from qwen_triage.engine.firing import Firing
+from qwen_triage.engine.hang import HangTracker
 from qwen_triage.engine.multiline import Assembly, family_of, may_span, may_span_raw
 from qwen_triage.engine.origin import accepts
 from qwen_triage.engine.records import SOURCE, LineRecord
@@ -59,12 +60,13 @@ class Matcher:
     """Feeds blocks (or single lines) through the compiled pack; yields findings."""
 
     def __init__(self, compiled: CompiledPack, timeout: float = CONFIRM_TIMEOUT, collector: Collector | None = None,
-                 defer: bool = True):
+                 defer: bool = True, hang: HangTracker | None = None):
         self.c = compiled
         # context-only lines kept raw until a rule asks (False: every candidate is matched at once; same findings)
         self._context_only = compiled.context_only if defer else frozenset()
         self._frame_only = compiled.frame_only if defer else frozenset()
         self.collector = collector  # error lines no rule matched go here
+        self.hang = hang  # what each rank of a distributed job did last (engine.hang)
         self.timeout = timeout
         self.stats = MatchStats()
         self.confirmer = Confirmer(compiled, timeout)
@@ -212,11 +214,15 @@ class Matcher:
         confirmer, context, firing = self.confirmer, self.context, self.firing
         hits: dict[int, regex.Match[str]] = {}
         signals: list[str] = []
+        hang = False
         for pid in sorted(pids):
             kinds = self.c.signals.get(pid)
             if kinds is not None:
                 for kind in kinds:
                     if kind == "span":
+                        continue
+                    if kind == "hang":
+                        hang = True
                         continue
                     if kind == "heartbeat":
                         if self.collector is not None and self.c.regexes[pid].search(rec.message, timeout=self.timeout):
@@ -230,6 +236,8 @@ class Matcher:
             m = confirmer.confirm(pid, rec)
             if m is not None:
                 hits[pid] = m
+        if self.hang is not None and (hang or rec.rank is not None or rec.local_rank is not None):
+            self.hang.observe(rec)
         if "frame" in signals:
             frame = frame_file(rec.message)
             if frame is not None:

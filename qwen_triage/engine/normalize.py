@@ -10,6 +10,7 @@ a pattern that matches the message.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Callable
 
@@ -95,7 +96,7 @@ OLLAMA_LOGFMT = _wrapper(r"time=(?P<ts>\S+) level=(?P<level>[A-Za-z]+)(?: source
 # a quoted value's closing quote at the end of the line, no unescaped quote before it in the value
 _LAST_VALUE = lazy(r'(?:[^"\\]|\\.)*"\s*', re.S)
 VLLM_PREFIX = _wrapper(r"\((?P<proc>[A-Za-z][\w-]*(?: [A-Za-z][\w-]*)?)(?: rank=(?P<rank>\d+))? pid=(?P<pid>\d+)",
-                       r"(?:, ip=[^)]*)?\) ?(?P<msg>.*)")
+                       r"(?:, ip=(?P<ip>[^)]*))?\) ?(?P<msg>.*)")
 VLLM_LINE = _wrapper(r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?P<ts>\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) ",
                      r"(?:\[(?P<src>[^\]\s]+)\]|(?P<src_old>[\w.]+:\d+)\]) ?(?P<msg>.*)")
 NCCL_LINE = _wrapper(r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<gpu>\d+)\] (?:(?P<loc>[\w/.-]+\.\w+:\d+) )?",
@@ -103,12 +104,19 @@ NCCL_LINE = _wrapper(r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<gpu>\d+
 # mpirun --tag-output: `[1,0]<stdout>:…`
 MPI_TAG = _wrapper(r"\[(?P<job>\d+),(?P<rank>\d+)\]<(?:stdout|stderr)>:(?P<msg>.*)")
 # Ray's worker prefix without a name: `(pid=909608) …`
-RAY_PID = _wrapper(r"\(pid=(?P<pid>\d+)(?:, ip=[^)]*)?\) ?(?P<msg>.*)")
+RAY_PID = _wrapper(r"\(pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)]*))?\) ?(?P<msg>.*)")
 # talosctl dmesg: `10.0.0.2: kern: warning: [2026-04-22T21:25:20.458998481Z]: …`
 TALOS_KERN = _wrapper(r"(?P<host>[\w.:-]+): kern: +(?P<level>\w+): \[(?P<ts>[^\]]+)\]: (?P<msg>.*)")
-# torchrun's per-rank prefix: `[rank3]:` (--log-line-prefix-template's default), `[default0]:` (role + local
-# rank, torch.distributed.elastic's tee before 2.2)
-TORCH_RANK = _wrapper(r"\[(?:rank|default)(?P<rank>\d+)\]:(?P<msg>.*)")
+# torchrun's line prefixes: `[rank3]:` (the global rank: --log-line-prefix-template's default, on a worker's
+# traceback) and `[default3]:` (role and local rank: every line with --tee, torch 2.13 too; `default` is the role
+# unless --role names another)
+TORCH_RANK = _wrapper(r"\[(?:rank(?P<rank>\d+)|(?P<role>[a-z][a-z_]{0,30}?)(?P<local>\d+))\]:(?P<msg>.*)")
+# vLLM's worker names with pipeline parallelism: `Worker_PP1_TP0` (the tensor-parallel rank within a stage)
+VLLM_PP_TP = lazy(r"PP(\d+)_TP(\d+)$")
+# torchrun --log-dir --redirects/--tee: `<log_dir>/<run_id>/attempt_<n>/<local_rank>/{stdout,stderr}.log`;
+# a file or folder named for its rank: `rank3.log`, `rank_3/`, `worker-3.log`
+_PATH_LOCAL_RANK = lazy(r"(?:^|/)attempt_\d+/(\d+)/(?:stdout|stderr|error)\.(?:log|json)$")
+_PATH_RANK = lazy(r"(?:^|[/_.-])rank[_-]?(\d{1,5})(?:[/_.-]|$)", re.I)
 GLOG = _wrapper(r"\[(?P<level>[IWEF])(?P<ts>\d{3,4} \d\d:\d\d:\d\d\.\d+)(?: +\d+)? ",
                 r"(?P<src>[^\]\s]+:\d+)\] ?(?P<msg>.*)")
 # torch's own logging without brackets: `W1129 16:46:03.146000 11144 torch/_library/triton.py:53] …`
@@ -236,7 +244,10 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
             rec.formats += ("dmesg-T",)
             return m["msg"]
         if m := TORCH_RANK.match(msg):
-            rec.rank = bounded_int(m["rank"])
+            if m["rank"] is not None:
+                rec.rank = bounded_int(m["rank"])
+            else:
+                rec.local_rank = bounded_int(m["local"])
             rec.formats += ("torch-rank",)
             return m["msg"]
         if m := GLOG.match(msg):
@@ -256,13 +267,18 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
         return rest.lstrip()
     if c == "(" and msg.startswith("(pid=") and (m := RAY_PID.match(msg)):
         rec.pid = bounded_int(m["pid"])
+        rec.host = rec.host or m["ip"]
         rec.formats += ("ray",)
         return m["msg"]
     if c == "(" and (m := VLLM_PREFIX.match(msg)):
         rec.process = m["proc"]
         rec.pid = bounded_int(m["pid"])
+        rec.host = rec.host or m["ip"]
         if m["rank"]:
             rec.rank = bounded_int(m["rank"])
+        elif pp := VLLM_PP_TP.search(m["proc"]):
+            # the rank is pp * tp_size + tp, and the line does not give tp_size: the stage and TP rank only
+            rec.extra["pp_rank"], rec.extra["tp_rank"] = pp[1], pp[2]
         elif g := GPU_IN_PROC.search(m["proc"]):
             rec.rank = bounded_int(g[1])
         rec.formats += ("vllm-process",)
@@ -343,8 +359,21 @@ def normalize(
             break
         msg = inner
     rec.message = msg
+    if rec.rank is None and rec.local_rank is None:
+        rec.rank, rec.local_rank = rank_of_path(path)
     client_text.cut(rec)
     return rec
+
+
+@functools.lru_cache(maxsize=256)
+def rank_of_path(path: str) -> tuple[int | None, int | None]:
+    """(rank, local rank) a file's path says its lines are from, when the lines do not say: once per path."""
+    name = path.replace("\\", "/")
+    if m := _PATH_LOCAL_RANK.search(name):
+        return None, bounded_int(m[1])
+    if m := _PATH_RANK.search(name):
+        return bounded_int(m[1]), None
+    return None, None
 
 
 def decode_line(raw: bytes) -> str:

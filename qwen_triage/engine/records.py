@@ -26,7 +26,8 @@ class LineRecord:
     program: str | None = None  # program or unit ("kernel" for kernel lines)
     pid: int | None = None
     process: str | None = None  # vLLM process label (VllmWorker, EngineCore_0, …)
-    rank: int | None = None
+    rank: int | None = None  # the global rank, where the line or its file says
+    local_rank: int | None = None  # the rank on its node (torchrun's `[default0]:`, a --log-dir file's folder)
     gpu: int | None = None
     level: str | None = None  # debug, info, warning, error, critical
     raised_by: str | None = None  # for a traceback's last line or a Go panic: the library that raised

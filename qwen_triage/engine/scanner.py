@@ -9,6 +9,7 @@ from typing import Callable, Iterable, Iterator
 from platformdirs import user_cache_dir
 
 from qwen_triage.engine.correlate import Correlator, evidence_of
+from qwen_triage.engine.hang import HangTracker, to_report
 from qwen_triage.engine.unrecognised import Collector
 from qwen_triage.redact import redact_text
 from qwen_triage.engine.matcher import CompiledPack, Finding, Matcher
@@ -59,7 +60,8 @@ class Scanner:
     def __init__(self, compiled: CompiledPack, max_line: int = MAX_LINE):
         self.compiled = compiled
         self.unrecognised = Collector(benign=compiled.benign_patterns(), stages={s["id"]: s for s in compiled.pack.stages})
-        self.matcher = Matcher(compiled, collector=self.unrecognised)
+        self.hang = HangTracker()
+        self.matcher = Matcher(compiled, collector=self.unrecognised, hang=self.hang)
         self.correlator = Correlator(compiled.pack.classes)
         self.max_line = max_line
         self.sources: list[Source] = []
@@ -74,11 +76,15 @@ class Scanner:
     def scan_source(self, source: Source, on_block: Callable[[Source], None] | None = None) -> Iterator[Finding]:
         source.index = len(self.sources)
         self.sources.append(source)
+        last: Block | None = None
         for block in iter_blocks(source, max_line=self.max_line):
             yield from self._take(self.matcher.feed_block(block, source.name, source.index))
+            last = block
             if on_block is not None:
                 on_block(source)
         yield from self._take(self.matcher.finish(source.index))
+        if last is not None:  # a per-rank file: its last line is its rank's, whatever it says
+            self.hang.file_ended(source.name, last)
 
     def add_source(self, source: Source) -> int:
         """Register a live source (fed line by line); returns its index."""
@@ -128,6 +134,7 @@ class Scanner:
             notes.append(f"rule {rule_id}: a pattern too large for Hyperscan to compile in time is prefiltered "
                          "by its literals")
         diagnoses = self.correlator.diagnoses()
+        verdict = self.hang.verdict()
         items = self.unrecognised.ordered(self.correlator.diagnosed_records())  # less what a diagnosis holds
         if not diagnoses:  # a hang says nothing wrong: where it stopped is the evidence
             items += self.unrecognised.stalls({s.index: s.lines_read for s in self.sources})
@@ -140,6 +147,7 @@ class Scanner:
             observations=self.correlator.observations(),
             notes=notes,
             nothing_read=bool(self.sources) and all(s.empty for s in self.sources),
+            hang=None if verdict is None else to_report(verdict),
             unrecognised=[
                 Unrecognised(  # from log text: secrets masked here, as in evidence_of
                     template=redact_text(i.template),

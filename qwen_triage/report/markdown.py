@@ -55,6 +55,25 @@ def _fix_note(action: dict | None) -> str:
     return ("  " + md_code(note[1:-1])) if note else ""
 
 
+def _hang_markdown(report: Report) -> list[str]:
+    """The culprit first (the root cause of a hang), then the per-rank table."""
+    from qwen_triage.report.hangview import COLUMNS, headline, row
+
+    hang = report.hang
+    assert hang is not None
+    out = ["## Hang: who stopped first", "", f"**{md_escape(headline(hang))}**", ""]
+    for s in hang.suspects:
+        out.append(f"- suspect rank {s.rank}: {md_escape(s.why)}")
+    if hang.suspects:
+        out.append("")
+    out.append("| " + " | ".join(COLUMNS) + " |")
+    out.append("|" + "---|" * len(COLUMNS))
+    for r in hang.ranks:
+        cells = [md_escape(v) for v in row(r)]  # `|` escaped too: no value splits a cell
+        out.append("| " + " | ".join(cells) + " |")
+    return out + [""]
+
+
 def to_markdown(report: Report) -> str:
     """The scan report as Markdown. Every value from a log (or a rule pack) goes through
     :func:`md_escape`, :func:`md_code` or a fence: none can add a heading, a list item or HTML."""
@@ -63,6 +82,8 @@ def to_markdown(report: Report) -> str:
     names = ", ".join(md_code(i.name) for i in report.inputs) or "(none)"
     out.append(f"Inputs: {names} — {report.stats.lines} lines, {esc(report.tool)}")
     out.append("")
+    if report.hang is not None:
+        out += _hang_markdown(report)
     if (stall := stalled(report)) is not None:
         out += [f"**Stalled**: {esc(stall.template)}. No known failure matched; what the logs show is below.", ""]
     elif not report.diagnoses and report.unrecognised:

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from qwen_triage import __version__
 from qwen_triage.rulepack.severity import Severity
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: `hang` (engine.hang)
 T = TypeVar("T")
 
 
@@ -150,6 +150,62 @@ class Stats:
 
 
 @dataclass(kw_only=True)
+class HangCulprit:
+    """The rank that stopped first, as far as the logs tell."""
+
+    __pydantic_config__ = _CONFIG
+    rank: int | None
+    host: str | None = None
+    """the host the rank ran on, where a line or the file says"""
+    collective: str | None = None
+    """the collective it stopped in or never entered (ALLREDUCE, all_reduce, …)"""
+    seq: int | None = None
+    """that collective's sequence number, where the logs give one"""
+    why: str = ""
+
+
+@dataclass(kw_only=True)
+class HangSuspect:
+    __pydantic_config__ = _CONFIG
+    rank: int
+    why: str
+
+
+@dataclass(kw_only=True)
+class HangRank:
+    """What one rank was last seen doing."""
+
+    __pydantic_config__ = _CONFIG
+    rank: int
+    local_rank: int | None = None
+    host: str | None = None
+    entered: int | None = None
+    """sequence number of the last collective it entered"""
+    completed: int | None = None
+    """sequence number of the last collective it completed"""
+    collective: str | None = None
+    exitcode: int | None = None
+    error: str | None = None
+    """an error of its own (not a timeout, not a lost peer)"""
+    last_line: Evidence | None = None
+    verdict: str
+    """culprit, suspect, timed out, lost peer, failed, stopped by launcher, or ok"""
+
+
+@dataclass(kw_only=True)
+class Hang:
+    """Hang forensics over a multi-rank job's logs (engine.hang): who stopped first, and who only waited."""
+
+    __pydantic_config__ = _CONFIG
+    culprit: HangCulprit | None = None
+    """null when the logs cannot decide (see suspects) or no rank failed"""
+    suspects: list[HangSuspect] = field(default_factory=list)
+    """ranks still in doubt, with why"""
+    ranks: list[HangRank] = field(default_factory=list)
+    summary: str = ""
+
+
+@dataclass(kw_only=True)
 class InputOut:
     __pydantic_config__ = _CONFIG
     name: str
@@ -176,6 +232,8 @@ class Report:
     nothing_read: bool = False
     """no input held a log line or journal entry (empty, or the journal's `-- No entries --` only): the report
     says nothing about health, whatever it lacks"""
+    hang: Hang | None = None
+    """which rank of a multi-rank job stopped first (schema 2); null when the logs show no multi-rank job"""
     stats: Stats
 
     def to_json(self, indent: int | None = 2) -> str:

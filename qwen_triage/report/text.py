@@ -19,7 +19,7 @@ from rich.markup import escape as _markup_escape
 from rich.panel import Panel
 from rich.text import Text
 
-from qwen_triage.report.model import Diagnosis, Evidence, Observation, Report, Unrecognised
+from qwen_triage.report.model import Diagnosis, Evidence, Hang, Observation, Report, Unrecognised
 from qwen_triage.report.summary import NO_DIAGNOSIS, NOTHING_READ, OBSERVATIONS, stalled, stats_line
 from qwen_triage.rulepack.severity import Severity
 from qwen_triage.textsafe import clean
@@ -121,6 +121,8 @@ def print_text(report: Report, console: Console, shown: Container[str] = (), box
 
     ``boxed=False`` (a pipe or a file): diagnoses without their box, for a console that does not wrap.
     """
+    if report.hang is not None:
+        print_hang(report.hang, console)
     if report.diagnoses:
         console.print(f"[bold]{len(report.diagnoses)} diagnosis(es), root cause first[/bold]")
         for i, d in enumerate(report.diagnoses, 1):
@@ -155,6 +157,21 @@ def print_text(report: Report, console: Console, shown: Container[str] = (), box
     for note in report.notes:
         console.print(f"[yellow]note:[/yellow] {escape(note)}")
     console.print(f"[dim]{escape(stats_line(report.stats))}[/dim]")
+
+
+def print_hang(hang: Hang, console: Console) -> None:
+    """Who stopped first, then one row per rank (engine.hang)."""
+    from qwen_triage.report.hangview import COLUMNS, headline, row
+
+    style = "bold red" if hang.culprit is not None else "bold yellow"
+    console.print(Text(clean(headline(hang)), style=style, overflow="fold"))
+    for s in hang.suspects:
+        console.print(Text(clean(f"  suspect rank {s.rank}: {s.why}"), overflow="fold"))
+    rows = [COLUMNS] + [row(r) for r in hang.ranks]
+    widths = [max(len(clean(r[i])) for r in rows) for i in range(len(COLUMNS) - 1)]
+    for r in rows:
+        cells = "  ".join(clean(v).ljust(w) for v, w in zip(r, widths))
+        console.print(Text(f"  {cells}  {clean(r[-1])}", overflow="ellipsis", no_wrap=True))
 
 
 # --- compact list: preflight ---------------------------------------------------------------

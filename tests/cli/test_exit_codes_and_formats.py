@@ -44,7 +44,8 @@ def test_json_contract_fields(tmp_path) -> None:
     p = tmp_path / "x.log.gz"
     p.write_bytes(gzip.compress(SEGV * 7))
     report = json.loads(qt("scan", "--rules", str(DATA / "rules"), "--format", "json", str(p)).stdout)
-    assert report["schema_version"] == 1
+    assert report["schema_version"] == 2
+    assert report["hang"] is None  # one process, no multi-rank job (engine.hang)
     d = report["diagnoses"][0]
     for key in ("class", "rule", "title", "severity", "summary", "facts", "evidence", "count", "symptoms", "fix"):
         assert key in d

@@ -45,9 +45,10 @@ CASES = [
     ),
     ("daemon:warn  : [  12.5] dockerd started", {"formats": ("dmesg-decode",), "program": None, "level": "warning",
                                                  "message": "dockerd started"}),
-    (  # torchrun's role-and-local-rank prefix (torch.distributed.elastic before 2.2)
+    (  # torchrun's role-and-local-rank prefix (--tee; torch 2.13 prints it too): the rank on its node, not the
+        # global one (engine.hang maps it through torchelastic's summary)
         "[default2]:RuntimeError: CUDA error: out of memory",
-        {"formats": ("torch-rank",), "rank": 2, "message": "RuntimeError: CUDA error: out of memory"},
+        {"formats": ("torch-rank",), "rank": None, "local_rank": 2, "message": "RuntimeError: CUDA error: out of memory"},
     ),
     (
         "INFO 11-29 10:00:01 [api_server.py:1043] vLLM API server version 0.9.1",

@@ -44,6 +44,9 @@ def scan_json(path: Path) -> dict:
         for s in d.get("symptoms", []):
             for e in s.get("evidence", []):
                 e["path"] = Path(e["path"]).relative_to(ROOT).as_posix()
+    for row in (report.get("hang") or {}).get("ranks", []):
+        if row.get("last_line"):
+            row["last_line"]["path"] = Path(row["last_line"]["path"]).relative_to(ROOT).as_posix()
     for u in report.get("unrecognised", []):
         u["evidence"]["path"] = Path(u["evidence"]["path"]).relative_to(ROOT).as_posix()
     return report

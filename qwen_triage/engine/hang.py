@@ -1,0 +1,409 @@
+"""Hang forensics: from what each rank of a job printed, which rank stopped first, and in which collective.
+
+A distributed job that hangs prints no error of its own: one rank stops (a sleep, a crash, a
+kill, a different collective), the others wait in a collective until a timeout fires, and the
+log fills with identical timeouts from ranks that did nothing wrong. This module reads the
+lines that tell ranks apart (engine.normalize lifts the rank and host off each line:
+torchrun's `[rankN]:` / `[default0]:`, per-rank files, vLLM's and Ray's prefixes, NCCL's
+`host:pid:tid`) and keeps, per rank, what it did last: the collective it entered and
+completed, whether it timed out waiting, lost a peer, raised an error of its own, or was
+killed. :func:`verdict` then tells the culprit from the victims.
+
+The lines are found by the prefilter's one pass (the ``hang`` signal, :data:`HANG_PATTERN`):
+a log without them costs nothing here. Templates come from what torch prints (gloo's
+transport errors, ProcessGroupNCCL's watchdog, ProcessGroupWrapper's fingerprint check,
+monitored_barrier, torchelastic's failure summary); each is cited where it is defined.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from qwen_triage.engine.block_records import record_of
+from qwen_triage.engine.normalize import rank_of_path
+from qwen_triage.engine.records import LineRecord
+from qwen_triage.engine.sources import Block
+from qwen_triage.lazyre import lazy
+from qwen_triage.units import bounded_int
+
+# Lines the tracker reads; one alternation the prefilter finds in its pass (engine.compiled, signal "hang").
+HANG_PATTERN = (
+    r"Timed out waiting \d+ms for (?:recv|send) operation"  # gloo transport/tcp/unbound_buffer.cc
+    r"|Connection (?:closed|reset) by peer"  # gloo transport/tcp/pair.cc
+    r"|WorkNCCL\(SeqNum=\d+"  # ProcessGroupNCCL: the watchdog's timeout report
+    r"|[Ll]ast enqueued (?:NCCL )?work: -?\d+"  # ProcessGroupNCCL: watchdog and dump-signal reports
+    r"|watchdog thread terminated with exception"  # ProcessGroupNCCL: an NCCL error (not a timeout) ended it
+    r"|failed to pass monitoredBarrier"  # ProcessGroupGloo::monitoredBarrier
+    r"|Detected mismatch between collectives on ranks"  # ProcessGroupWrapper (TORCH_DISTRIBUTED_DEBUG=DETAIL)
+    r"|failed \(exitcode: -?\d+\) local_rank: \d+"  # torch.distributed.elastic.multiprocessing.api
+    r"|^\s+(?:host|rank|exitcode|traceback) +: "  # torchelastic's failure summary (ChildFailedError)
+    r"|Root Cause \(first observed failure\)"
+    r'|distributed_c10d\.py", line \d+, in \w+'  # the collective a traceback waited in
+)
+
+_GLOO_TIMEOUT = lazy(r"Timed out waiting (?P<ms>\d+)ms for (?:recv|send) operation")
+_PEER_LOST = lazy(r"Connection (?:closed|reset) by peer")
+# `[PG ID 0 PG GUID 0(default_pg) Rank 4]` or `[Rank 5]`: the process group's rank, where the line has no prefix
+_NCCL_RANK = lazy(r"\[(?:PG ID \d+ PG GUID [^\]]*? )?Rank (?P<rank>\d+)\]")
+_WORK = lazy(r"WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)")
+_WATCHDOG_TIMEOUT = lazy(r"Watchdog caught collective operation timeout|ran for \d+ milliseconds before timing out"
+                         r"|collective timeout|Exception \(either an error or timeout\) detected by watchdog")
+# `last enqueued NCCL work: 32, last completed NCCL work: 31` (and, newer, `PG status: last enqueued work: 412, …`)
+_SEQS = lazy(r"[Ll]ast enqueued (?:NCCL )?work: (?P<enq>-?\d+), last completed (?:NCCL )?work: (?P<done>-?\d+)")
+# ProcessGroupNCCL's watchdog ended by an NCCL error of this rank's communicator (not a timeout)
+_NCCL_ERROR = lazy(r"watchdog thread terminated with exception: (?P<err>(?!\[Rank \d+\] Watchdog caught).{1,300})")
+_MONITORED = lazy(r"Ranks? (?P<ranks>\d+(?:, \d+)*) failed to pass monitoredBarrier")
+# ProcessGroupWrapper: `Rank 4 is running collective: CollectiveFingerPrint(SequenceNumber=3, OpType=BROADCAST,
+# TensorShape=[4], …), but Rank 0 is running collective: CollectiveFingerPrint(…)`
+_FINGERPRINT = lazy(r"Rank (?P<rank>\d+) is running collective: CollectiveFingerPrint\(SequenceNumber=(?P<seq>\d+), "
+                    r"OpType=(?P<op>\w+)(?:, TensorShape=(?P<shape>\[[^\]]*\]))?")
+_AGENT_FAILED = lazy(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)")
+_SUMMARY_FIELD = lazy(r"^\s+(?P<key>host|rank|exitcode|traceback) +: (?P<value>.*)$")
+_SUMMARY_RANK = lazy(r"(?P<rank>\d+) \(local_rank: (?P<local>\d+)\)")
+_SUMMARY_EXIT = lazy(r"(?P<code>-?\d+) \(pid: (?P<pid>\d+)\)")
+_COLLECTIVE_FRAME = lazy(r'distributed_c10d\.py", line \d+, in (?P<op>\w+)')
+_EXCEPTION = lazy(r"^\s*(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Failure))(?::\s?(?P<msg>.*))?$")
+
+SIGTERM = -15  # what torchelastic sends the other workers once one has failed: their exit says nothing
+MAX_RANKS = 65536
+MAX_LINE_KEPT = 400
+
+
+@dataclass
+class RankState:
+    """What one rank was last seen doing."""
+
+    rank: int
+    local_rank: int | None = None
+    host: str | None = None
+    entered: int | None = None  # sequence number of the last collective it entered
+    completed: int | None = None
+    op: str | None = None  # the collective it was in (ALLREDUCE, all_reduce, …)
+    shape: str | None = None
+    waited: bool = False  # timed out waiting in a collective
+    peer_lost: bool = False  # its connection to a peer closed under it
+    error: str | None = None  # an exception of its own (not a timeout, not a lost peer)
+    exitcode: int | None = None
+    exit_order: int | None = None  # order of the launcher's exit reports
+    accused: list[str] = field(default_factory=list)  # what another rank's report says of it
+    last_line: tuple[str, int, str] | None = None  # path, line, text
+    first_trouble: int | None = None  # scan order of its first timeout, error or lost peer
+
+
+@dataclass
+class Culprit:
+    rank: int | None
+    host: str | None
+    collective: str | None
+    seq: int | None
+    why: str
+
+
+@dataclass
+class Verdict:
+    culprit: Culprit | None
+    suspects: list[tuple[int, str]]  # (rank, why)
+    ranks: list[RankState]
+    decided: bool
+    note: str
+
+
+class HangTracker:
+    """Per-rank state, fed the records of a scan that carry a rank or a hang signal (engine.matcher)."""
+
+    def __init__(self) -> None:
+        self.ranks: dict[int, RankState] = {}
+        self._order = 0
+        self._summary: dict[int, dict[str, str]] = {}  # source -> the failure-summary entry being read
+        self._root_cause_next: set[int] = set()
+        self.root_cause: int | None = None  # the rank torchelastic named as the first observed failure
+        self._host_of_local: dict[tuple[str | None, int], int] = {}
+
+    def _state(self, rank: int) -> RankState | None:
+        if not 0 <= rank < MAX_RANKS:
+            return None
+        st = self.ranks.get(rank)
+        if st is None:
+            st = self.ranks[rank] = RankState(rank)
+        return st
+
+    def _rank_of(self, rec: LineRecord) -> int | None:
+        if rec.rank is not None:
+            return rec.rank
+        if rec.local_rank is not None:
+            # a local rank is the global one on a single node; on several, the summary maps them
+            return self._host_of_local.get((self._host_key(rec), rec.local_rank), rec.local_rank)
+        m = _NCCL_RANK.search(rec.message)
+        return bounded_int(m["rank"]) if m else None
+
+    @staticmethod
+    def _host_key(rec: LineRecord) -> str | None:
+        return rec.host
+
+    def observe(self, rec: LineRecord) -> None:
+        """One record with a rank or a hang signal."""
+        self._order += 1
+        msg = rec.message
+        if self._summary_line(rec):
+            return
+        if m := _AGENT_FAILED.search(msg):
+            # the launcher's own line: local rank only; the summary after it gives the global rank
+            self._summary.setdefault(rec.source_index, {})
+            return
+        for m in _MONITORED.finditer(msg):
+            for r in m["ranks"].split(", "):
+                st = self._state(int(r))
+                if st is not None:
+                    st.accused.append("failed to pass monitoredBarrier (named by the barrier's rank 0)")
+        prints = list(_FINGERPRINT.finditer(msg))
+        for m in prints:
+            st = self._state(int(m["rank"]))
+            if st is not None:
+                st.entered, st.op, st.shape = int(m["seq"]), m["op"], m["shape"]
+        rank = self._rank_of(rec)
+        if rank is None:
+            return
+        st = self._state(rank)
+        if st is None:
+            return
+        if rec.host and not st.host:
+            st.host = rec.host
+        if rec.local_rank is not None and st.local_rank is None:
+            st.local_rank = rec.local_rank
+        st.last_line = (rec.path, rec.line, rec.text[:MAX_LINE_KEPT])
+        trouble = False
+        if m := _WORK.search(msg):
+            st.entered, st.op = max(st.entered or -1, int(m["seq"])), m["op"]
+        if m := _SEQS.search(msg):
+            st.entered, st.completed = int(m["enq"]), int(m["done"])
+        if _GLOO_TIMEOUT.search(msg) or _WATCHDOG_TIMEOUT.search(msg) or (prints and not _MONITORED.search(msg)):
+            st.waited = trouble = True
+        elif m := _NCCL_ERROR.search(msg):
+            st.error = st.error or m["err"].strip()[:MAX_LINE_KEPT]
+            trouble = True
+        elif _PEER_LOST.search(msg):
+            st.peer_lost = trouble = True
+        elif m := _COLLECTIVE_FRAME.search(msg):
+            st.op = m["op"]
+        elif (m := _EXCEPTION.match(msg)) and not st.waited and not st.peer_lost and "monitoredBarrier" not in msg:
+            st.error = f"{m['exc']}: {m['msg'] or ''}".strip(": ")[:MAX_LINE_KEPT]
+            trouble = True
+        elif "monitoredBarrier" in msg:
+            st.waited = trouble = True
+        if trouble and st.first_trouble is None:
+            st.first_trouble = self._order
+
+    def file_ended(self, path: str, block: "Block") -> None:
+        """A file has been read: when its path names a rank (torchrun's --log-dir files), that rank was there,
+        silent or not, and the file's last line is the last it printed."""
+        rank, local = rank_of_path(path)
+        if rank is None and local is None:
+            return
+        data = block.data.rstrip(b"\n")
+        if not data:
+            return
+        start = data.rfind(b"\n") + 1
+        index = data.count(b"\n", 0, start)
+        rec = record_of(block, index, data[start:], path, 0)
+        rank = self._rank_of(rec)
+        st = self._state(rank) if rank is not None else None
+        if st is None:
+            return
+        if st.last_line is None or st.last_line[0] == path or path.endswith("stdout.log"):
+            st.last_line = (rec.path, rec.line, rec.text[:MAX_LINE_KEPT])
+
+    def _summary_line(self, rec: LineRecord) -> bool:
+        """torchelastic's failure summary: `host : …`, `rank : 4 (local_rank: 1)`, `exitcode : -9 (pid: …)`."""
+        msg = rec.text
+        if "Root Cause (first observed failure)" in msg:
+            self._root_cause_next.add(rec.source_index)
+            return True
+        m = _SUMMARY_FIELD.match(msg)
+        if m is None:
+            return False
+        entry = self._summary.setdefault(rec.source_index, {})
+        key, value = m["key"], m["value"].strip()
+        if key == "host":
+            entry.clear()
+        entry[key] = value
+        if key == "exitcode" and (r := _SUMMARY_RANK.match(entry.get("rank", ""))):
+            st = self._state(int(r["rank"]))
+            if st is None:
+                return True
+            st.local_rank = int(r["local"])
+            st.host = st.host or entry.get("host")
+            self._host_of_local[(entry.get("host"), st.local_rank)] = st.rank
+            if e := _SUMMARY_EXIT.match(value):
+                st.exitcode = int(e["code"])
+                self._order += 1
+                st.exit_order = st.exit_order or self._order
+            if rec.source_index in self._root_cause_next:
+                self._root_cause_next.discard(rec.source_index)
+                self.root_cause = st.rank
+        return True
+
+    def verdict(self) -> Verdict | None:
+        """The culprit, or the suspects; None when the logs show fewer than two ranks."""
+        if len(self.ranks) < 2:
+            return None
+        return decide(sorted(self.ranks.values(), key=lambda s: s.rank), self.root_cause)
+
+
+def _fingerprint(st: RankState) -> tuple[int | None, str | None, str | None]:
+    return st.entered, st.op, st.shape
+
+
+def _majority_outliers(states: list[RankState]) -> list[RankState]:
+    """Ranks whose collective (op or shape) differs from what most ranks ran at the same step."""
+    with_fp = [s for s in states if s.op is not None and s.entered is not None and s.waited]
+    if len(with_fp) < 3:
+        return []
+    counts: dict[tuple, int] = {}
+    for s in with_fp:
+        counts[_fingerprint(s)] = counts.get(_fingerprint(s), 0) + 1
+    top = max(counts.values())
+    common = [fp for fp, n in counts.items() if n == top]
+    if len(common) != 1 or top * 2 <= len(with_fp):
+        return []
+    return [s for s in with_fp if _fingerprint(s) != common[0]]
+
+
+def _culprit(st: RankState, why: str, seq: int | None = None, op: str | None = None) -> Culprit:
+    return Culprit(rank=st.rank, host=st.host, collective=op or st.op, seq=seq if seq is not None else st.entered,
+                   why=why)
+
+
+def decide(states: list[RankState], root_cause: int | None = None) -> Verdict:
+    """Tell the rank that stopped from the ranks that waited for it.
+
+    In order of how directly the logs say it: a rank a monitored barrier named; a rank whose
+    collective differs from the others' at the same step (a desync); a rank that never
+    entered the collective the others wait in (NCCL sequence numbers); a rank that raised an
+    error of its own or was killed (not by the launcher's SIGTERM); a rank that alone neither
+    waited nor failed while the others timed out. Otherwise the suspects, each with why.
+    """
+    trouble = [s for s in states if s.waited or s.peer_lost or s.error or s.accused
+               or (s.exitcode not in (None, 0, SIGTERM))]
+    if not trouble:
+        return Verdict(None, [], states, True, "no rank failed or timed out")
+    note_rc = ""
+    if root_cause is not None:
+        note_rc = f"; torchelastic's 'Root Cause (first observed failure)' names rank {root_cause}"
+
+    def found(st: RankState, why: str, seq: int | None = None, op: str | None = None) -> Verdict:
+        extra = ""
+        if root_cause is not None and root_cause != st.rank:
+            extra = f" (torchelastic's 'Root Cause' names rank {root_cause}, the first to fail waiting: a victim)"
+        return Verdict(_culprit(st, why + extra, seq, op), [], states, True, why + extra)
+
+    accused = [s for s in states if s.accused]
+    if len(accused) == 1:
+        return found(accused[0], f"rank {accused[0].rank} {accused[0].accused[0]}")
+    outliers = _majority_outliers(states)
+    if len(outliers) == 1:
+        o = outliers[0]
+        return found(o, f"rank {o.rank} ran {o.op}{' ' + o.shape if o.shape else ''} at collective {o.entered} "
+                        "where the other ranks ran another collective or shape (a desync)")
+    waiting_seqs = [s.entered for s in states if s.waited and s.entered is not None]
+    if waiting_seqs:
+        target = max(waiting_seqs)
+        behind = [s for s in states if s.entered is not None and s.entered < target]
+        if len(behind) == 1:
+            b = behind[0]
+            op = next((s.op for s in states if s.waited and s.entered == target and s.op), None)
+            return found(b, f"rank {b.rank} never entered collective {target}"
+                            f"{' (' + op + ')' if op else ''} that the other ranks waited in "
+                            f"(its last: {b.entered})", seq=target, op=op)
+    failed = [s for s in states if s.error or s.exitcode not in (None, 0, SIGTERM, 1) and not s.waited
+              and not s.peer_lost]
+    failed = [s for s in failed if not s.waited and not s.peer_lost]
+    if failed:
+        first = min(failed, key=lambda s: (s.first_trouble or 1 << 62, s.exit_order or 1 << 62))
+        if len(failed) == 1 or first.first_trouble is not None:
+            why = f"rank {first.rank} " + (f"raised {first.error}" if first.error else
+                                           f"was killed (exit code {first.exitcode})")
+            return found(first, why + " while the other ranks " + _others(states, first))
+    waited = [s for s in states if s.waited or s.peer_lost]
+    silent = [s for s in states if not (s.waited or s.peer_lost or s.error)]
+    seen = {s.rank for s in states}
+    if waited and 0 in seen:
+        # ranks count from 0 without gaps: one below the highest seen that printed nothing was there, silent
+        unseen = [RankState(r) for r in range(max(seen)) if r not in seen]
+        silent += unseen
+        states = sorted(states + unseen, key=lambda s: s.rank)
+    if waited and len(silent) == 1:
+        s = silent[0]
+        op = next((w.op for w in waited if w.op), None)
+        said = "printed nothing" if s.last_line is None and s.exitcode is None else "neither timed out nor failed"
+        return found(s, f"rank {s.rank} {said} while every other rank the logs show timed out waiting "
+                        f"in a collective: it never entered it", op=op,
+                     seq=max(waiting_seqs) if waiting_seqs else None)
+    suspects: list[tuple[int, str]] = []
+    for s in silent:
+        suspects.append((s.rank, "printed no timeout and no error while others waited"))
+    for s in states:
+        if s.error:
+            suspects.append((s.rank, f"raised {s.error}"))
+        elif s.exitcode not in (None, 0, SIGTERM, 1) and not s.waited:
+            suspects.append((s.rank, f"exit code {s.exitcode}"))
+    if not suspects:
+        why = "every rank that reported timed out waiting" if waited else "the ranks' lines do not say"
+        suspects = [(s.rank, why) for s in states]
+        note = ("the logs cannot decide: every rank joined and none finished"
+                if waited and not silent else "the logs cannot decide which rank stopped first")
+    else:
+        note = "the logs cannot decide between the suspects"
+    return Verdict(None, suspects, states, False, note + note_rc)
+
+
+def _others(states: list[RankState], culprit: RankState) -> str:
+    rest = [s for s in states if s is not culprit]
+    if rest and all(s.waited for s in rest):
+        return "timed out waiting"
+    if rest and all(s.waited or s.peer_lost or s.exitcode == SIGTERM for s in rest):
+        return "lost it or were stopped by the launcher"
+    return "waited or were stopped"
+
+
+def _rank_verdict(st: RankState, verdict: Verdict) -> str:
+    if verdict.culprit is not None and verdict.culprit.rank == st.rank:
+        return "culprit"
+    if any(r == st.rank for r, _ in verdict.suspects):
+        return "suspect"
+    if st.error:
+        return "failed"
+    if st.waited:
+        return "timed out"
+    if st.peer_lost:
+        return "lost peer"
+    if st.exitcode == SIGTERM:
+        return "stopped by launcher"
+    if st.exitcode not in (None, 0):
+        return "failed"
+    return "ok"
+
+
+def to_report(verdict: Verdict) -> "Hang":
+    """The report's `hang` object (report.model.Hang), text from the logs redacted."""
+    from qwen_triage.redact import redact_text
+    from qwen_triage.report.model import Evidence, Hang, HangCulprit, HangRank, HangSuspect
+
+    def clean(text: str | None) -> str | None:
+        return None if text is None else redact_text(text)
+
+    c = verdict.culprit
+    return Hang(
+        culprit=None if c is None else HangCulprit(rank=c.rank, host=clean(c.host), collective=c.collective,
+                                                  seq=c.seq, why=redact_text(c.why)),
+        suspects=[HangSuspect(rank=r, why=redact_text(why)) for r, why in verdict.suspects],
+        ranks=[
+            HangRank(rank=s.rank, local_rank=s.local_rank, host=clean(s.host), entered=s.entered,
+                     completed=s.completed, collective=s.op, exitcode=s.exitcode, error=clean(s.error),
+                     last_line=None if s.last_line is None else
+                     Evidence(path=s.last_line[0], line=s.last_line[1], text=redact_text(s.last_line[2])),
+                     verdict=_rank_verdict(s, verdict))
+            for s in verdict.ranks
+        ],
+        summary=redact_text(verdict.note),
+    )

@@ -1,0 +1,31 @@
+"""The `hang` object (engine.hang) as words and a table, shared by the text and Markdown reports."""
+
+from __future__ import annotations
+
+from qwen_triage.report.model import Hang, HangRank
+
+COLUMNS = ("rank", "host", "entered", "completed", "collective", "exit", "verdict", "last line")
+
+
+def headline(hang: Hang) -> str:
+    """One sentence: the culprit as the root cause, or why the logs cannot decide."""
+    c = hang.culprit
+    if c is not None:
+        where = f" on host {c.host}" if c.host else ""
+        what = f" in {c.collective}" if c.collective else ""
+        seq = f" #{c.seq}" if c.seq is not None else ""
+        return f"Hang: rank {c.rank}{where} stopped first{what}{seq} — {c.why}"
+    if hang.suspects:
+        ranks = ", ".join(str(s.rank) for s in hang.suspects)
+        return f"Hang: {hang.summary}; suspects: rank(s) {ranks}"
+    return f"Multi-rank job: {hang.summary}"
+
+
+def row(r: HangRank) -> tuple[str, ...]:
+    def opt(v: object) -> str:
+        return "" if v is None else str(v)
+
+    last = f"{r.last_line.path}:{r.last_line.line}: {r.last_line.text}" if r.last_line else ""
+    host = opt(r.host) + (f" (local {r.local_rank})" if r.local_rank is not None and r.local_rank != r.rank else "")
+    return (str(r.rank), host, opt(r.entered), opt(r.completed), opt(r.collective), opt(r.exitcode), r.verdict,
+            last[:160])

@@ -1,0 +1,180 @@
+"""Hang forensics (engine.hang) on genuine torchrun runs recorded by scripts/hang_scenarios.py.
+
+Each fixtures/hang/<scenario>/ holds the logs a run left (one combined log, torchrun's --log-dir files, or one
+log per node) and an expected.yaml with the culprit the scenario planted, or the suspects when the logs cannot
+tell. The suite reads the recordings; one test re-runs a scenario live where the torch venv exists.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from qwen_triage.engine.hang import HangTracker, decide
+from qwen_triage.engine.normalize import normalize
+from qwen_triage.engine.scanner import Scanner
+from qwen_triage.inputs.file import open_source
+from qwen_triage.report.model import Report, to_dict, validate
+
+ROOT = Path(__file__).resolve().parents[2]
+HANG = ROOT / "fixtures" / "hang"
+SCENARIOS = sorted(p.parent.name for p in HANG.glob("*/expected.yaml"))
+TORCHRUN = Path("/root/.cache/qwen-triage/vllm-venv/bin/torchrun")
+
+
+def scan(compiled, paths: list[Path]):
+    scanner = Scanner(compiled)
+    for i, p in enumerate(paths):
+        for _ in scanner.scan_source(open_source(str(p), i)):
+            pass
+    return scanner.report()
+
+
+def logs_of(scenario_dir: Path, per_rank_only: bool = False) -> list[Path]:
+    root = scenario_dir / "logs" if per_rank_only else scenario_dir
+    return sorted(root.rglob("*.log"))
+
+
+def test_scenarios_recorded():
+    assert len(SCENARIOS) >= 11, SCENARIOS
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_genuine_scenario_names_the_planted_culprit(compiled, name):
+    expected = yaml.safe_load((HANG / name / "expected.yaml").read_text())
+    report = scan(compiled, logs_of(HANG / name))
+    hang = report.hang
+    if expected["culprit"] is None and not expected.get("suspects"):  # a healthy run
+        assert hang is None or (hang.culprit is None and not hang.suspects), hang
+        return
+    assert hang is not None
+    if expected["culprit"] is None:
+        assert hang.culprit is None
+        assert sorted(s.rank for s in hang.suspects) == expected["suspects"]
+        assert "cannot decide" in hang.summary
+        return
+    assert hang.culprit is not None, hang.summary
+    assert hang.culprit.rank == expected["culprit"]["rank"]
+    if "host" in expected["culprit"]:
+        assert hang.culprit.host == expected["culprit"]["host"]
+    verdicts = {r.rank: r.verdict for r in hang.ranks}
+    assert verdicts[hang.culprit.rank] == "culprit"
+    assert list(verdicts.values()).count("culprit") == 1
+    assert len(hang.ranks) <= expected["world_size"]
+
+
+def test_per_rank_files_alone_name_the_silent_rank(compiled):
+    """torchrun --log-dir: no prefix on any line; the folder says the rank, and the silent one is the culprit."""
+    report = scan(compiled, logs_of(HANG / "w6-sleep-logdir", per_rank_only=True))
+    assert report.hang is not None and report.hang.culprit is not None
+    assert report.hang.culprit.rank == 4
+    assert {r.rank for r in report.hang.ranks} == set(range(6))
+    culprit_row = next(r for r in report.hang.ranks if r.rank == 4)
+    assert culprit_row.last_line is not None and "stalls at step 3" in culprit_row.last_line.text
+
+
+def test_root_cause_block_names_a_victim_not_the_culprit(compiled):
+    """torchrun's 'Root Cause (first observed failure)' names the first rank to time out; the culprit is another."""
+    text = (HANG / "w4-sleep" / "torchrun.log").read_text()
+    root = text.split("Root Cause (first observed failure):")[1]
+    named = int(root.split("rank      : ")[1].split()[0])
+    report = scan(compiled, [HANG / "w4-sleep" / "torchrun.log"])
+    assert named != 2 and report.hang.culprit.rank == 2
+    assert f"names rank {named}" in report.hang.culprit.why
+
+
+def test_literal_prefilter_agrees(compiled_literal):
+    report = scan(compiled_literal, logs_of(HANG / "n2-sleep"))
+    assert (report.hang.culprit.rank, report.hang.culprit.host) == (4, "node-b")
+
+
+def test_no_multi_rank_job_gives_null(compiled):
+    one_rank = sorted((ROOT / "fixtures" / "logs").rglob("*.log"))[0]
+    assert scan(compiled, [one_rank]).hang is None
+    data = validate(Report, {"stats": {"lines": 0, "bytes": 0, "seconds": 0, "rules": 0}})
+    assert data.hang is None and data.schema_version == 2
+
+
+def test_json_carries_the_hang_object(compiled):
+    report = scan(compiled, logs_of(HANG / "w4-kill"))
+    data = to_dict(report)
+    assert data["hang"]["culprit"] == {"rank": 3, "host": "localhost", "collective": None, "seq": None,
+                                       "why": data["hang"]["culprit"]["why"]}
+    assert "exit code -9" in data["hang"]["culprit"]["why"]
+    validate(Report, data)
+
+
+# --- the NCCL watchdog's sequence numbers (templates from torch's ProcessGroupNCCL.cpp) -----------------------
+
+def _nccl_lines(ranks: dict[int, tuple[int, int]]) -> list[str]:
+    out = []
+    for r, (enq, done) in ranks.items():
+        if enq > done:
+            out.append(f"[rank{r}]:[E227 16:30:43.526290891 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught "
+                       f"collective operation timeout: WorkNCCL(SeqNum={enq}, OpType=ALLREDUCE, NumelIn=1, "
+                       f"NumelOut=1, Timeout(ms)=600000) ran for 600005 milliseconds before timing out.")
+        out.append(f"[rank{r}]:[E227 16:30:43.526290891 ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0(default_pg) "
+                   f"Rank {r}] Exception (either an error or timeout) detected by watchdog at work: {enq}, last "
+                   f"enqueued NCCL work: {enq}, last completed NCCL work: {done}.")
+    return out
+
+
+def _track(lines: list[str]) -> HangTracker:
+    t = HangTracker()
+    for i, line in enumerate(lines, 1):
+        t.observe(normalize(line, "job.log", i))
+    return t
+
+
+def test_nccl_rank_that_never_entered_the_collective():
+    v = _track(_nccl_lines({0: (32, 31), 1: (32, 31), 2: (31, 31), 3: (32, 31)})).verdict()
+    assert v.culprit is not None and (v.culprit.rank, v.culprit.seq, v.culprit.collective) == (2, 32, "ALLREDUCE")
+
+
+def test_nccl_every_rank_joined_none_finished_cannot_decide():
+    v = _track(_nccl_lines({0: (32, 31), 1: (32, 31), 2: (32, 31), 3: (32, 31)})).verdict()
+    assert v.culprit is None and not v.decided
+    assert "every rank joined and none finished" in v.note
+    assert sorted(r for r, _ in v.suspects) == [0, 1, 2, 3]
+
+
+def test_one_rank_is_not_a_job():
+    assert _track(_nccl_lines({0: (32, 31)})).verdict() is None
+    assert decide([]).culprit is None
+
+
+# --- every line knows its rank and host (engine.normalize) ----------------------------------------------------
+
+@pytest.mark.parametrize("line, path, rank, local, host", [
+    ("[rank3]: RuntimeError: boom", "x.log", 3, None, None),
+    ("[default2]:step 3", "x.log", None, 2, None),
+    ("(VllmWorker rank=5 pid=77) INFO ready", "x.log", 5, None, None),
+    ("(Worker_TP2 pid=77) INFO ready", "x.log", 2, None, None),
+    ("(RayWorkerWrapper pid=9, ip=10.1.2.3) INFO ready", "x.log", None, None, "10.1.2.3"),
+    ("gpu-b7:1234:1290 [3] NCCL INFO Channel 00/02", "x.log", None, None, "gpu-b7"),
+    ("plain words", "out/none_ab12/attempt_0/4/stderr.log", None, 4, None),
+    ("plain words", "logs/rank_7.log", 7, None, None),
+    ("plain words", "logs/frank7.log", None, None, None),
+])
+def test_rank_and_host_from_line_or_file(line, path, rank, local, host):
+    rec = normalize(line, path, 1)
+    assert (rec.rank, rec.local_rank, rec.host) == (rank, local, host)
+
+
+def test_pipeline_stage_is_not_taken_for_the_rank():
+    rec = normalize("(Worker_PP1_TP0 pid=77) INFO ready", "x.log", 1)
+    assert rec.rank is None and rec.extra == {"pp_rank": "1", "tp_rank": "0"}
+
+
+@pytest.mark.skipif(not TORCHRUN.exists(), reason="the torch venv that records the scenarios is not here")
+def test_live_scenario_reproduces(compiled, tmp_path):
+    """Record w4-kill afresh with torchrun (gloo, CPU) and read it: the SIGKILLed rank is named."""
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "hang_scenarios.py"), "--torchrun", str(TORCHRUN),
+                    "--out", str(tmp_path), "--port", "29611", "w4-kill"], check=True, timeout=300)
+    report = scan(compiled, logs_of(tmp_path / "w4-kill"))
+    assert report.hang.culprit.rank == 3
