@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from qwen_triage.engine.matcher import Finding
 from qwen_triage.engine.records import LineRecord
+from qwen_triage.rulepack.templates import OPTIONAL_PART, PLACEHOLDER
 from qwen_triage.redact import redact_text, redact_tree
 from qwen_triage.report.model import Diagnosis, Evidence, FixOut, Observation, Symptom
 from qwen_triage.rulepack.severity import Severity
@@ -41,17 +42,30 @@ if TYPE_CHECKING:
 
 MAX_EVIDENCE = 5
 MAX_SUMMARIES = 3  # worded summaries joined into one before "(and N more)"
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def fill(template: str, facts: dict[str, Any]) -> str:
-    """Fill ``{name}`` from facts. Plain substitution: no attribute access or format specs."""
+    """Fill ``{name}`` from facts. Plain substitution: no attribute access or format specs.
+
+    ``[[…]]`` is an optional part: kept (without its brackets) when every fact it names has a value, dropped
+    whole when one has none, so a report never says "tensor '?'" where a line did not say which tensor
+    (``rules lint`` holds every fact some match can leave unset to such a part).
+    """
+
+    def optional(m: re.Match[str]) -> str:
+        return "" if any(_unset(facts.get(n)) for n in PLACEHOLDER.findall(m[1])) else m[1]
 
     def sub(m: re.Match[str]) -> str:
         value = facts.get(m[1])
         return "?" if value is None else redact_text(str(value))
 
-    return _PLACEHOLDER.sub(sub, template)
+    if "[[" in template:
+        template = OPTIONAL_PART.sub(optional, template)
+    return PLACEHOLDER.sub(sub, template)
+
+
+def _unset(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
 
 
 def _fill_any(value: Any, facts: dict[str, Any]) -> Any:

@@ -10,8 +10,8 @@ from qwen_triage.authoring.lint.check import Check
 from qwen_triage.authoring.lint.patterns import patterns_of
 from qwen_triage.authoring.lint.problem import Problem
 from qwen_triage.rulepack.pack import LoadedRule, compile_pattern
+from qwen_triage.rulepack.templates import PLACEHOLDER, outside_optional
 
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 @lru_cache(maxsize=4096)
@@ -41,15 +41,38 @@ def row_facts(lr: LoadedRule) -> set[str]:
     return set.intersection(*(set(row.facts) for row in table.rows))
 
 
+def _texts(lr: LoadedRule) -> list[str]:
+    """Every text of the rule a report fills: its explanation, its fix steps, its actions' string values."""
+    rule = lr.rule
+    texts = [rule.explain or ""] + [s.step for s in rule.fix]
+    return texts + [str(v) for s in rule.fix if s.action for v in s.action.values() if isinstance(v, str)]
+
+
+def always_set(lr: LoadedRule) -> set[str]:
+    """The facts every finding of the rule has: captured by each of its `any` patterns, or by an `all` pattern
+    (which must match too), or added by every table row."""
+    match = lr.rule.match
+    every_any = set.intersection(*(set(_groups(p)) for p in match.any)) if match.any else set()
+    return every_any | {n for p in match.all for n in _groups(p)} | row_facts(lr)
+
+
+def _template_maybe_unset(check: Check, lr: LoadedRule) -> Iterator[Problem]:
+    """A fact some of the rule's patterns do not capture is unset on their matches, and the report would print
+    '?' in its place ("tensor '?'"): it belongs in an optional part `[[…]]`, dropped when its fact is unset."""
+    groups, always = captured(lr), always_set(lr)
+    for text in _texts(lr):
+        for name in dict.fromkeys(outside_optional(text)):
+            if name in groups and name not in always:
+                yield check.on_rule(lr, f"{{{name}}} is not captured by every pattern, so some findings would "
+                                        f"print '?' for it: put the words that name it in [[…]]")
+
+
 def _template_no_group(check: Check, lr: LoadedRule) -> Iterator[Problem]:
     """A `{name}` in the explanation, a fix step or an action's text is filled from a captured group (or from
     the facts every table row adds); one no pattern captures is shown as '?'."""
-    rule = lr.rule
     groups = captured(lr) | row_facts(lr)
-    texts = [rule.explain or ""] + [s.step for s in rule.fix]
-    texts += [str(v) for s in rule.fix if s.action for v in s.action.values() if isinstance(v, str)]
-    for text in texts:
-        for name in _PLACEHOLDER.findall(text):
+    for text in _texts(lr):
+        for name in PLACEHOLDER.findall(text):
             if name not in groups:
                 yield check.on_rule(lr, f"template uses {{{name}}}, which no pattern captures")
 
@@ -58,4 +81,6 @@ CHECKS = (
     Check("extract-no-group", "error", "`extract` names a group no pattern captures", "rule", _extract_no_group),
     Check("template-no-group", "error", "a `{name}` in a template names a group no pattern captures", "rule",
           _template_no_group),
+    Check("template-maybe-unset", "error", "a `{name}` some patterns do not capture stands outside `[[…]]`",
+          "rule", _template_maybe_unset),
 )
