@@ -58,7 +58,8 @@ def action_note(action: dict | None) -> str:
     if not action:
         return ""
     kind = action.get("type", "?")
-    details = ", ".join(f"{k}={v}" for k, v in action.items() if k not in ("type", "safety") and v is not None)
+    # a value whose optional part `[[…]]` was dropped (its fact unset) is empty: left out, as an unset one is
+    details = ", ".join(f"{k}={v}" for k, v in action.items() if k not in ("type", "safety") and v not in (None, ""))
     return clean(f"[{action.get('safety', '?')}: {kind}{' ' + details if details else ''}]")
 
 

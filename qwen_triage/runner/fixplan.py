@@ -252,6 +252,8 @@ def concretize(action: Any, launch: VllmLaunch, env: Mapping[str, str], ctx: Pla
             raise NotConcrete(f"--max-model-len is already {cur}")
         return [SetArg(type="set_arg", arg="--max-model-len", value=str(new))], None
     if isinstance(action, ExcludeGpu):
+        if not action.gpu.strip():  # `gpu: "[[{pci}]]"` on a line that did not say which GPU
+            raise NotConcrete("the diagnosis does not say which GPU")
         idx = _gpu_index(action.gpu, ctx)
         if idx is None:
             raise NotConcrete(f"GPU {action.gpu} is not among the GPUs NVML lists")

@@ -25,6 +25,8 @@ CASES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
     "pattern-unbounded-gap": ((rule(match="any: ['^.*frobnicate failed']", example="it: frobnicate failed"),), {}),
     "extract-no-group": ((rule(extra="    extract: {size: int}\n"),), {}),
     "template-no-group": ((rule(extra='    explain: "frobnicated {size} times"\n'),), {}),
+    "template-maybe-unset": ((rule(match="any: ['frobnicate failed (?P<how>badly)', 'frobnicate broke down']",
+                                   extra='    explain: "frobnicated {how}"\n'),), {}),
     "action-denied": ((rule(fix=DENIED),), {}),
     "fix-missing": ((rule(fix=""),), {}),
     "example-match-misses": ((rule(example="frobnicate failed well"),), {}),
