@@ -116,6 +116,8 @@ def scan(ctx: click.Context, paths: tuple[str, ...], fmt: str, rule_dirs: tuple[
             fail("--follow is not available in this installation")
         sys.exit(follow_mod.follow_scan(list(paths) or ["-"], compiled, fmt, max_line=max_line))
     try:
+        # a directory is its files (torchrun's --log-dir tree, one log per host): one report over all of them
+        paths = tuple(f for p in paths for f in (_directory_files(p) if os.path.isdir(p) else (p,)))
         sources = [open_source(p, i) for i, p in enumerate(paths or ("-",))]
     except InputError as exc:
         fail(str(exc))
@@ -139,6 +141,16 @@ def scan(ctx: click.Context, paths: tuple[str, ...], fmt: str, rule_dirs: tuple[
     sys.exit(EXIT_FOUND if failed else EXIT_CLEAN)
 
 
+
+
+def _directory_files(path: str) -> list[str]:
+    """A directory's regular files, recursively, sorted (inputs.scan.expand_inputs); an empty one is an error."""
+    from qwen_triage.inputs.scan import expand_inputs
+
+    files = expand_inputs([path])
+    if not files:
+        fail(f"{path}: a directory with no files")
+    return files
 
 
 def _engine_for(engine: str, paths: tuple[str, ...]) -> str:

@@ -19,13 +19,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from qwen_triage.engine.block_records import record_of
-from qwen_triage.engine.normalize import rank_of_path
+from qwen_triage.engine.normalize import normalize, rank_of_path
 from qwen_triage.engine.records import LineRecord
 from qwen_triage.engine.sources import Block
 from qwen_triage.lazyre import lazy
 from qwen_triage.units import bounded_int
+
+if TYPE_CHECKING:
+    from qwen_triage.report.model import Diagnosis, Hang
 
 # Lines the tracker reads; one alternation the prefilter finds in its pass (engine.compiled, signal "hang").
 HANG_PATTERN = (
@@ -88,6 +92,7 @@ class RankState:
     exit_order: int | None = None  # order of the launcher's exit reports
     accused: list[str] = field(default_factory=list)  # what another rank's report says of it
     last_line: tuple[str, int, str] | None = None  # path, line, text
+    files: set[str] = field(default_factory=set)  # inputs its lines came from
     first_trouble: int | None = None  # scan order of its first timeout, error or lost peer
 
 
@@ -172,6 +177,8 @@ class HangTracker:
         if rec.local_rank is not None and st.local_rank is None:
             st.local_rank = rec.local_rank
         st.last_line = (rec.path, rec.line, rec.text[:MAX_LINE_KEPT])
+        if len(st.files) < 8:
+            st.files.add(rec.path)
         trouble = False
         if m := _WORK.search(msg):
             st.entered, st.op = max(st.entered or -1, int(m["seq"])), m["op"]
@@ -243,10 +250,18 @@ class HangTracker:
                 self.root_cause = st.rank
         return True
 
-    def verdict(self) -> Verdict | None:
-        """The culprit, or the suspects; None when the logs show fewer than two ranks."""
+    def verdict(self, several_files: bool = False) -> Verdict | None:
+        """The culprit, or the suspects; None when the logs show fewer than two ranks.
+
+        ``several_files``: the scan read several inputs; a rank whose lines all came from one file that names
+        no rank, and that no line names a host for, is on the host the file is named for (`node-b.log`).
+        """
         if len(self.ranks) < 2:
             return None
+        if several_files:
+            for st in self.ranks.values():
+                if st.host is None and len(st.files) == 1:
+                    st.host = host_of_file(next(iter(st.files)))
         return decide(sorted(self.ranks.values(), key=lambda s: s.rank), self.root_cause)
 
 
@@ -366,6 +381,44 @@ def _others(states: list[RankState], culprit: RankState) -> str:
     return "waited or were stopped"
 
 
+def host_of_file(path: str) -> str | None:
+    """The host a file is named for, when its path names no rank: `logs/node-b.log` -> `node-b`."""
+    if rank_of_path(path) != (None, None):
+        return None
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    for suffix in (".gz", ".log", ".txt", ".out", ".err"):
+        name = name.removesuffix(suffix)
+    return name or None
+
+
+def join_cause(verdict: Verdict, diagnoses: list["Diagnosis"], several_files: bool) -> "Diagnosis | None":
+    """The diagnosis that explains the hang on the culprit's host: a root cause whose symptoms (the
+    taxonomy's `explains` links, engine.correlate) include what the ranks printed, found in the culprit's
+    host's lines (a journal's host field, or the file named for the host)."""
+    c = verdict.culprit
+    if c is None:
+        return None
+    hosts = {s.host for s in verdict.ranks if s.host}
+    for d in diagnoses:
+        if not d.symptoms or not d.evidence:
+            continue
+        ev = d.evidence[0]
+        host = normalize(ev.text, ev.path).host or (host_of_file(ev.path) if several_files else None)
+        if c.host and host in hosts and host != c.host:
+            continue  # another host's trouble
+        if c.host and host is not None and host not in hosts and host != c.host and several_files:
+            continue
+        return d
+    return None
+
+
+def _cause_words(cause: "Diagnosis | None") -> str:
+    if cause is None:
+        return ""
+    ev = cause.evidence[0]
+    return f"; its host logged {cause.title} ({cause.class_}) at {ev.path}:{ev.line}"
+
+
 def _rank_verdict(st: RankState, verdict: Verdict) -> str:
     if verdict.culprit is not None and verdict.culprit.rank == st.rank:
         return "culprit"
@@ -384,7 +437,7 @@ def _rank_verdict(st: RankState, verdict: Verdict) -> str:
     return "ok"
 
 
-def to_report(verdict: Verdict) -> "Hang":
+def to_report(verdict: Verdict, cause: "Diagnosis | None" = None) -> "Hang":
     """The report's `hang` object (report.model.Hang), text from the logs redacted."""
     from qwen_triage.redact import redact_text
     from qwen_triage.report.model import Evidence, Hang, HangCulprit, HangRank, HangSuspect
@@ -395,7 +448,8 @@ def to_report(verdict: Verdict) -> "Hang":
     c = verdict.culprit
     return Hang(
         culprit=None if c is None else HangCulprit(rank=c.rank, host=clean(c.host), collective=c.collective,
-                                                  seq=c.seq, why=redact_text(c.why)),
+                                                  seq=c.seq, why=redact_text(c.why + _cause_words(cause))),
+        cause=cause,
         suspects=[HangSuspect(rank=r, why=redact_text(why)) for r, why in verdict.suspects],
         ranks=[
             HangRank(rank=s.rank, local_rank=s.local_rank, host=clean(s.host), entered=s.entered,

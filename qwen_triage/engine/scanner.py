@@ -9,7 +9,7 @@ from typing import Callable, Iterable, Iterator
 from platformdirs import user_cache_dir
 
 from qwen_triage.engine.correlate import Correlator, evidence_of
-from qwen_triage.engine.hang import HangTracker, to_report
+from qwen_triage.engine.hang import HangTracker, join_cause, to_report
 from qwen_triage.engine.unrecognised import Collector
 from qwen_triage.redact import redact_text
 from qwen_triage.engine.matcher import CompiledPack, Finding, Matcher
@@ -134,7 +134,8 @@ class Scanner:
             notes.append(f"rule {rule_id}: a pattern too large for Hyperscan to compile in time is prefiltered "
                          "by its literals")
         diagnoses = self.correlator.diagnoses()
-        verdict = self.hang.verdict()
+        several = len(self.sources) > 1
+        verdict = self.hang.verdict(several_files=several)
         items = self.unrecognised.ordered(self.correlator.diagnosed_records())  # less what a diagnosis holds
         if not diagnoses:  # a hang says nothing wrong: where it stopped is the evidence
             items += self.unrecognised.stalls({s.index: s.lines_read for s in self.sources})
@@ -147,7 +148,7 @@ class Scanner:
             observations=self.correlator.observations(),
             notes=notes,
             nothing_read=bool(self.sources) and all(s.empty for s in self.sources),
-            hang=None if verdict is None else to_report(verdict),
+            hang=None if verdict is None else to_report(verdict, join_cause(verdict, diagnoses, several)),
             unrecognised=[
                 Unrecognised(  # from log text: secrets masked here, as in evidence_of
                     template=redact_text(i.template),

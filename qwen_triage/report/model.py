@@ -203,6 +203,9 @@ class Hang:
     """ranks still in doubt, with why"""
     ranks: list[HangRank] = field(default_factory=list)
     summary: str = ""
+    cause: Diagnosis | None = None
+    """a diagnosis on the culprit's host that the taxonomy says explains the ranks' timeouts (an Xid, an OOM
+    kill in that host's kernel log): why the culprit stopped"""
 
 
 @dataclass(kw_only=True)

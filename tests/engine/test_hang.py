@@ -178,3 +178,53 @@ def test_live_scenario_reproduces(compiled, tmp_path):
                     "--out", str(tmp_path), "--port", "29611", "w4-kill"], check=True, timeout=300)
     report = scan(compiled, logs_of(tmp_path / "w4-kill"))
     assert report.hang.culprit.rank == 3
+
+
+# --- several hosts, and the kernel log of the culprit's host ---------------------------------------------------
+
+# the NVIDIA driver's Xid 79 line as the kernel prints it (template of fixtures/logs/system/sys-fx-xid79-*.log),
+# in the journal's short form with the host the line came from
+XID79 = ("Dec 02 08:47:58 {host} kernel: NVRM: Xid (PCI:0000:61:00): 79, pid=29946, name=python, "
+         "GPU has fallen off the bus.\n")
+
+
+def _two_hosts_with_kernel_log(tmp_path: Path, kernel_host: str) -> list[Path]:
+    paths = []
+    for name in ("node-a.log", "node-b.log"):
+        p = tmp_path / name
+        p.write_bytes((HANG / "n2-sleep" / name).read_bytes())
+        paths.append(p)
+    kern = tmp_path / f"{kernel_host}-kern.log"
+    kern.write_text(XID79.format(host=kernel_host))
+    return paths + [kern]
+
+
+def test_kernel_log_of_the_culprits_host_becomes_the_cause(compiled, tmp_path):
+    report = scan(compiled, _two_hosts_with_kernel_log(tmp_path, "node-b"))
+    hang = report.hang
+    assert (hang.culprit.rank, hang.culprit.host) == (4, "node-b")
+    assert hang.cause is not None and hang.cause.class_ == "hardware.xid_fatal"
+    assert "hardware.xid_fatal" in hang.culprit.why
+
+
+def test_another_hosts_kernel_log_is_not_the_culprits_cause(compiled, tmp_path):
+    report = scan(compiled, _two_hosts_with_kernel_log(tmp_path, "node-a"))
+    assert report.hang.culprit.rank == 4 and report.hang.cause is None
+
+
+def test_one_log_with_kernel_lines_joins(compiled):
+    report = scan(compiled, [ROOT / "fixtures" / "logs" / "system" / "sys-fx-xid79-timeout-mixed.log"])
+    assert report.hang.culprit.rank == 2  # the rank that printed nothing while 0, 1 and 3 waited in #18002
+    assert report.hang.culprit.seq == 18002
+    assert report.hang.cause is not None and report.hang.cause.class_ == "hardware.xid_fatal"
+
+
+def test_scan_reads_a_directory_of_per_rank_files():
+    from click.testing import CliRunner
+
+    from qwen_triage.cli.main import cli
+
+    out = CliRunner().invoke(cli, ["scan", "--format", "json", str(HANG / "w6-sleep-logdir" / "logs")])
+    data = __import__("json").loads(out.output)
+    assert len(data["inputs"]) == 12
+    assert data["hang"]["culprit"]["rank"] == 4
