@@ -416,7 +416,8 @@ def _cause_words(cause: "Diagnosis | None") -> str:
     if cause is None:
         return ""
     ev = cause.evidence[0]
-    return f"; its host logged {cause.title} ({cause.class_}) at {ev.path}:{ev.line}"
+    name = ev.path.replace("\\", "/").rsplit("/", 1)[-1]
+    return f"; its host logged {cause.title} ({cause.class_}, {name}:{ev.line}), which explains the timeouts"
 
 
 def _rank_verdict(st: RankState, verdict: Verdict) -> str:

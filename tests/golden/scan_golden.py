@@ -44,6 +44,9 @@ def scan_json(path: Path) -> dict:
         for s in d.get("symptoms", []):
             for e in s.get("evidence", []):
                 e["path"] = Path(e["path"]).relative_to(ROOT).as_posix()
+    cause = (report.get("hang") or {}).get("cause")
+    for e in (cause or {}).get("evidence", []) + [e for s in (cause or {}).get("symptoms", []) for e in s["evidence"]]:
+        e["path"] = Path(e["path"]).relative_to(ROOT).as_posix()
     for row in (report.get("hang") or {}).get("ranks", []):
         if row.get("last_line"):
             row["last_line"]["path"] = Path(row["last_line"]["path"]).relative_to(ROOT).as_posix()
