@@ -90,6 +90,7 @@ def _go_quoted(message: str) -> str:
     return message.replace("\\", "\\\\").replace('"', '\\"')
 
 
+@lru_cache(maxsize=64)
 def _family_of_sample(template: str) -> str | None:
     return family(normalize(template.replace("{}", "x", 1)))
 
@@ -121,8 +122,8 @@ def _wrapped(lines: list[_Line], fmt: str, template: str) -> str | None:
     return "\n".join(out)
 
 
-def wrapper_variants(lr: LoadedRule, example: str) -> Iterator[Variant]:
-    lines = _lines(example)
+def wrapper_variants(lr: LoadedRule, example: str, lines: list[_Line] | None = None) -> Iterator[Variant]:
+    lines = lines or _lines(example)
     natural = _natural_family(lr, lines)
     for fmt, template in WRAPPER_SAMPLES:
         fam = _family_of_sample(template)
@@ -133,8 +134,8 @@ def wrapper_variants(lr: LoadedRule, example: str) -> Iterator[Variant]:
             yield Variant("wrapper", f"{fmt} `{_template(template)[0]}`", text)
 
 
-def head_variants(lr: LoadedRule, example: str) -> Iterator[Variant]:
-    lines = _lines(example)
+def head_variants(lr: LoadedRule, example: str, lines: list[_Line] | None = None) -> Iterator[Variant]:
+    lines = lines or _lines(example)
     for program, template in HEADS:
         if program in lr.rule.sources:
             prefix, suffix = _template(template)
@@ -220,8 +221,8 @@ def _extra_word(lr: LoadedRule, lines: list[_Line]) -> str | None:
     return None
 
 
-def drift_variants(lr: LoadedRule, example: str) -> Iterator[Variant]:
-    lines = _lines(example)
+def drift_variants(lr: LoadedRule, example: str, lines: list[_Line] | None = None) -> Iterator[Variant]:
+    lines = lines or _lines(example)
     same = _on_messages(lines, str)
     for name, change in _DRIFTS:
         text = _on_messages(lines, change)
@@ -233,9 +234,10 @@ def drift_variants(lr: LoadedRule, example: str) -> Iterator[Variant]:
 
 
 def variants(lr: LoadedRule, example: str) -> Iterator[Variant]:
-    yield from wrapper_variants(lr, example)
-    yield from head_variants(lr, example)
-    yield from drift_variants(lr, example)
+    lines = _lines(example)  # normalised once for all three kinds
+    yield from wrapper_variants(lr, example, lines)
+    yield from head_variants(lr, example, lines)
+    yield from drift_variants(lr, example, lines)
 
 
 # -- runs ------------------------------------------------------------------------------------------------
