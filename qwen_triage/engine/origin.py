@@ -76,9 +76,10 @@ def accepts(sources: frozenset[str], rec: LineRecord, start: int, end: int) -> b
     """Whether a rule with these ``sources`` may take this record, matched at ``start``..``end``."""
     if rec.quoted is not None:
         # someone else's words: a client's fields (cut already) are read by no rule; a traceback's quoted
-        # code is the program's code, never the system's word, and its string literals and comments are
-        # no message at all (`log.error("NVRM: Xid …")`); what it calls (which check raised) may be read
-        if rec.quoted != SOURCE or in_code_text(rec.message, start, end):
+        # code is the program's code, never the system's word, and a string literal or comment in it is
+        # no message at all (`log.error("NVRM: Xid …")`); the code itself (which check raised, with the
+        # key it looked up: `CONFIG_MAPPING[config_dict["model_type"]]`) may be read
+        if rec.quoted != SOURCE or in_code_text(rec.message, start):
             return False
         return "any" in sources or not sources <= SYSTEM_SOURCES
     fam = family(rec)
@@ -106,12 +107,16 @@ _QUOTES = ("'''", '"""', "'", '"')  # longest first
 _CODE_TEXT = lazy(r"[rRbBuUfF]{0,2}(?P<q>" + "|".join(_QUOTES) + r")(?:\\.|(?!(?P=q)).)*(?:(?P=q)|$)|#.*")
 
 
-def in_code_text(message: str, start: int, end: int) -> bool:
-    """Whether ``start``..``end`` of a line of code overlaps a string literal or a comment in it."""
+def in_code_text(message: str, start: int) -> bool:
+    """Whether a match at ``start`` of a line of code begins inside a string literal or comment of it.
+
+    A message's words quoted in code start inside the quotes; a pattern that reads the code itself starts
+    in it, whatever literal it then takes in (a key looked up, an argument).
+    """
     for m in _CODE_TEXT.finditer(message):
-        if m.start() >= end:
-            return False
-        if m.end() > start:
+        if m.start() >= start:
+            return False  # the next literal starts at or after the match: the match begins in code
+        if start < m.end():
             return True
     return False
 
