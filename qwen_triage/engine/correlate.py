@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from qwen_triage.engine.check_finding import CheckFinding
 
 MAX_EVIDENCE = 5
+WRAPPED_LINES = 8  # a structure finding wraps a sentence finding this close below it, indented deeper (its detail)
 MAX_SUMMARIES = 3  # worded summaries joined into one before "(and N more)"
 
 
@@ -273,14 +274,40 @@ class Correlator:
 
         symptoms: dict[str, list[Group]] = {c: [] for c in present}
         root_ids = []
+        wrapped = self._wrappers()
         for cid in present:
-            root = top(cid, frozenset())
+            root = top(wrapped[cid], frozenset()) if cid in wrapped else top(cid, frozenset())
             if root == cid:
                 root_ids.append(cid)
             else:
                 symptoms[root].append(present[cid])
         ordered = sorted(root_ids, key=lambda c: self._rank(present[c]))
         return [(present[c], sorted(symptoms[c], key=self._rank)) for c in ordered]
+
+    def _wrappers(self) -> dict[str, str]:
+        """Structure-only groups whose lines wrap what a sentence rule read (a pydantic ``ValidationError`` line
+        over the ``Value error, …`` detail a vLLM rule diagnosed): class -> the class it wraps. Such a floor
+        finding says again what the sentence diagnosis says, so it is that diagnosis's symptom, not a second
+        problem."""
+        spoken = {(rec.source_index, rec.line): (cid, _indent(rec.message)) for cid, g in self.groups.items()
+                  if not g.floor for rec in g.evidence}
+
+        def detail_of(r: LineRecord) -> str | None:
+            """The sentence diagnosis of an indented detail line just under ``r`` (its own line excluded)."""
+            for d in range(1, WRAPPED_LINES + 1):
+                hit = spoken.get((r.source_index, r.line + d))
+                if hit is not None and hit[1] > _indent(r.message):
+                    return hit[0]
+            return None
+
+        out: dict[str, str] = {}
+        for cid, g in self.groups.items():
+            if not g.floor or not g.evidence:
+                continue
+            under = [detail_of(r) for r in g.evidence]
+            if all(under) and under[0] != cid:
+                out[cid] = under[0]  # type: ignore[assignment]
+        return out
 
     # -- output --------------------------------------------------------------
 
@@ -335,3 +362,7 @@ class Correlator:
     def observations(self) -> list[Observation]:
         groups = sorted(self.observed.values(), key=lambda g: g.seq)
         return [Observation(**self._observation_fields(g)) for g in groups]
+
+
+def _indent(message: str) -> int:
+    return len(message) - len(message.lstrip())
