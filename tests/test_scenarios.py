@@ -25,12 +25,15 @@ def test_oom_rank_explains_watchdog_with_concrete_facts(compiled) -> None:
     assert "nccl.timeout" in [s.class_ for s in d.symptoms]
 
 
-def test_engine_wrapper_is_an_observation_only(compiled) -> None:
+def test_engine_wrapper_is_never_a_diagnosis(compiled) -> None:
+    """Alone it names no cause, but the start failed: listed as relays (issue 26 §5); beside the cause, part of it."""
     alone = scan_paths([str(SCN / "engine-wrapper-alone.log")], compiled)
-    assert alone.diagnoses == [] and alone.observations
+    assert alone.diagnoses == [] and [u.kind for u in alone.unrecognised] == ["relay", "relay"]
     with_cause = scan_paths([str(SCN / "cause-then-engine-wrapper.log")], compiled)
     assert with_cause.classes() == ["memory.kv_cache_insufficient"]
     assert with_cause.diagnoses[0].facts["max_tokens"] == 34480
+    assert [r.rule for r in with_cause.diagnoses[0].relayed] == ["vllm.engine-start-failed-wrapper"]
+    assert with_cause.unrecognised == [] and with_cause.observations == []
 
 
 def test_benign_warnings_are_observations_at_most(compiled) -> None:

@@ -14,6 +14,12 @@ timeouts), so a symptom lands under the top of its chain. Roots are ordered by
 what a sentence rule found before what only a structure rule (``floor``) found, then severity, then
 first occurrence. `info` findings are observations only.
 
+A relay rule's finding (``relay: true``: a line that only passes on a failure printed
+before it) is neither: it is attached to the diagnosis whose evidence comes last
+before it in the same input (else to the first), and with no diagnosis at all the
+scanner lists it among the errors no rule explains (:meth:`Correlator.relays`), so a
+failing log is never left silent by a wrapper line.
+
 The two kinds differ in what they carry, so a group speaks for them
 differently: a log finding brings a rule whose templates are filled from the
 facts of the whole group (the most severe match speaks), while a check finding
@@ -33,7 +39,7 @@ from qwen_triage.engine.matcher import Finding
 from qwen_triage.engine.records import LineRecord
 from qwen_triage.rulepack.templates import OPTIONAL_PART, PLACEHOLDER
 from qwen_triage.redact import redact_text, redact_tree
-from qwen_triage.report.model import Diagnosis, Evidence, FixOut, Observation, Symptom
+from qwen_triage.report.model import Diagnosis, Evidence, FixOut, Observation, Relayed, Symptom
 from qwen_triage.rulepack.severity import Severity
 from qwen_triage.rulepack.spec import ClassSpec as FailureClass
 
@@ -220,6 +226,7 @@ class Correlator:
         self.classes = classes
         self.groups: dict[str, Group] = {}  # class id -> group (severity above info)
         self.observed: dict[str, Group] = {}  # rule id -> group (info)
+        self.relayed: dict[str, Group] = {}  # relay rule id -> group: lines that pass another failure on
         self._seq = 0  # the latest order seen: check findings are numbered after it
 
     def add(self, f: Finding | CheckFinding) -> bool:
@@ -231,7 +238,8 @@ class Correlator:
             self._seq += 1
             seq, class_id, rule_id = self._seq, f.class_id, f.rule
         info = f.severity is Severity.info
-        table = self.observed if info else self.groups
+        relay = isinstance(f, Finding) and f.rule.rule.relay
+        table = self.relayed if relay else self.observed if info else self.groups
         # observations: one per rule, and per row of a rule's table (its title says which)
         key = (f"{rule_id}\0{f.rule.rule.title}" if isinstance(f, Finding) else rule_id) if info else class_id
         group = table.get(key)
@@ -343,15 +351,52 @@ class Correlator:
 
     def diagnoses(self) -> list[Diagnosis]:
         out = []
-        for g, syms in self.roots():
+        roots = self.roots()
+        relays = self._relays_by_root([g for g, _ in roots])
+        for i, (g, syms) in enumerate(roots):
             fields = self._observation_fields(g)
             fix = g.fixes(fields["facts"])
             if not fix and (cls := self.classes.get(fields["class_"])):
                 fix = [FixOut(step=cls.fix)]
             out.append(
-                Diagnosis(**fields, rules=list(g.rules), symptoms=[self._symptom(s) for s in syms], fix=fix)
+                Diagnosis(**fields, rules=list(g.rules), symptoms=[self._symptom(s) for s in syms],
+                          relayed=relays[i], fix=fix)
             )
         return out
+
+    def relays(self) -> list[Group]:
+        """Relay findings in order of appearance: with no diagnosis to hold them, what the scanner lists."""
+        return sorted(self.relayed.values(), key=lambda g: g.seq)
+
+    def _relays_by_root(self, roots: list[Group]) -> list[list[Relayed]]:
+        """Each relay line goes to the root whose evidence comes last before it in the same input (the failure
+        it passes on was printed before it), else to the first root; one entry per relay rule and root."""
+        out: list[list[Relayed]] = [[] for _ in roots]
+        if not roots:
+            return out
+        for r in self.relays():
+            _, rule, title = r.speaker()
+            held: dict[int, list[LineRecord]] = {}
+            for rec in r.evidence:
+                held.setdefault(self._root_before(roots, rec), []).append(rec)
+            if not held:
+                held[0] = []
+            unlisted = r.count - len(r.evidence)  # lines beyond the kept evidence go with the last ones
+            last = self._root_before(roots, r.evidence[-1]) if r.evidence else 0
+            for i, recs in held.items():
+                out[i].append(Relayed(rule=rule, title=redact_text(title), count=len(recs) + (unlisted if i == last else 0),
+                                      evidence=[evidence_of(rec) for rec in recs]))
+        return out
+
+    @staticmethod
+    def _root_before(roots: list[Group], rec: LineRecord) -> int:
+        """The index of the root with the latest evidence line at or before ``rec`` in its input; else 0."""
+        best, best_line = 0, -1
+        for i, g in enumerate(roots):
+            lines = [e.line for e in g.evidence if e.source_index == rec.source_index and e.line <= rec.line]
+            if lines and max(lines) > best_line:
+                best, best_line = i, max(lines)
+        return best
 
     def diagnosed_records(self) -> list[LineRecord]:
         """The evidence lines of every diagnosis (observations are not causes): the lines an

@@ -10,7 +10,7 @@ from platformdirs import user_cache_dir
 
 from qwen_triage.engine.correlate import Correlator, evidence_of
 from qwen_triage.engine.hang import HangTracker, join_cause, to_report
-from qwen_triage.engine.unrecognised import Collector
+from qwen_triage.engine.unrecognised import Collector, Item, template_of
 from qwen_triage.redact import redact_text
 from qwen_triage.engine.matcher import CompiledPack, Finding, Matcher
 from qwen_triage.rulepack.pack import RulePack, extra_rule_dirs, load_pack
@@ -111,6 +111,22 @@ class Scanner:
     def flush(self) -> Iterator[Finding]:
         yield from self._take(self.matcher.finish())
 
+    def _unheld_relays(self) -> list[Item]:
+        """Relay lines when no diagnosis holds them: the failure they pass on is unknown, so they are listed
+        (a failing log whose only error lines are wrappers is never reported as if nothing were wrong)."""
+        out: dict[str, Item] = {}
+        for g in self.correlator.relays():
+            hint = g.summary(g.all_facts())
+            for rec in g.evidence:  # its distinct lines, as the collector lists templates
+                template = template_of(rec.message)
+                if template in out:
+                    out[template].count += 1
+                else:
+                    out[template] = Item(template, "relay", 1, rec, rec.program, hint=hint)
+            if g.evidence:  # lines beyond the kept evidence
+                out[template_of(g.evidence[-1].message)].count += max(g.count - len(g.evidence), 0)
+        return list(out.values())
+
     def report(self) -> Report:
         m = self.matcher
         notes = [n for s in self.sources for n in s.notes]  # an input cut short, empty or not text
@@ -138,6 +154,7 @@ class Scanner:
         verdict = self.hang.verdict(several_files=several)
         items = self.unrecognised.ordered(self.correlator.diagnosed_records())  # less what a diagnosis holds
         if not diagnoses:  # a hang says nothing wrong: where it stopped is the evidence
+            items += self._unheld_relays()
             items += self.unrecognised.stalls({s.index: s.lines_read for s in self.sources})
         if len(items) > MAX_UNRECOGNISED or self.unrecognised.dropped:
             more = len(items) - MAX_UNRECOGNISED + self.unrecognised.dropped

@@ -108,6 +108,11 @@ def to_markdown(report: Report) -> str:
             for s in d.symptoms:
                 where = f" — {md_code(f'{s.evidence[0].path}:{s.evidence[0].line}')}" if s.evidence else ""
                 out.append(f"- {md_code(s.class_)}: {esc(s.title)} ({s.count}x){where}")
+        if d.relayed:
+            out += ["", "**Relayed by** (lines that only pass this failure on)", ""]
+            for r in d.relayed:
+                where = f" — {md_code(f'{r.evidence[0].path}:{r.evidence[0].line}')}" if r.evidence else ""
+                out.append(f"- {esc(r.title)} ({r.count}x){where}")
         if d.fix:
             out += ["", "**Fix**", ""]
             for n, f in enumerate(d.fix, 1):

@@ -76,6 +76,21 @@ class Symptom:
 
 
 @dataclass(kw_only=True)
+class Relayed:
+    """A line that only passes on the failure of its diagnosis (a wrapper's "failed to start", a launcher's
+    "child failed"): part of that diagnosis, never a problem of its own (added in 0.3)."""
+
+    __pydantic_config__ = _CONFIG
+    rule: str
+    """the relay rule that knows the line"""
+    title: str
+    count: int
+    """lines it matched"""
+    evidence: list[Evidence]
+    """its first lines"""
+
+
+@dataclass(kw_only=True)
 class Observation:
     __pydantic_config__ = _CONFIG
     class_: str
@@ -97,6 +112,8 @@ class Diagnosis(Observation):
     """every rule that found this class"""
     symptoms: list[Symptom] = field(default_factory=list)
     """consequences of this root cause"""
+    relayed: list[Relayed] = field(default_factory=list)
+    """lines that only pass this failure on (a worker's or launcher's wrapper of it)"""
     fix: list[FixOut] = field(default_factory=list)
 
 
@@ -109,7 +126,8 @@ class Unrecognised:
     """the line with numbers, paths, addresses and quoted values masked"""
     kind: str
     """exception (a traceback's final line), error (an error-level line), exit (the process's status),
-    or stall (the input ends repeating a heartbeat: a hang)"""
+    stall (the input ends repeating a heartbeat: a hang), or relay (a line that only passes on an earlier
+    failure, listed because no diagnosis holds it)"""
     count: int
     """lines with this template"""
     evidence: Evidence

@@ -96,6 +96,11 @@ def diagnosis_renderable(d: Diagnosis | Observation, number: int | None = None, 
             for s in d.symptoms:
                 where = f" — {evidence_line(s.evidence[0])}" if s.evidence else ""
                 parts.append(Text(clean(f"  • {s.class_}: {s.title} ({s.count}x){where}"), overflow="fold"))
+        if d.relayed:
+            parts.append(Text("relayed by (lines that only pass this failure on):", style="bold"))
+            for r in d.relayed:
+                where = f" — {evidence_line(r.evidence[0])}" if r.evidence else ""
+                parts.append(Text(clean(f"  • {r.title} ({r.count}x){where}"), overflow="fold"))
         if d.fix:
             parts.append(Text("fix:", style="bold green"))
             for i, f in enumerate(d.fix, 1):

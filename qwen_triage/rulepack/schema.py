@@ -201,9 +201,18 @@ class Rule(_Strict):
     # a structure rule (a raising site, a code family): another rule's finding on the same line wins over
     # it, and its diagnosis ranks after theirs; a `raised:` rule is one whatever this says
     floor: bool = False
+    relay: bool = False
+    """the line only passes on a failure printed before it (a wrapper's "failed to start"): attached to the
+    diagnosis when there is one, listed as unrecognised when there is none; never a problem of its own"""
     examples: Examples
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @model_validator(mode="after")
+    def _relay_is_info(self) -> "Rule":
+        if self.relay and (self.severity is not Severity.info or self.table is not None):
+            raise ValueError("a relay rule has severity info and no table: it names no failure of its own")
+        return self
 
     @model_validator(mode="after")
     def _table_key_is_a_fact(self) -> "Rule":

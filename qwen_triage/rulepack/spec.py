@@ -109,6 +109,7 @@ class RuleSpec:
     fix: tuple[FixSpec, ...] = ()
     table: TableSpec | None = None
     floor: bool = False  # a structure rule: any other rule's finding on the same record wins over it
+    relay: bool = False  # the line only passes on an earlier failure (schema.Rule.relay)
 
     @classmethod
     def from_model(cls, rule: Any,
@@ -151,6 +152,7 @@ class RuleSpec:
             fix=_fix_specs(rule.fix),
             table=table,
             floor=bool(rule.floor),
+            relay=rule.relay,
             examples=ExamplesSpec(tuple(rule.examples.match), tuple(rule.examples.no_match)),
         )
 
@@ -207,6 +209,7 @@ class RuleSpec:
             fix=tuple(FixSpec(f["step"], f["action"]) for f in d["fix"]),
             table=_table_from_dict(d["table"]) if d.get("table") else None,
             floor=bool(d.get("floor", False)),
+            relay=bool(d.get("relay", False)),
             examples=ExamplesSpec(tuple(ex["match"]), tuple(ex["no_match"])),
         )
 
@@ -214,7 +217,7 @@ class RuleSpec:
         """What ``rules show`` prints: the YAML-equivalent mapping, defaults left out."""
         out = self.to_dict()
         defaults = {"status": "stable", "references": [], "extract": {}, "explain": None, "fix": [], "table": None,
-                    "floor": False}
+                    "floor": False, "relay": False}
         for key, value in defaults.items():
             if out.get(key) == value or (isinstance(value, list) and out.get(key) == ()):
                 out.pop(key, None)

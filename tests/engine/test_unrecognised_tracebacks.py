@@ -1,5 +1,6 @@
 """What "errors no rule explains" holds: final exceptions, error lines and stalls, never a traceback's structure,
-never a relay line called benign, never the wrapper of an error already diagnosed (issue 18 §3)."""
+never a relay line called benign, never the wrapper of an error already diagnosed (issue 18 §3); a relay line only
+when no diagnosis holds it, as a relay (issue 26 §5, tests/engine/test_relay_lines.py)."""
 
 from __future__ import annotations
 
@@ -54,25 +55,28 @@ def quux_log(tmp_path: Path) -> Path:
 def test_an_error_prefixed_traceback_lists_only_its_exception(quux_log: Path) -> None:
     report = scan_json(str(quux_log))
     assert report["diagnoses"] == []
-    templates = [u["template"] for u in report["unrecognised"]]
+    templates = [u["template"] for u in report["unrecognised"] if u["kind"] != "relay"]
     assert templates == ["quux.loader.QuuxError: quux table emb is not aligned to <N> bytes"]
-    (item,) = report["unrecognised"]
+    (item,) = [u for u in report["unrecognised"] if u["kind"] != "relay"]
     assert item["kind"] == "exception" and item["raised_by"] == "quux" and item["evidence"]["line"] == 9
     text = qt("scan", str(quux_log)).stdout
     for noise in ("Traceback (most recent call last)", "raise QuuxError", "engine_core = ", "^^^^"):
         assert noise not in text.split("observations")[0], noise
 
 
-def test_relay_lines_are_never_called_benign_nor_listed_as_unexplained(quux_log: Path) -> None:
+def test_relay_lines_are_never_called_benign_and_are_listed_as_relays_when_nothing_holds_them(quux_log: Path) -> None:
     report = scan_json(str(quux_log))
     relays = ("EngineCore failed to start", "Engine core initialization failed")
-    assert not any(r in u["evidence"]["text"] for u in report["unrecognised"] for r in relays)
-    (relay,) = report["observations"]  # what the relay rule says: the cause is an earlier error
-    assert relay["rule"] == "vllm.engine-start-failed-wrapper" and "only relays it" in relay["summary"]
+    listed = {r: [u for u in report["unrecognised"] if r in u["evidence"]["text"]] for r in relays}
+    # no diagnosis holds them: listed, but as relays, after the error they relay, with what the relay rule says
+    assert all(len(items) == 1 and items[0]["kind"] == "relay" for items in listed.values()), listed
+    assert report["unrecognised"][0]["kind"] == "exception"
+    assert "only relays it" in listed["Engine core initialization failed"][0]["hint"]
+    assert report["observations"] == []
     for fmt in ("text", "markdown"):
         out = qt("scan", "--format", fmt, str(quux_log)).stdout
         assert "benign" not in out.lower(), out
-        assert "relay an error printed before them" in out
+        assert "relay" in out
     schema = json.loads(qt("schema").stdout)
     assert "benign" not in schema["properties"]["observations"]["description"]
 
@@ -81,7 +85,7 @@ def test_an_open_traceback_with_nothing_after_it_is_still_reported(tmp_path: Pat
     """A log cut inside a traceback: its header is all there is, and a failing log is never silent."""
     log = tmp_path / "cut.log"
     log.write_text("".join(QUUX_LOG.splitlines(keepends=True)[:8]))
-    (item,) = scan_json(str(log))["unrecognised"]
+    (item,) = [u for u in scan_json(str(log))["unrecognised"] if u["kind"] != "relay"]
     assert item["template"] == "Traceback (most recent call last):" and item["evidence"]["line"] == 3
     # beside a diagnosis (or any other error to list) the header of a cut traceback is noise
     log.write_text(f"(VllmWorker rank=0 pid=9) ERROR 11-29 10:00:00 [x.py:1] ValueError: {HEADS}\n" + log.read_text())
