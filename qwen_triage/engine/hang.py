@@ -46,6 +46,7 @@ HANG_PATTERN = (
     r'|distributed_c10d\.py", line \d+, in \w+'  # the collective a traceback waited in
 )
 
+_HANG_RE = lazy(HANG_PATTERN, re.M)
 _GLOO_TIMEOUT = lazy(r"Timed out waiting (?P<ms>\d+)ms for (?:recv|send) operation")
 _PEER_LOST = lazy(r"Connection (?:closed|reset) by peer")
 # `[PG ID 0 PG GUID 0(default_pg) Rank 4]` or `[Rank 5]`: the process group's rank, where the line has no prefix
@@ -166,6 +167,10 @@ class HangTracker:
             st = self._state(int(m["rank"]))
             if st is not None:
                 st.entered, st.op, st.shape = int(m["seq"]), m["op"], m["shape"]
+        if not prints and _HANG_RE.search(msg) is None and _EXCEPTION.match(msg) is None:
+            # a line that only carries a rank says nothing here; which such lines reach the tracker depends
+            # on the prefilter engine (the literal one points at more), and the verdict must not
+            return
         rank = self._rank_of(rec)
         if rank is None:
             return

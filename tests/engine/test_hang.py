@@ -228,3 +228,13 @@ def test_scan_reads_a_directory_of_per_rank_files():
     data = __import__("json").loads(out.output)
     assert len(data["inputs"]) == 12
     assert data["hang"]["culprit"]["rank"] == 4
+
+
+def test_lines_that_only_carry_a_rank_say_nothing_whatever_the_prefilter(compiled, compiled_literal, tmp_path):
+    """The literal prefilter points at more lines than Hyperscan; ranked lines with nothing to tell must not make
+    a job of a healthy log under one engine and none under the other."""
+    log = tmp_path / "ranks.log"
+    log.write_text("".join(f"(VllmWorker rank={r} pid={100 + r}) INFO 11-29 10:00:01 [worker.py:1] cache "
+                           f"request model layer ready error_count=0\n[rank{r}]: cache ready\n" for r in range(4)))
+    assert scan(compiled_literal, [log]).hang is None
+    assert scan(compiled, [log]).hang is None
