@@ -170,3 +170,28 @@ def test_item9_expanded_size_measures_nested_repeats() -> None:
     assert expanded_size("a{1,99999999999999999999999}") > MAX_EXPANDED  # beyond Python's parser
     assert screen_heavy(["ok", "x[a-z]{0,50000}y"]) == [1]
     assert len(screen_heavy(["q[a-z]{0,4000}"] * 8)) == 4  # the other four fit the total budget
+
+
+# -- issue 30 §6: lint decides by work, not by the clock ----------------------------------------------------------
+
+def test_a_probe_starved_of_cpu_is_not_called_catastrophic() -> None:
+    """On a loaded machine the regex engine's wall-clock timeout fires while the probe had almost no CPU: it is
+    run again with a longer limit, and only CPU spent counts (the same answer as on an idle machine)."""
+    import time
+
+    from qwen_triage.authoring.lint.probe import PROBE_TIMEOUT, _cpu_seconds
+
+    def starved(_probe: str, timeout: float) -> None:  # the scheduler gives it no CPU for the first wall limit
+        if timeout <= PROBE_TIMEOUT:
+            time.sleep(timeout)
+            raise TimeoutError
+
+    def burns(_probe: str, timeout: float) -> None:  # a catastrophic pattern: all CPU until the limit
+        end = time.thread_time() + timeout
+        while time.thread_time() < end:
+            pass
+        raise TimeoutError
+
+    cost = _cpu_seconds(starved, "x")
+    assert cost is not None and cost < 0.1
+    assert _cpu_seconds(burns, "x") is None

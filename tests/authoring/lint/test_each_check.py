@@ -25,7 +25,7 @@ CASES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
     "pattern-unbounded-gap": ((rule(match="any: ['^.*frobnicate failed']", example="it: frobnicate failed"),), {}),
     "extract-no-group": ((rule(extra="    extract: {size: int}\n"),), {}),
     "template-no-group": ((rule(extra='    explain: "frobnicated {size} times"\n'),), {}),
-    "template-maybe-unset": ((rule(match="any: ['frobnicate failed (?P<how>badly)', 'frobnicate broke down']",
+    "template-maybe-unset": ((rule(match="any: ['(?i)frobnicate failed (?P<how>badly)', '(?i)frobnicate broke down']",
                                    extra='    explain: "frobnicated {how}"\n'),), {}),
     "action-denied": ((rule(fix=DENIED),), {}),
     "fix-missing": ((rule(fix=""),), {}),
