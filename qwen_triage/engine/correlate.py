@@ -284,7 +284,9 @@ class Correlator:
         root_ids = []
         wrapped = self._wrappers()
         for cid in present:
-            root = top(wrapped[cid], frozenset()) if cid in wrapped else top(cid, frozenset())
+            if cid in wrapped:
+                continue  # the same failure said again by its exception's wrapper: part of that diagnosis
+            root = top(cid, frozenset())
             if root == cid:
                 root_ids.append(cid)
             else:
@@ -295,8 +297,8 @@ class Correlator:
     def _wrappers(self) -> dict[str, str]:
         """Structure-only groups whose lines wrap what a sentence rule read (a pydantic ``ValidationError`` line
         over the ``Value error, …`` detail a vLLM rule diagnosed): class -> the class it wraps. Such a floor
-        finding says again what the sentence diagnosis says, so it is that diagnosis's symptom, not a second
-        problem."""
+        finding only says again what the sentence diagnosis says: it is part of that diagnosis, neither a
+        second problem nor a symptom."""
         spoken = {(rec.source_index, rec.line): (cid, _indent(rec.message)) for cid, g in self.groups.items()
                   if not g.floor for rec in g.evidence}
 

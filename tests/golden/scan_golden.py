@@ -38,21 +38,22 @@ def scan_json(path: Path) -> dict:
     report["exit_code"] = result.exit_code
     for item in report.get("inputs", []):
         item["name"] = Path(item["name"]).relative_to(ROOT).as_posix()
-    for d in report.get("diagnoses", []) + report.get("observations", []):
-        for e in d.get("evidence", []):
-            e["path"] = Path(e["path"]).relative_to(ROOT).as_posix()
-        for s in d.get("symptoms", []):
-            for e in s.get("evidence", []):
-                e["path"] = Path(e["path"]).relative_to(ROOT).as_posix()
-    cause = (report.get("hang") or {}).get("cause")
-    for e in (cause or {}).get("evidence", []) + [e for s in (cause or {}).get("symptoms", []) for e in s["evidence"]]:
-        e["path"] = Path(e["path"]).relative_to(ROOT).as_posix()
-    for row in (report.get("hang") or {}).get("ranks", []):
-        if row.get("last_line"):
-            row["last_line"]["path"] = Path(row["last_line"]["path"]).relative_to(ROOT).as_posix()
-    for u in report.get("unrecognised", []):
-        u["evidence"]["path"] = Path(u["evidence"]["path"]).relative_to(ROOT).as_posix()
+    _relative_paths(report)
     return report
+
+
+def _relative_paths(value: object) -> None:
+    """Every evidence ``path`` in the report (diagnoses, symptoms, relays, observations, the hang's rows and
+    cause, unrecognised items), made relative to the checkout: the golden file is the same in every clone."""
+    if isinstance(value, dict):
+        path = value.get("path")
+        if isinstance(path, str) and Path(path).is_absolute() and Path(path).is_relative_to(ROOT):
+            value["path"] = Path(path).relative_to(ROOT).as_posix()
+        for v in value.values():
+            _relative_paths(v)
+    elif isinstance(value, list):
+        for v in value:
+            _relative_paths(v)
 
 
 def current() -> dict[str, dict]:
