@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from qwen_triage.engine.matcher import Finding
 from qwen_triage.engine.records import LineRecord
+from qwen_triage.engine.unrecognised import is_exception_line
 from qwen_triage.rulepack.templates import OPTIONAL_PART, PLACEHOLDER
 from qwen_triage.redact import redact_text, redact_tree
 from qwen_triage.report.model import Diagnosis, Evidence, FixOut, Observation, Relayed, Symptom
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
     from qwen_triage.engine.check_finding import CheckFinding
 
 MAX_EVIDENCE = 5
-WRAPPED_LINES = 8  # a structure finding wraps a sentence finding this close below it, indented deeper (its detail)
+WRAPPED_LINES = 8  # a structure finding wraps a sentence finding this close below it that is its detail
 MAX_SUMMARIES = 3  # worded summaries joined into one before "(and N more)"
 
 
@@ -299,15 +300,15 @@ class Correlator:
         over the ``Value error, …`` detail a vLLM rule diagnosed): class -> the class it wraps. Such a floor
         finding only says again what the sentence diagnosis says: it is part of that diagnosis, neither a
         second problem nor a symptom."""
-        spoken = {(rec.source_index, rec.line): (cid, _indent(rec.message)) for cid, g in self.groups.items()
-                  if not g.floor for rec in g.evidence}
+        spoken = {(rec.source_index, rec.line): (cid, _indent(rec.message), is_exception_line(rec.message))
+                  for cid, g in self.groups.items() if not g.floor for rec in g.evidence}
 
         def detail_of(r: LineRecord) -> str | None:
             """The sentence diagnosis of an indented detail line just under ``r`` (its own line excluded)."""
             for d in range(1, WRAPPED_LINES + 1):
                 hit = spoken.get((r.source_index, r.line + d))
-                if hit is not None and hit[1] > _indent(r.message):
-                    return hit[0]
+                if hit is not None and (hit[1] > _indent(r.message) or not hit[2]):
+                    return hit[0]  # indented under it, or its message's next line: not an exception of its own
             return None
 
         out: dict[str, str] = {}
