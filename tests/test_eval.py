@@ -64,3 +64,26 @@ def test_eval_json_output(tmp_path) -> None:
     assert result["cases"] == 2 and result["correct"] == 1 and result["accuracy"] == 0.5
     assert [m["id"] for m in result["misses"]] == ["a"]
     assert result["per_class"]["config.tp_indivisible"] == {"precision": 1.0, "recall": 0.5, "support": 2}
+
+
+TEAM_CORPUS = ROOT / "fixtures" / "corpus"
+
+
+def test_the_team_corpus_train_part_holds_its_bar(compiled) -> None:
+    """Issue 26 §1: the two thirds rules may be written from (fixtures/corpus/train). Its bar is what was reached
+    (96.4 %, 6 logs with no failing line silent), not yet the issue's 98 %: it may only rise."""
+    result = evaluate(TEAM_CORPUS / "train", compiled)
+    assert result.cases >= 275 and result.healthy_cases >= 77
+    assert result.healthy_with_diagnoses == 0, [(m.id, m.got) for m in result.misses if not m.expect]
+    assert result.accuracy >= 0.96, [(m.id, m.expect, m.got) for m in result.misses]
+    assert result.silent <= 6, [r.id for r in result.results if r.silent]
+
+
+def test_the_held_out_third_is_whole_and_apart() -> None:
+    """The held-out third is scored at a session's start and end only (never tuned on): here only that it is all
+    there and that no case of it is also in the train part."""
+    from qwen_triage.authoring.evaluate import load_cases
+
+    held = {case.id for _, case in load_cases(TEAM_CORPUS / "heldout")}
+    train = {case.id for _, case in load_cases(TEAM_CORPUS / "train")}
+    assert len(held) >= 130 and not held & train
