@@ -57,19 +57,49 @@ def fill(template: str, facts: dict[str, Any]) -> str:
 
     ``[[…]]`` is an optional part: kept (without its brackets) when every fact it names has a value, dropped
     whole when one has none, so a report never says "tensor '?'" where a line did not say which tensor
-    (``rules lint`` holds every fact some match can leave unset to such a part).
+    (``rules lint`` holds every fact some match can leave unset to such a part). A fact unset outside one
+    (a group that is optional inside its pattern) takes its word with it: no report prints an empty fact.
     """
 
     def optional(m: re.Match[str]) -> str:
         return "" if any(_unset(facts.get(n)) for n in PLACEHOLDER.findall(m[1])) else m[1]
 
+    def word(m: re.Match[str]) -> str:
+        # a fact left unset outside an optional part (a group optional inside its pattern): its word goes, with
+        # what is fused to it (`#{seq}`, `({op})`, `{key}={derived}`) but not the punctuation that ends it,
+        # rather than a '?' in a report
+        if not any(_unset(facts.get(n)) for n in PLACEHOLDER.findall(m["word"])):
+            return m[0]
+        return _unclosed(m["word"]) + m["end"] if m["lead"] or not m["end"] else m["end"]
+
     def sub(m: re.Match[str]) -> str:
-        value = facts.get(m[1])
-        return "?" if value is None else redact_text(str(value))
+        return redact_text(str(facts.get(m[1])))
 
     if "[[" in template:
         template = OPTIONAL_PART.sub(optional, template)
+    template = _FACT_WORD.sub(word, template)
     return PLACEHOLDER.sub(sub, template)
+
+
+_CLOSERS = {")": "(", "]": "[", "`": "`", "'": "'", '"': '"'}
+
+
+def _unclosed(word: str) -> str:
+    """The closing marks that end ``word`` but were opened before it (`ethtool -S {iface}`): kept, so what
+    remains of the sentence stays balanced."""
+    kept = ""
+    while word and word[-1] in _CLOSERS:
+        c, word = word[-1], word[:-1]
+        opener = _CLOSERS[c]
+        if (word.count(c) % 2 == 0) if opener == c else word.count(opener) <= word.count(c):
+            kept = c + kept
+        else:
+            break
+    return kept
+
+
+# a word holding a fact: what precedes it (a space, or the start), the word, the punctuation that ends it
+_FACT_WORD = re.compile(r"(?P<lead> ?)(?P<word>[^\s]*?\{[A-Za-z_][A-Za-z0-9_]*\}[^\s]*?)(?P<end>[.,;:!]*(?=\s|$))")
 
 
 def _unset(value: Any) -> bool:

@@ -36,10 +36,23 @@ def test_a_part_with_two_facts_needs_both() -> None:
 
 def test_a_fact_outside_any_part_is_filled_as_before() -> None:
     assert fill("GPU {gpu}[[ ({free} free)]]", {"gpu": 0}) == "GPU 0"
-    assert fill("GPU {gpu}[[ ({free} free)]]", {}) == "GPU ?"  # what `rules lint` keeps out of every rule
+    assert fill("GPU {gpu}[[ ({free} free)]]", {}) == "GPU"  # no "?": the unset fact takes its word along
 
 
 def test_a_value_from_the_log_is_masked_and_never_read_as_a_part() -> None:
     # a fact that holds brackets, braces or a secret is text: substituted after the parts are decided
     assert fill("keys[[ {keys}]]", {"keys": "[[{secret}]]"}) == "keys [[{secret}]]"
     assert "hf_" not in fill("token[[ {t}]]", {"t": "hf_abcdefghijklmnopqrstuvwxyz0123456789"})
+
+
+def test_a_fact_unset_outside_an_optional_part_takes_its_word_never_a_question_mark() -> None:
+    """Issue 29 §3: a group optional inside its pattern leaves a fact unset that lint cannot see: the report drops
+    the word that holds it, keeps the sentence's punctuation and balance, and prints no '?'."""
+    from qwen_triage.engine.correlate import fill
+
+    facts = {"ran_ms": 300, "op": "ALLREDUCE"}
+    text = fill("Rank {rank} waited {ran_ms} ms for collective #{seq} ({op}): check `ethtool -S {iface}`.", facts)
+    assert text == "Rank waited 300 ms for collective (ALLREDUCE): check `ethtool -S`."
+    assert fill("the context allows ({key}={derived}).", {"key": "max_position_embeddings"}) == "the context allows."
+    assert fill("tensor '{tensor}', pre-tokenizer '{pretok}'", {"pretok": "qwen2"}) == "tensor, pre-tokenizer 'qwen2'"
+    assert "?" not in fill("{derived}", {})
