@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from qwen_triage.engine.matcher import Finding
 from qwen_triage.engine.records import LineRecord
-from qwen_triage.engine.unrecognised import is_exception_line
+from qwen_triage.engine.unrecognised import indent_of, is_exception_line
 from qwen_triage.rulepack.templates import OPTIONAL_PART, PLACEHOLDER
 from qwen_triage.redact import redact_text, redact_tree
 from qwen_triage.report.model import Diagnosis, Evidence, FixOut, Observation, Relayed, Symptom
@@ -330,14 +330,14 @@ class Correlator:
         over the ``Value error, …`` detail a vLLM rule diagnosed): class -> the class it wraps. Such a floor
         finding only says again what the sentence diagnosis says: it is part of that diagnosis, neither a
         second problem nor a symptom."""
-        spoken = {(rec.source_index, rec.line): (cid, _indent(rec.message), is_exception_line(rec.message))
+        spoken = {(rec.source_index, rec.line): (cid, indent_of(rec.message), is_exception_line(rec.message))
                   for cid, g in self.groups.items() if not g.floor for rec in g.evidence}
 
         def detail_of(r: LineRecord) -> str | None:
             """The sentence diagnosis of an indented detail line just under ``r`` (its own line excluded)."""
             for d in range(1, WRAPPED_LINES + 1):
                 hit = spoken.get((r.source_index, r.line + d))
-                if hit is not None and (hit[1] > _indent(r.message) or not hit[2]):
+                if hit is not None and (hit[1] > indent_of(r.message) or not hit[2]):
                     return hit[0]  # indented under it, or its message's next line: not an exception of its own
             return None
 
@@ -440,7 +440,3 @@ class Correlator:
     def observations(self) -> list[Observation]:
         groups = sorted(self.observed.values(), key=lambda g: g.seq)
         return [Observation(**self._observation_fields(g)) for g in groups]
-
-
-def _indent(message: str) -> int:
-    return len(message) - len(message.lstrip())

@@ -226,7 +226,7 @@ def _widen(pattern: str) -> bytes:
                 out.append(_ANY_RUN)
             else:
                 raise _Unwidenable
-        return b"".join(p for i, p in enumerate(out) if not (p == _ANY_RUN and i and out[i - 1] == _ANY_RUN))
+        return b"".join(out)
 
     try:
         parsed = sp.parse(pattern)
