@@ -17,6 +17,7 @@ import pytest
 
 from qwen_triage import interrupts
 from tests.runner.helpers import FAKE_VLLM, free_port, make_model
+from tests.sigint import default_sigint
 from tests.timelimits import scaled
 
 # The console script's first steps, then a SIGINT delivered where Python can only ignore it.
@@ -41,7 +42,7 @@ main()
 def _start(args: list[str], tmp_path) -> subprocess.Popen[str]:  # type: ignore[no-untyped-def]
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
     return subprocess.Popen([sys.executable, "-c", SWALLOW, *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=default_sigint)
 
 
 def _finish(p: subprocess.Popen[str]) -> tuple[int, str]:
@@ -117,7 +118,7 @@ def test_ctrl_c_at_start_up_is_130_and_starts_no_child(tmp_path, where: str) -> 
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
     p = subprocess.Popen([sys.executable, "-c", AT_POINT, where, marker], env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, start_new_session=True,
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                         preexec_fn=default_sigint)
     code, err = _finish(p)
     left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
     assert code == 130, err

@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ from qwen_triage.inputs.file import open_source
 from qwen_triage.rulepack.pack import LoadDeadline, load_pack
 from qwen_triage.rulepack.prebuilt import PREBUILT_ENV
 from tests.rulepack.test_rule_files import GOOD_RULE
+from tests.timelimits import wait_until
 
 LOG = "starting\nSegmentation fault (core dumped)\nbye\n"
 
@@ -72,10 +72,8 @@ def test_the_background_child_fills_the_cache_for_the_next_run(tmp_path: Path, m
     pack = load_pack([_rules(tmp_path)], bundled=False, cache_dir=cache)
     first = CompiledPack.build(pack, engine="auto", cache_dir=cache)
     assert first.prefilter.name == "literal" and first.prefilter.building
-    for _ in range(600):  # a bounded wait for the child, not a timing assertion
-        if "hs" in _kinds(cache) and not {"lock", "job"} & _kinds(cache):
-            break
-        time.sleep(0.2)
+    # the child holds its lock and job until it ends, built or not: the wait ends with it
+    wait_until(lambda: not {"lock", "job"} & _kinds(cache), 120, step=0.2)
     assert "hs" in _kinds(cache) and not {"lock", "job"} & _kinds(cache)
     second = CompiledPack.build(pack, engine="auto", cache_dir=cache)
     assert second.prefilter.name == "hyperscan"

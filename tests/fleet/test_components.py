@@ -24,7 +24,7 @@ from typing import Callable, Iterator
 import pytest
 
 from .conftest import BootId, XID79, QUIET, run_check_cli
-from tests.timelimits import scaled
+from tests.timelimits import wait_until
 
 pytestmark = [pytest.mark.components, pytest.mark.xdist_group("fleet-components")]  # one Slurm cluster per run
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,15 +46,9 @@ def tail(path: Path, n: int = 15) -> str:
         return "(no log)"
 
 
-def wait_for(pred: Callable[[], object], timeout: float, interval: float = 0.2) -> object:
-    deadline = time.monotonic() + scaled(timeout)
-    while True:
-        value = pred()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            return value
-        time.sleep(interval)
+def wait_for(pred: Callable[[], object], timeout: float, alive: Callable[[], bool] | None = None) -> object:
+    """``pred``'s value once true; the wait ends early when the daemon it waits on (``alive``) has died."""
+    return wait_until(pred, timeout, alive=alive, step=0.2)
 
 
 class Daemon:
@@ -124,7 +118,7 @@ def node_exporter(tmp_path: Path) -> Iterator[tuple[str, Path]]:
                                             "--collector.disable-defaults", "--collector.textfile",
                                             f"--collector.textfile.directory={textdir}"], tmp_path / "ne.log")
     url = f"http://127.0.0.1:{port}/metrics"
-    if not wait_for(lambda: d.alive() and http_get(url), 20):
+    if not wait_for(lambda: d.alive() and http_get(url), 20, d.alive):
         d.skip("no /metrics within 20 s")
     assert listening_on_loopback_only(port)
     yield url, textdir
@@ -168,7 +162,7 @@ def _rules_for_test(dest: Path) -> tuple[Path, str]:
 
 
 @pytest.fixture
-def prometheus(node_exporter, tmp_path: Path) -> Iterator[tuple[str, Path, str]]:  # type: ignore[no-untyped-def]
+def prometheus(node_exporter, tmp_path: Path) -> Iterator[tuple[str, Path, str, Callable[[], bool]]]:  # type: ignore[no-untyped-def]
     need("prometheus")
     ne_url, textdir = node_exporter
     target = ne_url.split("/")[2]
@@ -184,13 +178,13 @@ def prometheus(node_exporter, tmp_path: Path) -> Iterator[tuple[str, Path, str]]
                               f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=1h"],
                tmp_path / "prometheus.log")
     base = f"http://127.0.0.1:{port}"
-    if not wait_for(lambda: d.alive() and http_get(base + "/-/ready"), 60):
+    if not wait_for(lambda: d.alive() and http_get(base + "/-/ready"), 60, d.alive):
         d.skip("not ready within 60 s")
     assert listening_on_loopback_only(port)
     rules_loaded = json.loads(http_get(base + "/api/v1/rules") or "{}")
     names = [r.get("name") for g in rules_loaded.get("data", {}).get("groups", []) for r in g["rules"]]
     assert ALERT in names, names
-    yield base, textdir, note
+    yield base, textdir, note, d.alive
     d.stop()
 
 
@@ -206,14 +200,14 @@ def _alert_state(base: str) -> str | None:
 
 def test_xid79_fires_the_alert_and_it_resolves(prometheus, tmp_path: Path, boot: BootId, warm_cli,  # type: ignore[no-untyped-def]
                                                record_property) -> None:
-    base, textdir, note = prometheus
+    base, textdir, note, alive = prometheus
     log = tmp_path / "kern.log"
     log.write_text(QUIET)
     args = ["--file", str(log), "--state", str(tmp_path / "st"), "--textfile", str(textdir / "qwen_triage.prom"),
             "--hold", "2", "--format", "npd"]
     assert run_check_cli(*args).returncode == 0
     up = wait_for(lambda: "qwen_triage_up" in (http_get(base + "/api/v1/query?query=qwen_triage_up") or "")
-                  and json.loads(http_get(base + "/api/v1/query?query=qwen_triage_up") or "{}")["data"]["result"], 20)
+                  and json.loads(http_get(base + "/api/v1/query?query=qwen_triage_up") or "{}")["data"]["result"], 20, alive)
     assert up, "Prometheus never scraped qwen_triage_up"
     assert _alert_state(base) == "inactive"
 
@@ -221,7 +215,7 @@ def test_xid79_fires_the_alert_and_it_resolves(prometheus, tmp_path: Path, boot:
     with open(log, "a") as fh:
         fh.write(XID79)
     assert run_check_cli(*args).returncode == 1  # the periodic check runs (here: at once)
-    state = wait_for(lambda: _alert_state(base) == "firing", 60)
+    state = wait_for(lambda: _alert_state(base) == "firing", 60, alive)
     fire_delay = time.monotonic() - t0
     assert state, f"{ALERT} did not fire within 60 s; alerts: {http_get(base + '/api/v1/alerts')}"
 
@@ -233,7 +227,7 @@ def test_xid79_fires_the_alert_and_it_resolves(prometheus, tmp_path: Path, boot:
     boot.reboot()
     t1 = time.monotonic()
     assert run_check_cli(*args).returncode == 0
-    resolved = wait_for(lambda: _alert_state(base) == "inactive", 60)
+    resolved = wait_for(lambda: _alert_state(base) == "inactive", 60, alive)
     resolve_delay = time.monotonic() - t1
     assert resolved, f"{ALERT} did not resolve; alerts: {http_get(base + '/api/v1/alerts')}"
     record_property("log_line_to_firing_alert_s", round(fire_delay, 2))
@@ -254,6 +248,10 @@ class Slurm:
         self.conf = root / "slurm.conf"
         self.env = {**os.environ, "SLURM_CONF": str(self.conf)}
         self.daemons: list[Daemon] = []
+
+    def alive(self) -> bool:
+        """Every daemon started so far still runs: a wait on the cluster ends when one has died."""
+        return all(d.alive() for d in self.daemons)
 
     def scontrol(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(["scontrol", *args], capture_output=True, text=True, timeout=20, env=self.env,
@@ -280,13 +278,13 @@ class Slurm:
 
     def wait_runs(self, n: int, timeout: float = 90) -> None:
         start = self.hc_runs()
-        assert wait_for(lambda: self.hc_runs() >= start + n, timeout), (
+        assert wait_for(lambda: self.hc_runs() >= start + n, timeout, self.alive), (
             f"the health check did not run {n} more time(s):\n{tail(self.root / 'hc.log')}\n"
             f"{tail(self.root / 'slurmd.log')}")
 
     def reset(self) -> None:
         self.scontrol("update", f"NodeName={NODE}", "State=RESUME")
-        assert wait_for(lambda: "DRAIN" not in self.node().get("State", "DRAIN"), 20), self.node()
+        assert wait_for(lambda: "DRAIN" not in self.node().get("State", "DRAIN"), 20, self.alive), self.node()
 
 
 HEALTHCHECK = """#!/bin/sh
@@ -325,7 +323,7 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory, warm_cli) -> Iterato
         shutil.rmtree(root, ignore_errors=True)
 
     try:
-        if not wait_for(lambda: munged.alive() and sock.exists(), 15):
+        if not wait_for(lambda: munged.alive() and sock.exists(), 15, munged.alive):
             munged.skip("no socket within 15 s")
         ctld_port, d_port = free_port(), free_port()
         hc = root / "healthcheck"
@@ -368,12 +366,12 @@ PartitionName=debug Nodes={NODE} Default=YES State=UP
         ctld = Daemon("slurmctld", ["slurmctld", "-D", "-i", "-f", str(cluster.conf)], root / "slurmctld.out",
                       env=cluster.env)
         cluster.daemons.append(ctld)
-        if not wait_for(lambda: ctld.alive() and cluster.scontrol("ping").returncode == 0, 30):
+        if not wait_for(lambda: ctld.alive() and cluster.scontrol("ping").returncode == 0, 30, ctld.alive):
             ctld.skip(f"no answer to scontrol ping within 30 s\n{tail(root / 'slurmctld.log')}")
         slurmd = Daemon("slurmd", ["slurmd", "-D", "-f", str(cluster.conf), "-N", NODE], root / "slurmd.out",
                         env=cluster.env)
         cluster.daemons.append(slurmd)
-        if not wait_for(lambda: slurmd.alive() and cluster.node().get("State", "").startswith("IDLE"), 40):
+        if not wait_for(lambda: slurmd.alive() and cluster.node().get("State", "").startswith("IDLE"), 40, slurmd.alive):
             slurmd.skip(f"node never became IDLE: {cluster.node()}\n{tail(root / 'slurmd.log')}")
         assert listening_on_loopback_only(ctld_port) and listening_on_loopback_only(d_port)
         cluster.wait_runs(1)
@@ -395,7 +393,8 @@ def test_slurm_xid79_drains_the_node_and_resumes_when_enabled(slurm_cluster: Slu
     t0 = time.monotonic()
     with open(log, "a") as fh:
         fh.write(XID79)
-    drained = wait_for(lambda: s.node().get("Reason", "").startswith("xid_fatal (qwen-triage: hardware.xid_fatal)"), 90)
+    drained = wait_for(lambda: s.node().get("Reason", "").startswith("xid_fatal (qwen-triage: hardware.xid_fatal)"), 90,
+                       s.alive)
     drain_delay = time.monotonic() - t0
     node = s.node()
     assert drained and "DRAIN" in node["State"], f"{node}\n{tail(s.root / 'hc.log')}"
@@ -411,7 +410,7 @@ def test_slurm_xid79_drains_the_node_and_resumes_when_enabled(slurm_cluster: Slu
 
     s.configure_check(log, state, "--slurm-resume")
     t1 = time.monotonic()
-    resumed = wait_for(lambda: "DRAIN" not in s.node().get("State", "DRAIN"), 90)
+    resumed = wait_for(lambda: "DRAIN" not in s.node().get("State", "DRAIN"), 90, s.alive)
     resume_delay = time.monotonic() - t1
     assert resumed, f"{s.node()}\n{tail(s.root / 'hc.log')}"
     assert s.node().get("Reason", "") in ("", "(null)", "None")

@@ -12,7 +12,7 @@ import pytest
 from qwen_triage.inputs.base import Reader
 from qwen_triage.inputs.position import SourceState
 from qwen_triage.inputs.registry import UnknownReader, build, names
-from tests.timelimits import scaled
+from tests.timelimits import scaled, wait_until
 
 
 def read_all(reader: Reader, prev: SourceState | None = None) -> bytes:
@@ -61,9 +61,7 @@ def test_a_process_reader_reads_the_file_its_stdout_goes_to_even_after_a_rename(
     with open(log, "wb") as out:
         proc = subprocess.Popen([sys.executable, "-c", code], stdout=out, stdin=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + scaled(20)
-        while log.stat().st_size == 0 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: log.stat().st_size > 0, 20, alive=lambda: proc.poll() is None, step=0.05)
         log.rename(tmp_path / "out.log.1")  # logrotate: the process still writes to the same file
         reader = build("process", proc.pid, 1)
         assert reader.label == f"{tmp_path / 'out.log.1'}"

@@ -13,7 +13,8 @@ from typing import Callable
 import psutil
 
 from tests.conftest import ROOT
-from tests.timelimits import scaled
+from tests.sigint import default_sigint
+from tests.timelimits import scaled, wait_until
 
 LIVE = ROOT / "fixtures" / "live"
 RULES = LIVE / "rules"
@@ -59,13 +60,12 @@ class Stream:
             return next((t for t, line in self.lines if needle in line), None)
 
     def wait_for(self, needle: str, timeout: float = 10.0) -> float:
-        deadline = time.monotonic() + scaled(timeout)
-        while time.monotonic() < deadline:
-            t = self.first(needle)
-            if t is not None:
-                return t
-            time.sleep(0.02)
-        raise AssertionError(f"{needle!r} did not appear within {timeout} s; got:\n{self.text[-4000:]}")
+        """When ``needle`` arrived; fails at once when the pipe ended without it (the process is gone)."""
+        t = wait_until(lambda: self.first(needle), timeout, alive=self.thread.is_alive)
+        if t is None:
+            ended = "the stream ended" if not self.thread.is_alive() else f"within {timeout} s (scaled)"
+            raise AssertionError(f"{needle!r} did not appear: {ended}; got:\n{self.text[-4000:]}")
+        return t
 
     def join(self, timeout: float = 10.0) -> None:
         self.thread.join(scaled(timeout))
@@ -85,6 +85,7 @@ class Live:
             env=env,
             cwd=cwd or ROOT,
             start_new_session=new_session,
+            preexec_fn=default_sigint,  # ctrl_c() must reach it even from a suite started with `&`
         )
         self.out = Stream(self.proc.stdout)
         self.err = Stream(self.proc.stderr)
@@ -105,15 +106,20 @@ class Live:
             self.proc.wait()
 
 
-def read_pids(pidfile: Path, count: int, timeout: float = 10.0) -> dict[int, str]:
-    deadline = time.monotonic() + scaled(timeout)
-    while time.monotonic() < deadline:
-        if pidfile.exists():
-            pairs = [line.split(" ", 1) for line in pidfile.read_text().splitlines() if " " in line]
-            if len(pairs) >= count:
-                return {int(p): role for p, role in pairs}
-        time.sleep(0.02)
-    raise AssertionError(f"only {pidfile.read_text() if pidfile.exists() else 'no'} pids after {timeout} s")
+def read_pids(pidfile: Path, count: int, timeout: float = 10.0,
+              proc: subprocess.Popen | None = None) -> dict[int, str]:  # type: ignore[type-arg]
+    """The first ``count`` pids the fixture wrote; the wait ends early when ``proc`` (which writes them) exited."""
+
+    def pids() -> dict[int, str]:
+        pairs = [line.split(" ", 1) for line in pidfile.read_text().splitlines() if " " in line] \
+            if pidfile.exists() else []
+        return {int(p): role for p, role in pairs} if len(pairs) >= count else {}
+
+    found = wait_until(pids, timeout, alive=None if proc is None else (lambda: proc.poll() is None))
+    if not found:
+        raise AssertionError(f"only {pidfile.read_text() if pidfile.exists() else 'no'} pids after {timeout} s"
+                             + ("" if proc is None or proc.poll() is None else f" (exited {proc.returncode})"))
+    return found
 
 
 def running(pid: int) -> bool:
@@ -158,9 +164,4 @@ def env_with(**extra: str) -> dict[str, str]:
 
 
 def eventually(check: Callable[[], bool], timeout: float = 5.0, step: float = 0.02) -> bool:
-    deadline = time.monotonic() + scaled(timeout)
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(step)
-    return check()
+    return bool(wait_until(check, timeout, step=step))

@@ -47,7 +47,7 @@ def test_attach_to_a_server_logging_to_a_file(tmp_path) -> None:
         server = subprocess.Popen(fixture("ollama_to_file.py", "--pidfile", str(pidfile), "--go", str(go)),
                                   stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
-        read_pids(pidfile, 1)
+        read_pids(pidfile, 1, proc=server)
         live = Live(qt_argv("attach", str(server.pid), "--rules", str(RULES), "--format", "json"))
         live.err.wait_for("attached to", timeout=30)
         go.touch()  # now the server loads a model: its runner starts, fails and exits

@@ -49,7 +49,7 @@ def run_argv(tmp_path, argv: list[str]) -> list[str]:
 
 def _sigkill_wrapper_and_check(tmp_path, live: Live, port: int, dport: int) -> None:
     try:
-        pids = read_pids(tmp_path / "pids", 2, timeout=60)
+        pids = read_pids(tmp_path / "pids", 2, timeout=60, proc=live.proc)
         assert not port_free(port) and not port_free(dport)
         os.kill(live.proc.pid, signal.SIGKILL)  # the wrapper alone, as the OOM killer or `kill -9 PID` would
         live.wait(10)
@@ -70,7 +70,7 @@ def test_clean_stop_of_run_stops_the_double_forked_daemon(tmp_path) -> None:
     argv, port, dport = child(tmp_path, "--ignore-term")
     live = Live(run_argv(tmp_path, argv))
     try:
-        pids = read_pids(tmp_path / "pids", 2, timeout=60)
+        pids = read_pids(tmp_path / "pids", 2, timeout=60, proc=live.proc)
         live.proc.send_signal(signal.SIGTERM)
         rc = live.wait(20)
     finally:

@@ -14,7 +14,7 @@ import pytest
 
 from qwen_triage.live import pump
 from qwen_triage.live.pump import Pump, PumpLink, record, take_records
-from tests.timelimits import scaled
+from tests.timelimits import wait_until
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the pump's kernel path is Linux's")
 
@@ -96,9 +96,8 @@ class Rig:
         return [r[0] for r in self.records]
 
     def wait_sunk(self, n: int, timeout: float = 10) -> None:
-        deadline = time.monotonic() + scaled(timeout)
-        while len(self.sunk) < n and time.monotonic() < deadline:
-            time.sleep(0.01)
+        """Until ``n`` bytes reached the sink, or the pump ended (nothing more will come)."""
+        wait_until(lambda: len(self.sunk) >= n, timeout, alive=self.thread.is_alive, step=0.01)
 
 
 def mixed_chunks() -> list[tuple[int, bytes]]:
@@ -198,9 +197,7 @@ def test_a_terminal_sink_gets_the_bytes_unchanged(tmp_path) -> None:
     with Rig(tmp_path, sink_fd=slave) as rig:
         data = b"".join(b"tty line %05d\n" % i for i in range(20_000))
         pump.write_all(rig.out_w, data)
-        deadline = time.monotonic() + scaled(10)
-        while len(got) < len(data) and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: len(got) >= len(data), 10, alive=lambda: rig.thread.is_alive() and reader.is_alive())
         os.close(rig.out_w)
         os.close(rig.err_w)
         os.close(rig.ctl_w)
@@ -225,10 +222,12 @@ def test_the_pump_process_ignores_ctrl_c_and_ends_with_the_pipes(tmp_path) -> No
         assert link.proc.poll() is None
         os.close(out_w)
         kinds: list[int] = []
-        deadline = time.monotonic() + scaled(10)
-        while pump.EOF not in kinds and time.monotonic() < deadline:
-            kinds += [r[0] for r in link.receive(0.2) or []]
-        assert pump.EOF in kinds
+
+        def eof() -> bool:
+            kinds.extend(r[0] for r in link.receive(0.2) or [])
+            return pump.EOF in kinds
+
+        assert wait_until(eof, 10, alive=lambda: link.proc.poll() is None, step=0), kinds
         link.end_control()
         assert link.proc.wait(10) == 0
     finally:
@@ -254,9 +253,7 @@ def test_a_pump_that_dies_is_started_again_and_output_keeps_flowing(tmp_path) ->
 
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
-    deadline = time.monotonic() + scaled(10)
-    while b"step 3\n" not in got and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: b"step 3\n" in got, 10, alive=reader.is_alive, step=0.01)
     link = sup._link
     assert link is not None
     os.kill(link.proc.pid, signal.SIGKILL)

@@ -85,7 +85,7 @@ def test_stall_report_names_the_stage_and_ctrl_c_leaves_no_process(tmp_path) -> 
     live = Live(qt_argv("run", "--stall", "2", "--grace", "3", "--log", str(tmp_path / "r.log"), "--",
                         *fixture("vllm_nccl_hang.py", "--pidfile", str(pidfile))))
     try:
-        pids = read_pids(pidfile, HANG_PROCESSES)
+        pids = read_pids(pidfile, HANG_PROCESSES, proc=live.proc)
         live.err.wait_for("qwen-triage ▸ stall", timeout=10)
         time.sleep(0.2)
         err = flat(live.err.text)
@@ -113,7 +113,7 @@ def test_sigterm_kills_the_whole_tree_even_workers_that_ignore_it_or_escaped(tmp
     live = Live(qt_argv("run", "--stall", "0", "--grace", "1", "--log", str(tmp_path / "r.log"), "--",
                         *fixture("vllm_nccl_hang.py", "--pidfile", str(pidfile), "--ignore-term", "--escape")))
     try:
-        pids = read_pids(pidfile, HANG_PROCESSES)
+        pids = read_pids(pidfile, HANG_PROCESSES, proc=live.proc)
         time.sleep(0.8)  # descendants are noted twice a second
         started = time.monotonic()
         live.proc.send_signal(signal.SIGTERM)  # to qwen-triage alone, as `kill PID` or systemd would
@@ -132,7 +132,7 @@ def test_processes_left_behind_by_an_exited_child_are_stopped(tmp_path) -> None:
     live = Live(qt_argv("run", "--stall", "0", "--grace", "0.5", "--log", str(tmp_path / "r.log"), "--",
                         *fixture("vllm_nccl_hang.py", "--pidfile", str(pidfile), "--exit-after", "1.2")))
     try:
-        pids = read_pids(pidfile, HANG_PROCESSES)
+        pids = read_pids(pidfile, HANG_PROCESSES, proc=live.proc)
         rc = live.wait(20)
     finally:
         live.kill()

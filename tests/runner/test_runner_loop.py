@@ -34,7 +34,8 @@ from tests.runner.helpers import (
     make_model,
     wait_no_marked,
 )
-from tests.timelimits import scaled
+from tests.timelimits import wait_until
+from tests.sigint import default_sigint
 
 
 @pytest.fixture(scope="module")
@@ -206,9 +207,7 @@ def test_engine_death_after_ready_is_seen_by_readiness_and_restarted(h, models, 
     result = {}
     t = threading.Thread(target=lambda: result.setdefault("r", run.go()))
     t.start()
-    deadline = time.monotonic() + scaled(40)
-    while time.monotonic() < deadline and h.text.count("is ready after") < 2:
-        time.sleep(0.1)
+    wait_until(lambda: h.text.count("is ready after") >= 2, 40, alive=t.is_alive, step=0.1)
     run.deps.stop.set()  # Ctrl-C
     t.join(30)
     res = result["r"]
@@ -359,7 +358,7 @@ def test_kernel_log_unreadable_is_a_note():
 def _cli(args: list[str], marker: str, tmp_path: Path, **kw) -> subprocess.Popen:
     env = {**os.environ, "QWEN_TRIAGE_TEST_MARK": marker, "XDG_STATE_HOME": str(tmp_path / "state")}
     return subprocess.Popen([sys.executable, "-m", "qwen_triage", "relaunch", *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True, **kw)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=default_sigint, **kw)
 
 
 def test_cli_ctrl_c_before_ready(tmp_path, marker, models):

@@ -26,6 +26,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -40,12 +41,13 @@ from tests.runner.helpers import (
     split_model,
     wait_no_marked,
 )
+from tests.sigint import default_sigint
 from tests.timelimits import scaled
 
 pytestmark = [pytest.mark.vllm, pytest.mark.xdist_group("vllm-server")]  # one server at a time (conftest)
 
 VLLM = VLLM_VENV / "bin" / "vllm"
-RUN_TIMEOUT = 240  # one runner process, all its attempts
+RUN_TIMEOUT = 240  # seconds (scaled) a runner may go without progress: no output, no log line, no journal entry
 READY_TIMEOUT = "150"  # one attempt; a TP 2 start took 40 s on a loaded 2-core machine
 COMMON = ["--max-model-len", "256", "--enforce-eager", "--kv-cache-memory-bytes", "64M"]
 TIMES: dict[str, float] = {}
@@ -136,15 +138,16 @@ class Runner:
 
     def __init__(self, args: list[str], tmp: Path, marker: str):
         self.journal = tmp / "journal.jsonl"
+        self.logs = tmp / "runs"
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONHOME", "VIRTUAL_ENV")}
         env.update(QWEN_TRIAGE_TEST_MARK=marker, XDG_STATE_HOME=str(tmp / "state"))
         base = [sys.executable, "-m", "qwen_triage", "relaunch", "--journal", str(self.journal),
-                "--log-dir", str(tmp / "runs"), "--ready-timeout", READY_TIMEOUT, "--backoff", "0",
+                "--log-dir", str(self.logs), "--ready-timeout", READY_TIMEOUT, "--backoff", "0",
                 "--grace", "10", "--env", "VLLM_TARGET_DEVICE=cpu", "--env", "HF_HUB_OFFLINE=1",
                 "--env", "PYTHONNOUSERSITE=1"]
         self.t0 = time.monotonic()
         self.proc = subprocess.Popen(base + args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     start_new_session=True)
+                                     start_new_session=True, preexec_fn=default_sigint)  # abort() sends SIGINT
         self.err: list[str] = []
         self.out: list[str] = []
         self._readers = [threading.Thread(target=self._read, args=(self.proc.stderr, self.err), daemon=True),
@@ -163,19 +166,36 @@ class Runner:
     def text(self) -> str:
         return "".join(self.err)
 
-    def wait_for(self, needle: str, count: int = 1, timeout: float = RUN_TIMEOUT) -> None:
-        deadline = time.monotonic() + scaled(timeout)
-        while self.text.count(needle) < count:
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"no {needle!r} (x{count}) in:\n{self.text}")
+    def progress(self) -> tuple[int, ...]:
+        """What changes while the runner works: its output, its journal, the logs of its attempts."""
+        logs = sum(f.stat().st_size for f in self.logs.rglob("*") if f.is_file()) if self.logs.exists() else 0
+        journal = self.journal.stat().st_size if self.journal.exists() else 0
+        return len(self.err), len(self.out), logs, journal
+
+    def _until(self, done: Callable[[], bool], quiet: float) -> bool:
+        """Wait for ``done`` while the runner lives and makes progress: the limit is ``scaled(quiet)``
+        seconds with nothing new (not a fixed time for the whole run, which a loaded machine misses)."""
+        last, since = self.progress(), time.monotonic()
+        while not done():
+            if self.proc.poll() is not None:
+                return done()
+            now = self.progress()
+            if now != last:
+                last, since = now, time.monotonic()
+            elif time.monotonic() - since > scaled(quiet):
+                return False
             time.sleep(0.2)
+        return True
+
+    def wait_for(self, needle: str, count: int = 1, timeout: float = RUN_TIMEOUT) -> None:
+        if not self._until(lambda: self.text.count(needle) >= count, timeout):
+            raise AssertionError(f"no {needle!r} (x{count}) in:\n{self.text}")
 
     def finish(self, timeout: float = RUN_TIMEOUT) -> tuple[int, str]:
-        try:
-            self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
+        """The runner's status and stdout once it exits; fails when it has made no progress for ``timeout`` (scaled)."""
+        if not self._until(lambda: self.proc.poll() is not None, timeout):
             self.abort()
-            raise AssertionError(f"relaunch did not finish in {timeout} s:\n{self.text}") from None
+            raise AssertionError(f"relaunch made no progress for {timeout} s (scaled):\n{self.text}")
         for t in self._readers:
             t.join(5)
         return self.proc.returncode, "".join(self.out)

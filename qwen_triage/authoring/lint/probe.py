@@ -14,7 +14,6 @@ from qwen_triage.rulepack.pack import compile_pattern
 
 PROBE_TIMEOUT = 0.5  # a pattern slower than this on a probe line is hostile
 PROBE_SLOW = 0.2  # CPU seconds, generous
-PROBE_RETRIES = 4  # wall limits 0.5, 2, 8, 32 s: a probe starved of CPU on a loaded machine gets it
 PROBE_MAX = 64 * 1024  # the matcher never sees more of a line than this
 _NESTED_QUANT = re.compile(r"\((?:[^()\\]|\\.)*[+*](?:\)|\)\?)?[^()]*\)[+*{]")
 
@@ -65,14 +64,16 @@ def probe_pattern(pattern: str, examples: list[str], full: bool = False) -> str 
 
 
 def _cpu_seconds(run, probe: str) -> float | None:  # type: ignore[no-untyped-def]
-    """The CPU this thread spent on one probe; None past PROBE_TIMEOUT of CPU.
+    """The CPU this thread spent on one probe; None once it has spent PROBE_TIMEOUT of CPU.
 
-    Decided by work, not by the clock: the regex engine's timeout is wall time, so on a machine
-    busy with other work a probe that is cut off having had little CPU is run again with a longer
-    wall limit (the same answer on an idle and a loaded machine, as lint must give).
+    Decided by work, not by the clock: the regex engine's only limit is wall time, so a probe cut
+    off having had less than its CPU budget was starved by other work, not slow, and is run again
+    with a limit four times longer - for as long as that takes. The wall limit only bounds one try;
+    the answer comes from the CPU spent, the same on an idle and a loaded machine (two cores shared
+    by thirty jobs give a probe a thirtieth of a core: about 15 s of wall for its half second).
     """
     wall = PROBE_TIMEOUT
-    for _ in range(PROBE_RETRIES):
+    while True:
         t0 = time.thread_time()
         try:
             run(probe, timeout=wall)
@@ -82,4 +83,3 @@ def _cpu_seconds(run, probe: str) -> float | None:  # type: ignore[no-untyped-de
             wall *= 4  # starved, not slow: give it the CPU it did not get
             continue
         return time.thread_time() - t0
-    return None
