@@ -100,34 +100,116 @@ _ERR_HINT = re.compile(r"err(?!upt)|exc|\be\b|reason|strerror|what\(\)|status|re
 _KEY_HINT = re.compile(r"key|param|weight|tensor|layer", re.I)
 
 
-def value_for(f: Field, function: str = "") -> str:
-    """A plausible value for one placeholder: by what fills it, else by its conversion."""
+# The last name of a placeholder's expression says a number more surely than any word inside it:
+# ``max_file_size`` is a size, not a path; ``num_errors`` a count, not an error.
+_INT_NAME = re.compile(r"^(?:num|n|max|min|total|expected|actual|got)_|_(?:size|count|len|num|bytes|gb|mb|gib|mib|"
+                       r"idx|index|rank|port|dim|heads|layers|tokens|blocks|seqs|steps?|id)$|^(?:size|count|len|n|idx|"
+                       r"index|rank|port|step|epoch|world_size|nproc|nnodes|numel|ndim|dim|tp|pp|dp|ep)$", re.I)
+_INT_CALL = re.compile(r"^(?:len|int|sum|max|min|round|ord)\(|\.(?:size|numel|count|__len__|dim|bit_length)\(\)?$|"
+                       r"\.(?:ndim|nbytes|itemsize)$")
+_FLOAT_CALL = re.compile(r"^(?:float)\(|\.item\(\)$|/")
+_STR_ID_HINT = re.compile(r"(?:^|[._])(?:model|repo|revision|name|tag|user|pipeline|trust)_?id$", re.I)
+_LAST_NAME = re.compile(r"([A-Za-z_]\w*)\W*$")
+
+# How each placeholder type is written in a catalogue template and matched in a printed line.
+TYPE_REGEX = {
+    "int": r"-?\d+",
+    "float": r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|-?inf|nan",
+    "hex": r"(?:0[xX])?[0-9a-fA-F]+",
+    "path": r"\S+",
+    "str": r".+?",
+    "any": r".*?",
+}
+
+
+def type_of(f: Field) -> str:
+    """The placeholder's type: int, float, hex, path, str (one word or name) or any (free text, a repr).
+
+    The conversion decides when it says (``%d``, ``%x``, ``.2f``, ``%r``); else the expression that fills it,
+    its last name first (``self.cfg.max_file_size`` -> int) and its words second (``ckpt_path`` -> path).
+    """
     hint = f.hint.strip()
     conv = f.conv[-1:] if f.conv else ""
     if _FUNC_HINT.match(hint):
-        return function or "load_model"
-    if hint in ("__FILE__",):
-        return "src/main.cc"
+        return "str"
     if hint == "__LINE__":
-        return "120"
-    if conv in "diuoxXcbn" and conv:
-        if conv == "c":
-            return "x"
-        if conv in "xX":
-            return "1f"
+        return "int"
+    if hint == "__FILE__":
+        return "path"
+    if conv == "c":
+        return "str"
+    if conv in ("x", "X", "p"):
+        return "hex"
+    if conv and conv in "diuobn":
+        return "int"
+    if conv and conv in "eEfFgGaA%":
+        return "float"
+    if conv in ("r", "a"):
+        return "any"
+    if conv == "T":
+        return "str"
+    if not hint:
+        return "any" if conv in ("w", "v") else "str"
+    return _hint_type(hint)
+
+
+def _hint_type(hint: str) -> str:
+    """The type of a placeholder of no declared conversion, from the expression that fills it."""
+    if _INT_CALL.search(hint):
+        return "int"
+    if _FLOAT_CALL.search(hint):
+        return "float"
+    m = _LAST_NAME.search(hint)
+    last = m[1] if m else hint
+    if _STR_ID_HINT.search(last):
+        return "str"
+    if _INT_NAME.search(last):
+        return "int"
+    if _RATIO_HINT.search(last):
+        return "float"
+    for pattern, kind in ((_ARCHS_HINT, "any"), (_ARCH_HINT, "str"), (_ERR_HINT, "any"), (_PATH_HINT, "path"),
+                          (_PORT_HINT, "int"), (_HOST_HINT, "str"), (_MODEL_HINT, "str"), (_RATIO_HINT, "float"),
+                          (_NUM_HINT, "int"), (_GPU_HINT, "int")):
+        if pattern.search(hint):
+            return kind
+    return "str"
+
+
+def value_for(f: Field, function: str = "") -> str:
+    """A plausible value for one placeholder, of its type (:func:`type_of`): a number where the program
+    prints a number, a path where it prints a path, else a word chosen by what fills it."""
+    hint = f.hint.strip()
+    conv = f.conv[-1:] if f.conv else ""
+    kind = type_of(f)
+    if _FUNC_HINT.match(hint):
+        return function or "load_model"
+    if hint == "__FILE__":
+        return "src/main.cc"
+    if kind == "int":
+        if hint == "__LINE__":
+            return "120"
         if _PORT_HINT.search(hint):
             return "29500"
-        if _GPU_HINT.search(hint):
+        if _GPU_HINT.search(hint) and not _NUM_HINT.search(hint.replace("rank", "")):
             return "0"
         return "4"
-    if conv in "eEfFgGaA" and conv:
+    if kind == "float":
         return "0.90" if ".2" in f.conv or not f.conv.startswith(".") else "0.9"
-    if conv == "p":
-        return "0x7f3a2c000000"
+    if kind == "hex":
+        return "0x7f3a2c000000" if conv == "p" else "1f"
+    if conv == "c":
+        return "x"
     if conv == "T":
         return "*errors.errorString"
-    value = _string_value(hint)
-    if conv in "rq":
+    if kind == "path":
+        value = "/data/models/model-a/config.json"
+    elif kind == "any" and not hint:
+        value = "value"
+    else:
+        value = _string_value(hint)
+        if value[:1].isdigit():  # a word's expression that only sounds like a number: printed as a word
+            value = "value"
+    if conv in "rq" and conv:
         return f"'{value}'" if conv == "r" else f'"{value}"'
     return value
 
@@ -160,3 +242,50 @@ def render(t: Template) -> str:
     body = "".join(p if isinstance(p, str) else value_for(p, t.function) for p in t.parts)
     body = body.rstrip("\n")
     return f"{t.prefix}{body}{t.suffix}"
+
+
+def typed_text(parts: list[str | Field]) -> str:
+    """The template with typed placeholders (``{int}``, ``{path}``…); literal braces doubled, as in str.format."""
+    return "".join(p.replace("{", "{{").replace("}", "}}") if isinstance(p, str) else "{" + type_of(p) + "}"
+                   for p in parts).rstrip("\n")
+
+
+def typed_regex(parts: list[str | Field]) -> str:
+    """A pattern for the printed message: literal text escaped (runs of blanks as any blanks), each field by its
+    type. Only the first line that carries words: a log holds a message one line at a time."""
+    lines: list[list[str | Field]] = [[]]
+    for p in parts:
+        if isinstance(p, str) and "\n" in p:
+            first, *rest = p.split("\n")
+            lines[-1].append(first)
+            lines.extend([r] for r in rest)
+        else:
+            lines[-1].append(p)
+    line = next((ln for ln in lines if any(isinstance(p, str) and re.search(r"[A-Za-z]{2}", p) for p in ln)),
+                lines[0])
+    out = []
+    for p in line:
+        if isinstance(p, str):
+            out.append(r"\s+".join(re.escape(chunk) for chunk in re.split(r"[ \t]+", p)))
+        else:
+            out.append("(?:" + TYPE_REGEX[type_of(p)] + ")")
+    pattern = "".join(out)
+    while pattern.endswith("(?:.*?)") or pattern.endswith("(?:.+?)"):  # a trailing lazy field matches nothing
+        pattern = pattern[: -len("(?:.*?)")]
+    while pattern.startswith("(?:.*?)") or pattern.startswith("(?:.+?)"):
+        pattern = pattern[len("(?:.*?)"):]
+    return pattern
+
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_']*[A-Za-z0-9]")
+
+
+def literal_words(parts: list[str | Field]) -> list[str]:
+    """The literal words of three letters or more, in order, each once: the keys of a lookup index."""
+    seen: dict[str, None] = {}
+    for p in parts:
+        if isinstance(p, str):
+            for w in _WORD.findall(p):
+                if sum(c.isalpha() for c in w) >= 3:
+                    seen.setdefault(w, None)
+    return list(seen)

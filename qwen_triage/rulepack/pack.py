@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from qwen_triage.rulepack.codes import CODES_DIR, CodeTables, code_files, load_code_tables, resolve_rows
 from qwen_triage.rulepack.errors import Position, RuleFileError
-from qwen_triage.rulepack.paths import CLASSES_FILE, bundled_rules_dir
+from qwen_triage.rulepack.paths import CATALOGUE_DIR, CLASSES_FILE, bundled_rules_dir
 from qwen_triage.rulepack.spec import ClassSpec, RuleSpec
 from qwen_triage.rulepack.trust import require_trusted
 
@@ -109,7 +109,7 @@ def rule_files(directory: Path) -> list[Path]:
     if not directory.is_dir():
         raise RuleFileError(directory, 1, 1, "rules directory does not exist")
     return sorted(p for p in directory.rglob("*") if p.suffix in (".yaml", ".yml") and p.name not in DATA_FILES
-                  and CODES_DIR not in p.relative_to(directory).parts[:-1])
+                  and not {CODES_DIR, CATALOGUE_DIR} & set(p.relative_to(directory).parts[:-1]))
 
 
 def extra_rule_dirs(cli_dirs: tuple[str, ...] | list[str] = ()) -> list[Path]:

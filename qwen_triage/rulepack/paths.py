@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 CLASSES_FILE = "classes.yaml"
+CATALOGUE_DIR = "catalogue"  # generated data (the message catalogue), not rules: never loaded as rule files
 
 
 def bundled_rules_dir() -> Path:
