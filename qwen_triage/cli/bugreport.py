@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 
 import click
@@ -46,10 +45,10 @@ def report(logs: tuple[str, ...], units: tuple[str, ...], kernel: bool, fmt: str
     if out_path is None:
         sys.stdout.write(text)
         return
+    from qwen_triage.atomicfile import write_atomic
+
     try:
-        fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        write_atomic(out_path, text, mode=0o600)  # logs and environments, redacted or not: the owner's alone
     except OSError as exc:
         fail(f"{out_path}: {exc.strerror or exc}")
     click.echo(f"wrote {out_path} ({len(text.encode())} bytes)", err=True)

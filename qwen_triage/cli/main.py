@@ -407,7 +407,12 @@ def rules_suggest(paths: tuple[str, ...], rule_dirs: tuple[str, ...], engine: st
         sys.exit(EXIT_CLEAN)
     text = render(drafts)
     if out_path:
-        Path(out_path).write_text(text)
+        from qwen_triage.atomicfile import write_atomic
+
+        try:
+            write_atomic(out_path, text, mode=0o600)  # drafts quote log lines
+        except OSError as exc:
+            fail(f"{out_path}: {exc.strerror or exc}")
         click.echo(f"qwen-triage: {len(drafts)} draft rule(s) written to {out_path}", err=True)
     else:
         click.echo(text, nl=False)

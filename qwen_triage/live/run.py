@@ -142,5 +142,7 @@ def _write_report(report, path: Path) -> None:  # type: ignore[no-untyped-def]
     from qwen_triage.report.markdown import to_markdown
 
     text = to_markdown(report) if path.suffix.lower() in (".md", ".markdown") else report.to_json() + "\n"
+    from qwen_triage.atomicfile import write_atomic
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    write_atomic(path, text, mode=0o600)  # a report quotes the child's log: the owner's alone

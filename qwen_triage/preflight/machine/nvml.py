@@ -320,4 +320,6 @@ def _classify(N: Any, exc: Exception) -> str:
 
 
 def record(snapshot: GpuSnapshot, path: str | Path) -> None:
-    Path(path).write_text(snapshot.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    from qwen_triage.atomicfile import write_atomic
+
+    write_atomic(path, snapshot.model_dump_json(indent=2) + "\n", mode=0o600)
