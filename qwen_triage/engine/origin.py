@@ -1,7 +1,9 @@
 """Where a record comes from, and whether a rule's `sources:` lets it fire there.
 
 A rule names the programs whose messages it reads (`sources:`). The engine holds it to
-that at two levels, because the difference that matters is one of trust:
+that where the difference is one of trust - the system's records against everyone else's;
+among applications the names are a label (a library's message is logged under its host
+program's wrapper, so the record names the host, not the library):
 
 * the **system's own records**: ``kernel`` (dmesg, /dev/kmsg, the journal's kernel entries,
   syslog's ``kernel:`` tag, talos' ``kern:``) and ``systemd`` (PID 1 in the journal,

@@ -11,9 +11,11 @@ from qwen_triage.rulepack.severity import Severity, Status
 from qwen_triage.rulepack.spec import table_value
 
 
-# Programs a rule documents itself as applying to (`sources:`); matching is
-# governed by patterns and `where`, this list is what contributors and
-# `rules list` read.
+# Programs a rule reads (`sources:`). engine.origin enforces the system's records
+# (`kernel`, `systemd`: only rules naming them read them, and rules naming only them
+# read nothing else); among applications the names are a label for contributors and
+# `rules list` (a library's message arrives under its host program's wrapper), and
+# the pattern keeps a rule on its program (docs/writing-rules.md).
 SOURCE_FAMILIES = (
     "ollama",
     "llama.cpp",
