@@ -20,7 +20,8 @@ from qwen_triage.engine.multiline import HINTS_PATTERN
 from qwen_triage.engine.prefilter import Prefilter, build_prefilter
 from qwen_triage.engine.unrecognised import SIGNALS
 from qwen_triage.rulepack.pack import LoadedRule, RulePack, compile_pattern
-from qwen_triage.rulepack.spec import RuleSpec
+from qwen_triage.rulepack.severity import Status
+from qwen_triage.rulepack.spec import MatchSpec, RuleSpec
 from qwen_triage.lazyre import lazy_with
 
 if TYPE_CHECKING:  # annotations only: `regex` is imported where a pattern is compiled (compile_pattern)
@@ -72,6 +73,9 @@ class GuardedPattern:
         except TimeoutError:
             self.disabled_at = f"a {len(text)}-character line"
             return None
+
+
+RETIRED = MatchSpec()  # what a `status: deprecated` rule reads: nothing
 
 
 @dataclass
@@ -168,7 +172,8 @@ class CompiledPack:
 
         rules = []
         for i, lr in enumerate(pack.rules):
-            m = lr.rule.match
+            # a deprecated rule is kept (lint, the catalogue, its index) but reads nothing: no pattern of it is used
+            m = lr.rule.match if lr.rule.status is not Status.deprecated else RETIRED
             rules.append(
                 CompiledRule(
                     index=i,

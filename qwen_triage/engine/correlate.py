@@ -41,7 +41,7 @@ from qwen_triage.engine.unrecognised import indent_of, is_exception_line
 from qwen_triage.rulepack.templates import OPTIONAL_PART, PLACEHOLDER
 from qwen_triage.redact import redact_text, redact_tree
 from qwen_triage.report.model import Diagnosis, Evidence, FixOut, Observation, Relayed, Symptom
-from qwen_triage.rulepack.severity import Severity
+from qwen_triage.rulepack.severity import Severity, Status
 from qwen_triage.rulepack.spec import ClassSpec as FailureClass
 
 if TYPE_CHECKING:
@@ -268,7 +268,8 @@ class Correlator:
         else:
             self._seq += 1
             seq, class_id, rule_id = self._seq, f.class_id, f.rule
-        info = f.severity is Severity.info
+        # an experimental rule (`status: experimental`) is reported, never taken for a cause: an observation
+        info = f.severity is Severity.info or (isinstance(f, Finding) and f.rule.rule.status is Status.experimental)
         relay = isinstance(f, Finding) and f.rule.rule.relay
         table = self.relayed if relay else self.observed if info else self.groups
         # observations: one per rule, and per row of a rule's table (its title says which)

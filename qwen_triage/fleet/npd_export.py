@@ -49,7 +49,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from qwen_triage.rulepack.pack import RulePack
-from qwen_triage.rulepack.severity import Severity
+from qwen_triage.rulepack.severity import Severity, Status
 from qwen_triage.rulepack.spec import RuleSpec
 
 # Classes that are about the node, not one workload: a node condition (and a
@@ -626,7 +626,7 @@ def table_variants(rule: RuleSpec) -> tuple[list[RuleSpec], str | None]:
 def condition_owner(pack: RulePack) -> dict[str, str]:
     """class -> the one plugin whose config sets its condition (journald where it has journal rules)."""
     owner: dict[str, str] = {}
-    for rule in (v for lr in pack.rules for v in table_variants(lr.rule)[0]):
+    for rule in (v for lr in pack.rules if lr.rule.status is not Status.deprecated for v in table_variants(lr.rule)[0]):
         if not is_node_level(rule.class_) or rule.severity not in PERMANENT_SEVERITIES:
             continue
         plugins = plugins_for(rule)
@@ -663,7 +663,8 @@ def export_npd(
         rules_out: list[dict[str, Any]] = []
         conditions: dict[str, dict[str, str]] = {}
         exported: list[str] = []
-        for rule in (v for lr in pack.rules for v in _with_table_note(lr.rule, plugin, result)):
+        for rule in (v for lr in pack.rules if lr.rule.status is not Status.deprecated  # retired: reads nothing
+                     for v in _with_table_note(lr.rule, plugin, result)):
             if plugin not in plugins_for(rule):
                 continue
             try:

@@ -12,6 +12,7 @@ from pathlib import Path
 from qwen_triage.engine.matcher import CompiledPack, Matcher
 from qwen_triage.engine.sources import Block
 from qwen_triage.rulepack.pack import LoadedRule, RulePack, load_pack, rule_files
+from qwen_triage.rulepack.severity import Status
 from qwen_triage.rulepack.yamlload import RuleFileError
 
 
@@ -54,6 +55,8 @@ def _fired(compiled: CompiledPack, example: str) -> frozenset[str]:
 def example_runs(pack: RulePack, compiled: CompiledPack) -> list[ExampleRun]:
     runs = []
     for lr in pack.rules:
+        if lr.rule.status is Status.deprecated:
+            continue  # retired: it reads nothing, so its examples can no longer fire
         for kind, examples in (("match", lr.rule.examples.match), ("no_match", lr.rule.examples.no_match)):
             runs += [ExampleRun(lr, kind, ex, _fired(compiled, ex)) for ex in examples]
     return runs

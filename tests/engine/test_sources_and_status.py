@@ -58,3 +58,33 @@ def test_sources_is_enforced_for_the_system_and_a_label_among_applications(tmp_p
     report = scan_paths([str(log)], pack)
     rules = {d.rule for d in report.diagnoses} | {s.rule for d in report.diagnoses for s in d.symptoms}
     assert rules == fired
+
+
+# -- `status:` (docs/writing-rules.md): deprecated rules read nothing, experimental ones are observations ----------
+
+@pytest.fixture(scope="module")
+def statuses(tmp_path_factory: pytest.TempPathFactory) -> CompiledPack:
+    d = tmp_path_factory.mktemp("rules")
+    (d / "r.yaml").write_text("rules:\n" + "".join(
+        RULE.format(name=status, sources="any", cls=cls).replace("    severity: error\n",
+                                                                  f"    severity: error\n    status: {status}\n")
+        for status, cls in (("stable", "model.shard_missing"), ("experimental", "model.shard_corrupt"),
+                            ("deprecated", "model.file_missing"))))
+    return CompiledPack.build(load_pack([d], bundled=False), engine="literal")
+
+
+def test_deprecated_rules_are_skipped_and_experimental_ones_are_observations(tmp_path: Path,
+                                                                             statuses: CompiledPack) -> None:
+    log = tmp_path / "x.log"
+    log.write_text(LINES["vllm"] + "\n")
+    report = scan_paths([str(log)], statuses)
+    assert [d.rule for d in report.diagnoses] == ["x.stable"]  # the only cause
+    assert [o.rule for o in report.observations] == ["x.experimental"]  # reported, never a cause
+    assert all(d.rule != "x.deprecated" for d in report.diagnoses)
+
+
+def test_a_deprecated_rules_examples_are_not_run(statuses: CompiledPack) -> None:
+    from qwen_triage.authoring.lint.examples import example_runs
+
+    ran = {run.loaded.rule.id for run in example_runs(statuses.pack, statuses)}
+    assert ran == {"x.stable", "x.experimental"}
