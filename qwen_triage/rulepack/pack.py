@@ -33,8 +33,6 @@ if TYPE_CHECKING:
     from qwen_triage.rulepack.cache import Cache
 
 PACK_CACHE_FORMAT = 1
-VALIDATING_CODE = ("schema.py", "actions.py", "spec.py", "stages.py", "benign.py", "pack.py", "prebuilt.py",
-                   "prebuild.py", "codes.py")
 MAX_RULE_FILES = 2000
 
 RULES_ENV = "QWEN_TRIAGE_RULES"
@@ -185,9 +183,14 @@ def _key_prefix() -> list[bytes]:
 
     # The code that validates rules is part of the key too: a changed safety class or
     # schema default must not be served from a pack validated by an older version of it.
-    here = Path(__file__).resolve().parent
-    code = [(here / name).read_bytes() for name in VALIDATING_CODE if (here / name).is_file()]
-    return [f"{__version__}\0{PACK_CACHE_FORMAT}".encode(), *code]
+    # Every module of this package, by name and content: no hand list to fall behind.
+    return [f"{__version__}\0{PACK_CACHE_FORMAT}".encode(), *(f"{p.name}\0".encode() + p.read_bytes()
+                                                            for p in validating_code())]
+
+
+def validating_code() -> list[Path]:
+    """The modules whose edit expires every cached pack and the prebuilt artefact: all of rulepack/."""
+    return sorted(Path(__file__).resolve().parent.glob("*.py"))
 
 
 def bundled_files(base: Path) -> list[Path]:

@@ -124,3 +124,15 @@ def test_the_database_in_daily_use_outlives_many_other_packs(tmp_path: Path) -> 
     names = sorted(p.name for p in (tmp_path / "cache").iterdir())
     assert "hs-daily" in names
     assert len(names) == 1 + KEEP_PER_KIND and "hs-draft0" not in names  # the unused drafts went
+
+
+def test_the_cache_key_covers_every_module_of_rulepack() -> None:
+    """An edit to any module that validates rules (severity, templates, trust, checks… not only a hand list)
+    expires the cached packs and the prebuilt artefact: each module's content is part of the key."""
+    from qwen_triage.rulepack import pack
+
+    prefix = pack._key_prefix()
+    modules = sorted((ROOT / "qwen_triage" / "rulepack").glob("*.py"))
+    assert len(modules) > 10
+    missing = [m.name for m in modules if not any(part.endswith(m.read_bytes()) for part in prefix)]
+    assert missing == []
