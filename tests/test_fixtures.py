@@ -28,7 +28,7 @@ def test_there_are_fixtures_for_every_class() -> None:
 
 @pytest.mark.parametrize(("path", "case"), CASES, ids=[c.id for _, c in CASES])
 def test_fixture_diagnoses(path, case, compiled) -> None:
-    from qwen_triage.inputs.scan import scan_paths
+    from qwen_triage.engine.scanner import scan_paths
 
     report = scan_paths([str(path)], compiled)
     assert report.classes() == case.expect, report.to_json()

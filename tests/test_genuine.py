@@ -39,7 +39,7 @@ def test_genuine_case_is_recorded_with_its_program(path, case) -> None:
 
 @pytest.mark.parametrize(("path", "case"), CASES, ids=[f"{p.parent.name}/{c.id}" for p, c in CASES])
 def test_genuine_diagnoses(path, case, compiled) -> None:
-    from qwen_triage.inputs.scan import scan_paths
+    from qwen_triage.engine.scanner import scan_paths
 
     report = scan_paths([str(path)], compiled)
     assert report.classes() == case.expect, report.to_json()

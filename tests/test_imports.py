@@ -5,7 +5,7 @@ from __future__ import annotations
 from tests.import_graph import PACKAGE, cycles, graph, imports_of, module_names
 
 # Highest layer first; a module may import its own layer's package or any layer below.
-LAYERS = ["cli", "runner|fleet|bugreport", "live|preflight|authoring", "inputs", "engine", "report", "rulepack",
+LAYERS = ["cli", "runner|fleet|bugreport", "live|preflight|authoring", "engine", "inputs", "report", "rulepack",
           "leaf"]
 RANK = {pkg: i for i, names in enumerate(LAYERS) for pkg in names.split("|")}
 
@@ -55,3 +55,12 @@ def test_only_the_cli_imports_click() -> None:
         if "import click" in text or "from click" in text:
             offenders.append(str(rel))
     assert offenders == []
+
+
+def test_the_engine_reads_through_inputs_and_only_inputs_names_a_format() -> None:
+    """Issue 30 §1: inputs/ sits below the engine (it imports nothing of it: the layers above hold that), and the
+    kinds of input are named in one place, inputs/source.py; everyone else uses its constants, so a new structured
+    format is one sniff there and one decoder in engine/sources.py."""
+    assert RANK["engine"] < RANK["inputs"]
+    named = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py") if '"journal-json"' in p.read_text())
+    assert named == ["inputs/source.py"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from qwen_triage.inputs.scan import scan_paths
+from qwen_triage.engine.scanner import scan_paths
 from tests.conftest import FIXTURES
 
 SCN = FIXTURES / "scenarios"

@@ -84,7 +84,7 @@ def section_of(report: Report, title: str, source: str) -> Section:
 
 def _scan(compiled: CompiledPack, name: str, data: bytes | None = None, path: str | None = None) -> Report:
     from qwen_triage.engine.scanner import Scanner
-    from qwen_triage.engine.sources import Source
+    from qwen_triage.inputs.source import Source
     from qwen_triage.inputs.file import open_source
 
     scanner = Scanner(compiled)

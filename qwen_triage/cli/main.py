@@ -94,7 +94,7 @@ def scan(ctx: click.Context, paths: tuple[str, ...], fmt: str, rule_dirs: tuple[
     """Triage logs: files (plain or gzip), or stdin when no path or `-` is given."""
     from qwen_triage.cli.progress import scan_progress
     from qwen_triage.engine.scanner import Scanner, load_compiled
-    from qwen_triage.engine.sources import InputError
+    from qwen_triage.inputs.source import InputError
     from qwen_triage.inputs.file import open_source
 
     if jobs is not None or fmt == "jsonl":
@@ -144,8 +144,8 @@ def scan(ctx: click.Context, paths: tuple[str, ...], fmt: str, rule_dirs: tuple[
 
 
 def _directory_files(path: str) -> list[str]:
-    """A directory's regular files, recursively, sorted (inputs.scan.expand_inputs); an empty one is an error."""
-    from qwen_triage.inputs.scan import expand_inputs
+    """A directory's regular files, recursively, sorted (inputs.file.expand_inputs); an empty one is an error."""
+    from qwen_triage.inputs.file import expand_inputs
 
     files = expand_inputs([path])
     if not files:
@@ -175,15 +175,15 @@ def _scan_batch(paths: tuple[str, ...], rule_dirs: tuple[str, ...], engine: str,
     """`scan --jobs N` / `--format jsonl`: many saved logs, one report per input (engine/batch.py)."""
     from qwen_triage.engine.scanner import load_compiled
     from qwen_triage.engine.batch import BatchError, run_batch, summary
-    from qwen_triage.inputs.file import open_source
-    from qwen_triage.inputs.scan import expand_inputs
+    from qwen_triage.inputs.file import expand_inputs
+    from qwen_triage.inputs.source import InputError
 
     compiled = load_compiled(rule_dirs, engine)  # a broken rule file stops here, before any worker starts
     try:
         files = expand_inputs(paths or ("-",))
-        stats = run_batch(files, sys.stdout, open_source=open_source, jobs=1 if jobs is None else jobs,
+        stats = run_batch(files, sys.stdout, jobs=1 if jobs is None else jobs,
                           rule_dirs=rule_dirs, engine=engine, max_line=max_line, compiled=compiled)
-    except BatchError as exc:
+    except (BatchError, InputError) as exc:
         fail(str(exc))
     except KeyboardInterrupt:
         fail("interrupted")
@@ -390,7 +390,7 @@ def rules_suggest(paths: tuple[str, ...], rule_dirs: tuple[str, ...], engine: st
     """Draft a rule for each error line no rule explains (fill in the class, then lint and test)."""
     from qwen_triage.authoring.suggest import draft_rules, render
     from qwen_triage.engine.scanner import Scanner, load_compiled
-    from qwen_triage.engine.sources import InputError
+    from qwen_triage.inputs.source import InputError
     from qwen_triage.inputs.file import open_source
 
     compiled = load_compiled(rule_dirs, engine)

@@ -9,7 +9,9 @@ import sys
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-from qwen_triage.engine.sources import Source, is_terminal
+from qwen_triage.engine.sources import is_terminal
+
+from qwen_triage.inputs.source import Source
 
 BIG_INPUT = 16 * 2**20  # below this a scan takes well under a second
 BIG_HASH = 256 * 2**20  # below this hashing a file takes well under a second

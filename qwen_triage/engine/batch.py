@@ -6,8 +6,9 @@ the path as given or found), written as one JSON line, **in input order**
 (workers run ahead; a slow input holds back only the lines after it).
 
 * Inputs: files, as the caller found them
-  (:func:`qwen_triage.inputs.scan.expand_inputs`: a directory is every regular
-  file below it, sorted). Plain and gzip files both work.
+  (:func:`qwen_triage.inputs.file.expand_inputs`: a directory is every regular
+  file below it, sorted). Plain and gzip files both work; each worker opens its
+  own (:func:`qwen_triage.inputs.file.open_source`).
 * Workers: a ``multiprocessing`` pool of ``jobs`` processes (``0`` = every CPU
   this process may use). Each worker compiles the rule pack once when it starts
   (a forked worker inherits the pack the parent compiled; a spawned one loads it
@@ -17,10 +18,6 @@ the path as given or found), written as one JSON line, **in input order**
 * An input that cannot be read becomes ``{"input": …, "error": "…"}``; the rest
   carry on. Exit status: 2 when any input failed, else 1 when any input has a
   diagnosis, else 0.
-* Opening an input is the caller's: ``open_source`` (the CLI gives
-  :func:`qwen_triage.inputs.file.open_source`) turns a path into a
-  :class:`~qwen_triage.engine.sources.Source`, in the worker that scans it; it
-  must be a module-level function, so a spawned worker can be handed it.
 """
 
 from __future__ import annotations
@@ -31,11 +28,12 @@ import os
 import signal
 import time
 from dataclasses import dataclass, field
-from typing import IO, Callable, Iterator
+from typing import IO, Iterator
 
 from qwen_triage.engine.scanner import Scanner, compile_pack
 from qwen_triage.engine.matcher import CompiledPack
-from qwen_triage.engine.sources import MAX_LINE, InputError, Source
+from qwen_triage.inputs.file import open_source
+from qwen_triage.inputs.source import MAX_LINE, InputError
 from qwen_triage.report.model import to_dict
 
 MAX_TASKS_PER_CHILD = 500
@@ -66,13 +64,10 @@ def _rss_bytes() -> int:
 _compiled: CompiledPack | None = None
 _compiled_for: tuple[tuple[str, ...], str] | None = None  # (rule_dirs, engine) of _compiled
 _max_line = MAX_LINE
-Opener = Callable[[str, int], Source]  # a path and its index -> the source to scan (inputs.file.open_source)
-_open_source: Opener | None = None
 
 
-def _init_worker(rule_dirs: tuple[str, ...], engine: str, max_line: int, open_source: Opener,
-                 pool: bool = False) -> None:
-    global _compiled, _compiled_for, _max_line, _open_source
+def _init_worker(rule_dirs: tuple[str, ...], engine: str, max_line: int, pool: bool = False) -> None:
+    global _compiled, _compiled_for, _max_line
     if pool:  # Ctrl-C is the parent's to handle: it stops the pool; workers print no tracebacks
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     # A forked worker inherits the parent's compiled pack (copy-on-write); a spawned one compiles it.
@@ -80,7 +75,6 @@ def _init_worker(rule_dirs: tuple[str, ...], engine: str, max_line: int, open_so
         _compiled = compile_pack(rule_dirs, engine=engine)
         _compiled_for = (tuple(rule_dirs), engine)
     _max_line = max_line
-    _open_source = open_source
 
 
 @dataclass
@@ -93,7 +87,7 @@ class Result:
     rss: int  # the worker's resident memory after this input
 
 
-def report_object(path: str, compiled: CompiledPack, open_source: Opener, max_line: int = MAX_LINE) -> dict:
+def report_object(path: str, compiled: CompiledPack, max_line: int = MAX_LINE) -> dict:
     """The report of one input as `scan --format json` gives it, with ``input`` first."""
     scanner = Scanner(compiled, max_line=max_line)
     for _ in scanner.scan_source(open_source(path, 0)):
@@ -104,9 +98,9 @@ def report_object(path: str, compiled: CompiledPack, open_source: Opener, max_li
 
 def _scan_one(task: tuple[int, str]) -> Result:
     index, path = task
-    assert _compiled is not None and _open_source is not None, "worker not initialised"
+    assert _compiled is not None, "worker not initialised"
     try:
-        obj = report_object(path, _compiled, _open_source, _max_line)
+        obj = report_object(path, _compiled, _max_line)
         found, error = bool(obj["diagnoses"]), False
     except InputError as exc:
         obj, found, error = {"input": path, "error": str(exc)}, False, True
@@ -135,20 +129,20 @@ class BatchStats:
 
 
 def _results(paths: list[str], jobs: int, rule_dirs: tuple[str, ...], engine: str, max_line: int,
-             max_tasks: int, compiled: CompiledPack | None, open_source: Opener) -> Iterator[Result]:
+             max_tasks: int, compiled: CompiledPack | None) -> Iterator[Result]:
     global _compiled, _compiled_for
     tasks = list(enumerate(paths))
     if compiled is not None:
         _compiled, _compiled_for = compiled, (tuple(rule_dirs), engine)
     if jobs <= 1:
-        _init_worker(rule_dirs, engine, max_line, open_source)
+        _init_worker(rule_dirs, engine, max_line)
         for task in tasks:
             yield _scan_one(task)
         return
     with multiprocessing.get_context().Pool(
         processes=jobs,
         initializer=_init_worker,
-        initargs=(tuple(rule_dirs), engine, max_line, open_source, True),
+        initargs=(tuple(rule_dirs), engine, max_line, True),
         maxtasksperchild=max_tasks,
     ) as pool:
         yield from pool.imap(_scan_one, tasks, chunksize=1)
@@ -158,7 +152,6 @@ def run_batch(
     paths: list[str],
     out: IO[str],
     *,
-    open_source: Opener,
     jobs: int = 0,
     rule_dirs: tuple[str, ...] = (),
     engine: str = "auto",
@@ -173,7 +166,7 @@ def run_batch(
     jobs = max(1, min(jobs, len(paths)))
     stats = BatchStats(inputs=len(paths), jobs=jobs)
     started = time.perf_counter()
-    for result in _results(paths, jobs, rule_dirs, engine, max_line, max_tasks, compiled, open_source):
+    for result in _results(paths, jobs, rule_dirs, engine, max_line, max_tasks, compiled):
         out.write(result.line + "\n")
         stats.found += result.found
         stats.errors += result.error

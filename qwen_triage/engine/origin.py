@@ -69,7 +69,7 @@ def family(rec: LineRecord) -> str | None:
         return KERNEL
     if program == SYSTEMD:
         return SYSTEMD
-    if program is not None or not APP_FORMATS.isdisjoint(rec.formats) or "journal-json" in rec.formats:
+    if program is not None or not APP_FORMATS.isdisjoint(rec.formats) or rec.logged_by_journal:
         return APP
     return None
 

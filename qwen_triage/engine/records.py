@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from qwen_triage.inputs.source import JOURNAL_JSON
+
 # LineRecord.quoted: whose words a record quotes when they are not the program's own messages
 REQUEST = "request"  # a request logger's fields: a client's text (engine.client_text); cut, read by no rule
 SOURCE = "source"  # a line of code a traceback quotes: its string literals and comments are no messages
@@ -37,6 +39,11 @@ class LineRecord:
     head_len: int = -1  # a record joined from several lines: its first line's share of the message
     quoted: str | None = None  # REQUEST or SOURCE: someone else's words (engine.origin decides what may read them)
     extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def logged_by_journal(self) -> bool:
+        """Read from the journal's own entries: its timestamp and origin fields are journald's, not the text's."""
+        return JOURNAL_JSON in self.formats
 
     @property
     def format(self) -> str:

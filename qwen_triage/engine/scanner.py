@@ -14,10 +14,12 @@ from qwen_triage.engine.unrecognised import Collector, Item, template_of
 from qwen_triage.redact import redact_text
 from qwen_triage.engine.matcher import CompiledPack, Finding, Matcher
 from qwen_triage.rulepack.pack import RulePack, extra_rule_dirs, load_pack
-from qwen_triage.report.model import DisabledRuleOut, InputOut, Report, Stats, Unrecognised
+from qwen_triage.report.model import Diagnosis, DisabledRuleOut, InputOut, Observation, Report, Stats, Unrecognised
+
+from qwen_triage.engine.sources import Block, chunk_blocks, decode, source_blocks
+from qwen_triage.inputs.source import MAX_LINE, TEXT, Source
 
 MAX_UNRECOGNISED = 50  # templates listed in a report; the rest are counted in a note
-from qwen_triage.engine.sources import MAX_LINE, Block, Source, iter_blocks
 
 
 def cache_dir() -> Path:
@@ -55,9 +57,16 @@ def load_compiled(rule_dirs: Iterable[str] = (), engine: str = "auto") -> Compil
 
 
 class Scanner:
-    """One triage session over one or more inputs, giving one report."""
+    """One triage session over one or more inputs, giving one report.
 
-    def __init__(self, compiled: CompiledPack, max_line: int = MAX_LINE):
+    Every way of reading comes in through :meth:`feed` (a whole file through :meth:`scan_source`, a reader's
+    chunks through :meth:`feed_chunk`, a live stream's lines directly), which decodes by the input's kind and
+    matches; the matcher and the correlator are this class's own. ``admit`` sees every finding first and may
+    keep it from the report (``check`` takes node-level classes only from the system's own records).
+    """
+
+    def __init__(self, compiled: CompiledPack, max_line: int = MAX_LINE,
+                 admit: Callable[[Finding], bool] | None = None):
         self.compiled = compiled
         self.unrecognised = Collector(benign=compiled.benign_patterns(), stages={s["id"]: s for s in compiled.pack.stages})
         self.hang = HangTracker()
@@ -66,19 +75,20 @@ class Scanner:
         self.max_line = max_line
         self.sources: list[Source] = []
         self.started = time.perf_counter()
+        self.admit = admit
 
     def _take(self, findings: Iterable[Finding]) -> Iterator[Finding]:
         """Feed findings to the correlator; yield those that open a new diagnosis."""
         for f in findings:
-            if self.correlator.add(f):
+            if (self.admit is None or self.admit(f)) and self.correlator.add(f):
                 yield f
 
     def scan_source(self, source: Source, on_block: Callable[[Source], None] | None = None) -> Iterator[Finding]:
         source.index = len(self.sources)
         self.sources.append(source)
         last: Block | None = None
-        for block in iter_blocks(source, max_line=self.max_line):
-            yield from self._take(self.matcher.feed_block(block, source.name, source.index))
+        for block in source_blocks(source, max_line=self.max_line):
+            yield from self.feed(source, block, source.kind, raw_bytes=0)
             last = block
             if on_block is not None:
                 on_block(source)
@@ -92,17 +102,29 @@ class Scanner:
         self.sources.append(source)
         return source.index
 
-    def feed_block(self, source: Source, block: Block, raw_bytes: int | None = None) -> Iterator[Finding]:
-        """Live mode: a block of whole lines that arrived; ``raw_bytes`` it took on the wire."""
-        last = block.origin_line(block.nlines - 1) if block.nlines else block.first_line - 1
-        source.lines_read = max(source.lines_read, last)
+    def feed(self, source: Source, block: Block, kind: str = TEXT, raw_bytes: int | None = None) -> Iterator[Finding]:
+        """A block of whole raw lines of ``source`` (each within the line limit, numbered as lines of the whole
+        input), decoded by ``kind`` and matched; yields the findings that open something new. ``raw_bytes``: what
+        it took on the wire (a live stream's bytes; 0 when the reader counted them already)."""
+        source.kind = kind
+        source.truncated_count += len(block.truncated)
+        source.lines_read = max(source.lines_read, block.first_line - 1 + block.nlines)
         source.bytes_read += len(block.data) if raw_bytes is None else raw_bytes
-        yield from self._take(self.matcher.feed_block(block, source.name, source.index))
+        for decoded in decode(kind, iter((block,))):
+            yield from self._take(self.matcher.feed_block(decoded, source.name, source.index))
+
+    def feed_chunk(self, source: Source, data: bytes, first_line: int, kind: str = TEXT) -> Iterator[Finding]:
+        """A reader's chunk of whole lines (:class:`~qwen_triage.inputs.base.Chunk`): overlong lines cut, then
+        :meth:`feed`."""
+        before = source.bytes_read
+        for block in chunk_blocks(data, first_line, source, kind, self.max_line):
+            yield from self.feed(source, block, kind, raw_bytes=0)
+        source.bytes_read = before + len(data)
 
     def feed_line(self, source: Source, text: str, line_no: int) -> Iterator[Finding]:
         """Live mode, one decoded line: a block of one line."""
         data = text.encode("utf-8", "replace").replace(b"\n", b" ") + b"\n"
-        yield from self.feed_block(source, Block(data=data, first_line=line_no, counted=1))
+        yield from self.feed(source, Block(data=data, first_line=line_no, counted=1))
 
     def release_held(self) -> Iterator[Finding]:
         """Live mode, the input went quiet: multi-line records still open are complete."""
@@ -110,6 +132,25 @@ class Scanner:
 
     def flush(self) -> Iterator[Finding]:
         yield from self._take(self.matcher.finish())
+
+    def diagnoses(self) -> list[Diagnosis]:
+        """The diagnoses so far, as the report will have them."""
+        return self.correlator.diagnoses()
+
+    def observations(self) -> list[Observation]:
+        return self.correlator.observations()
+
+    def diagnosis_count(self) -> int:
+        """Classes found so far (diagnoses and their symptoms)."""
+        return len(self.correlator.groups)
+
+    def first_at(self, severities: Iterable[object]) -> Finding | None:
+        """The first finding of the first class found at one of ``severities`` (a live run's fatal line)."""
+        wanted = tuple(severities)
+        for group in self.correlator.groups.values():
+            if group.severity in wanted:
+                return group.first
+        return None
 
     def _unheld_relays(self) -> list[Item]:
         """Relay lines when no diagnosis holds them: the failure they pass on is unknown, so they are listed
@@ -192,3 +233,15 @@ class Scanner:
                 disabled_rules=disabled,
             ),
         )
+
+
+def scan_paths(paths: list[str], compiled: CompiledPack) -> Report:
+    """Files (or ``-``) to one report, as ``scan a b`` makes it, for tests and ``eval``; an unreadable one raises
+    :class:`~qwen_triage.inputs.source.InputError`."""
+    from qwen_triage.inputs.file import open_source
+
+    scanner = Scanner(compiled)
+    for i, p in enumerate(paths):
+        for _ in scanner.scan_source(open_source(p, i)):
+            pass
+    return scanner.report()

@@ -12,39 +12,37 @@ bounded (:func:`qwen_triage.units.bounded_int`), journal fields of the wrong
 type are dropped, and a compressed input that ends early still yields what was
 read, with a note (:attr:`Source.notes`).
 
-Opening an input (a path, stdin, gzip by its magic) is not done here: that is
-:func:`qwen_triage.inputs.file.open_source`, which hands the engine a
-:class:`Source` that opens itself when reading starts (:attr:`Source.opener`).
+Opening an input (a path, stdin, gzip by its magic) and telling its kind is not done here: that is
+:mod:`qwen_triage.inputs` (:func:`~qwen_triage.inputs.file.open_source`, :func:`~qwen_triage.inputs.source.sniff`).
+Here is one decoder per kind (:data:`DECODERS`): a new structured format is one sniff there and one decoder here.
 """
 
 from __future__ import annotations
 
-from zlib import error as zlib_error
+import io
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
-from typing import BinaryIO, Callable, Iterator
+from types import MappingProxyType
+from typing import BinaryIO, Callable, Iterator, Mapping
 
 from qwen_triage.engine.normalize import ANSI_BYTES_RE, PRIORITY_LEVELS
 from qwen_triage.engine.origin import journal_program
 from qwen_triage.engine.records import LineRecord
+from qwen_triage.inputs.source import (
+    CHUNK,
+    JOURNAL_JSON,
+    JOURNAL_MAX_LINE,
+    MAX_LINE,
+    READ_ERRORS,
+    TEXT,
+    InputError,
+    Source,
+)
 from qwen_triage.units import bounded_int
 
-CHUNK = 1 << 20
-MAX_LINE = 64 * 1024
-# A journal JSON line holds one message of up to MAX_LINE bytes; a non-UTF-8
-# message is a byte array, up to four characters a byte ("255,"), plus fields.
-JOURNAL_MAX_LINE = 5 * MAX_LINE
-JOURNAL_START = re.compile(rb'\s*\{\s*"(?:__CURSOR|__REALTIME_TIMESTAMP|__MONOTONIC_TIMESTAMP|MESSAGE)"\s*:')
 MAX_FIELD = 256  # a host or program name longer than this is not one
-# what reading a stream may raise: a file's errors, a gzip cut short or corrupt (gzip.BadGzipFile is an OSError)
-READ_ERRORS = (OSError, EOFError, zlib_error)
-
-
-class InputError(Exception):
-    """An input that cannot be read at all (missing file, broken gzip)."""
 
 
 @dataclass(frozen=True)
@@ -64,7 +62,7 @@ class LineMeta:
         rec.program = self.program
         rec.pid = self.pid
         rec.level = self.level
-        rec.formats = ("journal-json",)
+        rec.formats = (JOURNAL_JSON,)
 
 
 @dataclass
@@ -84,123 +82,6 @@ class Block:
 
     def origin_line(self, index: int) -> int:
         return self.meta[index].line if self.meta is not None else self.first_line + index
-
-
-@dataclass
-class Opened:
-    """An input opened for reading (by :mod:`qwen_triage.inputs.file`): what the engine decodes, and the rest.
-
-    ``stream`` gives the bytes to decode (already decompressed; a compressed one reads one decompression step
-    a ``read``, so an input cut short loses nothing already decompressed); ``raw`` is the file under it, whose
-    position is the progress bar's; ``close`` closes what the opener opened, never a stream it was given.
-    """
-
-    stream: BinaryIO
-    raw: BinaryIO | None = None
-    close: Callable[[], None] = lambda: None
-
-
-@dataclass
-class Source:
-    """One input of a scan and what reading it found (counters, kind, notes), for the report.
-
-    The engine does not open inputs: a source brings its bytes as :attr:`stream`, or an :attr:`opener`
-    (:func:`qwen_triage.inputs.file.open_source` sets one) that :func:`iter_blocks` calls when it starts.
-    A live source (``add_source``) has neither: its lines are fed to the scanner.
-    """
-
-    name: str  # what reports show: the path, or "<stdin>"
-    index: int = 0
-    path: Path | None = None  # None for stdin or a stream
-    stream: BinaryIO | None = None  # bytes given to decode as they are (no opener); never closed here
-    size: int | None = None  # bytes on disk, for progress (compressed size for gzip)
-    lines_read: int = 0
-    bytes_read: int = 0
-    truncated_count: int = 0
-    kind: str = "text"  # "text" or "journal-json"
-    empty: bool = False  # it held no log line: empty, or only the journal's own "-- No entries --" lines
-    notes: list[str] = field(default_factory=list)  # about reading it (a gzip that ended early, not text)
-    # opens the input when reading starts (inputs.file.open_source): N inputs named hold no file open until read
-    opener: Callable[[], Opened] | None = field(default=None, repr=False)
-    _raw: BinaryIO | None = field(default=None, repr=False)
-    _close: Callable[[], None] | None = field(default=None, repr=False)
-
-    def position(self) -> int:
-        """Bytes consumed from the underlying file so far (for progress)."""
-        raw = self._raw
-        try:
-            return raw.tell() if raw is not None and raw.seekable() else self.bytes_read
-        except (OSError, ValueError):
-            return self.bytes_read
-
-    def begin(self) -> BinaryIO:
-        """The bytes to decode: what :attr:`opener` opens now (:class:`InputError` when it cannot), else
-        :attr:`stream` as given. :meth:`end` closes what was opened here."""
-        if self.opener is None:
-            assert self.stream is not None, f"{self.name}: a source needs a stream or an opener"
-            self._raw = self.stream
-            return self.stream
-        opened = self.opener()
-        self._raw, self._close = opened.raw, opened.close
-        return opened.stream
-
-    def end(self) -> None:
-        """Close what :meth:`begin` opened (a stream given as :attr:`stream` stays open: it is the caller's)."""
-        close, self._close = self._close, None
-        if close is not None:
-            close()
-
-
-def looks_like_journal_json(first: bytes) -> bool:
-    """Whether the first line is a record of the journal's JSON export.
-
-    ``first`` is the first line, or its first bytes when it is longer than
-    anything a journal writes: then a record's opening key decides.
-    """
-    line = first.lstrip().split(b"\n", 1)[0]
-    if not line.startswith(b"{"):
-        return False
-    try:
-        obj = json.loads(line)
-    except (ValueError, RecursionError):
-        return b"\n" not in first and bool(JOURNAL_START.match(line))
-    return isinstance(obj, dict) and ("MESSAGE" in obj or "__CURSOR" in obj)
-
-
-class _Prefixed:
-    """A stream whose first read returns ``head`` (bytes already taken to look at the input)."""
-
-    def __init__(self, head: bytes, stream: BinaryIO):
-        self.head = head
-        self._read = stream.read
-
-    def read(self, n: int = -1) -> bytes:
-        if not self.head:
-            return self._read(n)
-        head, self.head = self.head, b""
-        if 0 <= n <= len(head):
-            return head
-        try:  # the same first chunk as without the look: block boundaries do not depend on it
-            return head + self._read(n - len(head) if n > 0 else -1)
-        except READ_ERRORS:
-            return head  # the next read fails again and says so
-
-
-def _first_line(stream: BinaryIO, limit: int) -> bytes:
-    """Bytes from the start up to the first LF, or ``limit`` bytes; without waiting for more than one read."""
-    read1 = getattr(stream, "read1", stream.read)
-    head = b""
-    while b"\n" not in head and len(head) < limit:
-        try:
-            data = read1(limit - len(head))
-        except READ_ERRORS:
-            if not head:
-                raise
-            break  # what was read is kept; reading on fails again and says so
-        if not data:
-            break
-        head += data
-    return head
 
 
 def raw_blocks(stream: BinaryIO, source: Source, max_line: int = MAX_LINE, chunk: int = CHUNK) -> Iterator[Block]:
@@ -412,25 +293,72 @@ def _journal_time(usec: object) -> str | None:
         return None
 
 
-def iter_blocks(source: Source, max_line: int = MAX_LINE, chunk: int = CHUNK) -> Iterator[Block]:
-    """Blocks of one source, detecting journal JSON from the first bytes (gzip is the opener's: :class:`Opened`)."""
-    stream = source.begin()
+@dataclass(frozen=True)
+class Decoder:
+    """How the engine turns one kind of input into blocks of log lines: the longest raw line it keeps
+    (``max_line``: the caller's limit, or what one record of the format may take) and the decoding step."""
+
+    max_line: Callable[[int], int]
+    decode: Callable[[Iterator[Block]], Iterator[Block]]
+
+
+def _as_is(blocks: Iterator[Block]) -> Iterator[Block]:
+    return blocks
+
+
+# One decoder per kind of input (qwen_triage.inputs.source.KINDS); the readers name the kind.
+DECODERS: Mapping[str, Decoder] = MappingProxyType({
+    TEXT: Decoder(max_line=lambda limit: limit, decode=_as_is),
+    # an entry is decoded whole, then each of its lines cut to the limit
+    JOURNAL_JSON: Decoder(max_line=lambda limit: max(limit, JOURNAL_MAX_LINE), decode=journal_blocks),
+})
+
+
+def decode(kind: str, blocks: Iterator[Block]) -> Iterator[Block]:
+    """Blocks of raw lines of an input of ``kind`` as blocks of log lines."""
+    return DECODERS[kind].decode(blocks)
+
+
+def line_limit(kind: str, max_line: int = MAX_LINE) -> int:
+    """The longest raw line to keep when reading an input of ``kind`` whose log lines are cut at ``max_line``."""
+    return DECODERS[kind].max_line(max_line)
+
+
+def source_blocks(source: Source, max_line: int = MAX_LINE, chunk: int = CHUNK) -> Iterator[Block]:
+    """Raw blocks of whole lines of one source, its :attr:`~Source.kind` set from its first bytes (gzip is the
+    opener's); each to be decoded by that kind (:func:`decode`)."""
+    stream = source.begin_sniffed()
     try:
-        try:
-            head = _first_line(stream, JOURNAL_MAX_LINE)
-        except READ_ERRORS as exc:
-            raise InputError(f"{source.name}: {exc}") from None
-        reader: BinaryIO = _Prefixed(head, stream)  # type: ignore[assignment]
-        if looks_like_journal_json(head):
-            source.kind = "journal-json"
-            blocks = journal_blocks(raw_blocks(reader, source, max(max_line, JOURNAL_MAX_LINE), chunk))
-        else:
-            blocks = raw_blocks(reader, source, max_line, chunk)
-        for block in blocks:
-            source.truncated_count += len(block.truncated)
-            yield block
+        yield from raw_blocks(stream, source, line_limit(source.kind, max_line), chunk)
     finally:
         source.end()
+
+
+def iter_blocks(source: Source, max_line: int = MAX_LINE, chunk: int = CHUNK) -> Iterator[Block]:
+    """Blocks of log lines of one source: :func:`source_blocks`, decoded."""
+    return decode_as(source, source_blocks(source, max_line, chunk))
+
+
+def decode_as(source: Source, blocks: Iterator[Block]) -> Iterator[Block]:
+    """``blocks`` decoded by the source's kind as it is when the first block arrives (the sniff sets it)."""
+    first = next(blocks, None)
+    if first is None:
+        return iter(())
+    return decode(source.kind, _chain(first, blocks))
+
+
+def _chain(first: Block, rest: Iterator[Block]) -> Iterator[Block]:
+    yield first
+    yield from rest
+
+
+def chunk_blocks(data: bytes, first_line: int, source: Source, kind: str, max_line: int = MAX_LINE) -> Iterator[Block]:
+    """Raw blocks of one reader chunk of whole lines (:class:`~qwen_triage.inputs.base.Chunk`), numbered as lines
+    of the whole source, overlong lines cut at the limit of ``kind``."""
+    shift = first_line - 1
+    for b in raw_blocks(io.BytesIO(data), source, line_limit(kind, max_line)):
+        yield Block(data=b.data, first_line=b.first_line + shift,
+                    truncated=frozenset(n + shift for n in b.truncated), counted=b.counted)
 
 
 def is_terminal(stream: object) -> bool:

@@ -15,22 +15,21 @@ Limits: a rule whose `all:` lines fall on either side of two runs, or whose
 
 from __future__ import annotations
 
-import io
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from fnmatch import fnmatchcase
-from typing import Any, Iterable, Iterator, Literal
+from typing import Any, Iterable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from qwen_triage.engine.scanner import Scanner
 from qwen_triage.fleet.slurm import is_node_class
-from qwen_triage.inputs.base import Chunk, Reader
+from qwen_triage.inputs.base import Reader
 from qwen_triage.fleet.state import ActiveDiagnosis, State, acts_on_node, diagnosis_key, held_until_boot
 from qwen_triage.engine.matcher import CompiledPack, Finding
 from qwen_triage.engine.origin import node_evidence
-from qwen_triage.engine.sources import JOURNAL_MAX_LINE, MAX_LINE, Block, Source, journal_blocks, raw_blocks
+from qwen_triage.inputs.source import Source
 
 DEFAULT_HOLD = 3600.0
 DEFAULT_MAX_BYTES = 64 << 20
@@ -117,7 +116,7 @@ def node_level(class_id: str) -> bool:
 def _evidence_time(f: Finding, now: float) -> float:
     """When the evidence was logged, where the source says so reliably (journal entries); else now."""
     rec = f.records[-1]
-    if rec.timestamp and "journal-json" in rec.formats:
+    if rec.timestamp and rec.logged_by_journal:
         try:
             ts = datetime.fromisoformat(rec.timestamp)
         except ValueError:
@@ -125,21 +124,6 @@ def _evidence_time(f: Finding, now: float) -> float:
         if ts.tzinfo is not None:
             return min(ts.timestamp(), now)
     return now
-
-
-def _blocks(chunk: Chunk, source: Source) -> Iterator[Block]:
-    """The engine's blocks for one chunk of whole lines, numbered as lines of the whole source."""
-    shift = chunk.first_line - 1
-    before = source.bytes_read
-
-    def shifted() -> Iterator[Block]:
-        max_line = JOURNAL_MAX_LINE if chunk.journal else MAX_LINE  # an entry is decoded whole, then cut
-        for b in raw_blocks(io.BytesIO(chunk.data), source, max_line):
-            yield Block(data=b.data, first_line=b.first_line + shift,
-                        truncated=frozenset(n + shift for n in b.truncated), counted=b.counted)
-
-    yield from (journal_blocks(shifted()) if chunk.journal else shifted())
-    source.bytes_read = before + len(chunk.data)
 
 
 def _scalar_facts(facts: dict[str, Any]) -> dict[str, Any]:
@@ -150,36 +134,33 @@ def scan_reader(
     reader: Reader, prev_state: Any, compiled: CompiledPack, budget: int, deadline: float, boot_id: str, now: float
 ) -> list[ActiveDiagnosis]:
     """Read one source's new lines through the engine; the diagnoses they support."""
-    scanner = Scanner(compiled)
-    source = Source(name=reader.label, kind="text")
-    scanner.add_source(source)
     seen: dict[str, _Seen] = {}
     ignored: dict[str, int] = {}
 
-    def take(findings: Iterable[Finding]) -> None:
-        for f in findings:
-            cls = f.rule.rule.class_
-            if node_level(cls) and not all(node_evidence(r) for r in f.records):
-                # a server's log quoting an Xid (a user's prompt) is the server's text: node-level
-                # classes come only from the kernel's (systemd's, the fabric manager's) own records
-                ignored[cls] = ignored.get(cls, 0) + 1
-                continue
-            t = _evidence_time(f, now)
-            s = seen.get(cls)
-            if s is None:
-                s = seen[cls] = _Seen(first=t, last=t)
-            s.first, s.last = min(s.first, t), max(s.last, t)
-            s.evidence(r.line for r in f.records)
-            s.rules.setdefault(f.rule.rule.id, None)
-            scanner.correlator.add(f)
+    def admit(f: Finding) -> bool:
+        cls = f.rule.rule.class_
+        if node_level(cls) and not all(node_evidence(r) for r in f.records):
+            # a server's log quoting an Xid (a user's prompt) is the server's text: node-level
+            # classes come only from the kernel's (systemd's, the fabric manager's) own records
+            ignored[cls] = ignored.get(cls, 0) + 1
+            return False
+        t = _evidence_time(f, now)
+        s = seen.get(cls)
+        if s is None:
+            s = seen[cls] = _Seen(first=t, last=t)
+        s.first, s.last = min(s.first, t), max(s.last, t)
+        s.evidence(r.line for r in f.records)
+        s.rules.setdefault(f.rule.rule.id, None)
+        return True
 
+    scanner = Scanner(compiled, admit=admit)
+    source = Source(name=reader.label)
+    scanner.add_source(source)
     for chunk in reader.read(prev_state, budget, deadline, boot_id):
-        if chunk.journal:
-            source.kind = "journal-json"
-        for block in _blocks(chunk, source):
-            take(scanner.matcher.feed_block(block, source.name, source.index))
-        source.lines_read = chunk.first_line - 1 + chunk.data.count(b"\n")
-    take(scanner.matcher.finish(source.index))
+        for _ in scanner.feed_chunk(source, chunk.data, chunk.first_line, chunk.kind):
+            pass
+    for _ in scanner.flush():
+        pass
     for cls, n in sorted(ignored.items()):
         reader.notes.append(f"{reader.label}: {n} finding(s) of {cls} not taken: node-level classes come only "
                             f"from the kernel's own records (read with --kernel), not from an application's log")

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator
 
+from qwen_triage.inputs.source import TEXT
+
 if TYPE_CHECKING:
     from qwen_triage.inputs.position import SourceState
 
@@ -30,7 +32,7 @@ def totals(prev: SourceState | None, kind: str | None = None) -> tuple[int, int]
 class Chunk:
     data: bytes  # whole lines, each ending in LF
     first_line: int  # line number of the first one, counted over the source's life
-    journal: bool = False  # the lines are the journal's JSON entries (one object a line)
+    kind: str = TEXT  # what the lines are (qwen_triage.inputs.source.KINDS): the engine decodes by it
 
 
 @dataclass

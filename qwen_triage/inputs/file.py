@@ -13,8 +13,8 @@ Both read a file by its identity (device, inode), an offset and a hash of its fi
 
 Compressed files (gzip) do not grow: :func:`is_gzip` lets ``--follow`` refuse them (``scan`` reads them whole:
 :func:`open_source` opens a path or stdin, decompressing gzip found by its magic); stdin that is a regular file
-is followed as ``/dev/stdin``. Decoding the bytes read (line limits, journal JSON, ANSI) is the engine's, not
-this module's.
+is followed as ``/dev/stdin``. Decoding the bytes read (line limits, journal JSON, ANSI) is the engine's, by the kind a
+chunk carries, not this module's.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ import stat
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Callable, Iterator
+from typing import TYPE_CHECKING, BinaryIO, Callable, Iterable, Iterator
 
 from qwen_triage.inputs.base import Chunk, Reader, totals
-from qwen_triage.engine.sources import InputError, Opened, Source, looks_like_journal_json
+from qwen_triage.inputs.source import InputError, Opened, Source, sniff
 
 if TYPE_CHECKING:  # the positions import pydantic: only the readers that keep one need it (not `scan`)
     from qwen_triage.inputs.position import FileCursor, SourceState
@@ -208,7 +208,7 @@ class FileReader(Reader):
     def _read_fd(self, fd: int, cur: FileCursor, budget: int, deadline: float) -> Iterator[Chunk]:
         """Read from cur.offset; advance cur past whole lines only. Returns True at the end of the file."""
         head = grow_head(fd, cur)
-        journal = looks_like_journal_json(head)  # the journal's JSON saved to a file: read as journal entries
+        kind = sniff(head)  # the journal's JSON saved to a file is read as journal entries
         spent = 0
         while True:
             if spent >= budget or time.monotonic() > deadline:
@@ -235,7 +235,7 @@ class FileReader(Reader):
             else:
                 body = data[:cut]
             n = body.count(b"\n")
-            yield Chunk(data=body, first_line=cur.line + 1, journal=journal)
+            yield Chunk(data=body, first_line=cur.line + 1, kind=kind)
             cur.offset += cut
             cur.line += n
             spent += cut
@@ -450,3 +450,25 @@ class _Stepwise:
 
     def close(self) -> None:
         self._gz.close()
+
+
+def expand_inputs(args: Iterable[str]) -> list[str]:
+    """The files ``scan --jobs`` covers: files as given; directories -> their regular files, recursively, sorted,
+    hidden names skipped (``.git``, ``.cache``…), symlinked directories not followed. :class:`InputError` for
+    stdin or a missing path."""
+    out: list[str] = []
+    for arg in args:
+        if arg == "-":
+            raise InputError("batch mode reads files; give stdin to a plain `scan`")
+        path = Path(arg).expanduser()
+        if path.is_dir():
+            found = []
+            for root, dirs, files in os.walk(path):
+                dirs[:] = [d for d in dirs if not d.startswith(".")]
+                found += [os.path.join(root, f) for f in files if not f.startswith(".")]
+            out += sorted(f for f in found if os.path.isfile(f))
+        elif path.exists():
+            out.append(arg)
+        else:
+            raise InputError(f"{arg}: no such file or directory")
+    return out

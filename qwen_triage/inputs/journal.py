@@ -15,7 +15,7 @@ by the same rule:
   timeline;
 - the kernel alone: ``--dmesg``.
 
-The JSON read back is decoded by the engine (:func:`qwen_triage.engine.sources.journal_blocks`), which keeps each
+The JSON read back is decoded by the engine (its decoder for :data:`~qwen_triage.inputs.source.JOURNAL_JSON`), which keeps each
 line's program, pid and priority for the rules' ``where:`` constraints.
 """
 
@@ -35,7 +35,7 @@ from typing import Any, Iterator
 from qwen_triage.inputs.base import Chunk, Reader, totals
 from qwen_triage.inputs.position import SourceState
 from qwen_triage.inputs.helptext import JOURNAL_TOOL
-from qwen_triage.engine.sources import JOURNAL_MAX_LINE
+from qwen_triage.inputs.source import JOURNAL_JSON, JOURNAL_MAX_LINE
 
 JOURNAL_TOOL_ENV = "QWEN_TRIAGE_JOURNALCTL"  # a journalctl to run instead (tests, containers with a host journal)
 JOURNAL_DIRS = ("/run/log/journal", "/var/log/journal")
@@ -346,7 +346,7 @@ class JournalReader(Reader):
         body = bytes(buf[:whole])
         c = last_cursor(body)
         n = body.count(b"\n")
-        yield Chunk(data=body, first_line=total + self.lines + 1, journal=True)
+        yield Chunk(data=body, first_line=total + self.lines + 1, kind=JOURNAL_JSON)
         if c:
             self._cursor = c
         self.lines += n

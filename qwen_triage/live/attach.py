@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from qwen_triage.inputs.source import JOURNAL_JSON
 from qwen_triage.inputs.journal import JOURNAL_TOOL
 from qwen_triage.inputs.process import OutputTarget, cmdline_of, inspect_fd, unit_of
 from qwen_triage.live import procs
@@ -209,7 +210,7 @@ def attach_main(pid: int, compiled: "CompiledPack", fmt: str, new_only: bool = F
             say(f"cannot run {JOURNAL_TOOL}: {exc.strerror}")
             return EXIT_ERROR
         assert jproc.stdout is not None
-        loop.add_stream(jproc.stdout.fileno(), f"journal:{unit or f'_PID={pid}'}", kind="journal-json")
+        loop.add_stream(jproc.stdout.fileno(), f"journal:{unit or f'_PID={pid}'}", kind=JOURNAL_JSON)
         reporter.note(f"following the journal: {shlex.join(cmd)}")
     reporter.note(f"attached to {pid} ({watch.known[pid].name}); Ctrl-C detaches and prints the summary")
 

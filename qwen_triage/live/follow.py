@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
-from qwen_triage.engine.sources import MAX_LINE
+from qwen_triage.inputs.source import MAX_LINE
 from qwen_triage.inputs.file import FileFollower, is_gzip, stdin_is_regular_file
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from qwen_triage.engine.sources import MAX_LINE
+from qwen_triage.inputs.source import MAX_LINE
 
 
 @dataclass(frozen=True, slots=True)

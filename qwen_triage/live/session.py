@@ -20,7 +20,8 @@ from qwen_triage.live.lines import LineSplitter, Lines
 from qwen_triage.engine.matcher import CompiledPack, Finding
 from qwen_triage.report.model import Diagnosis, Observation, Report
 from qwen_triage.rulepack.severity import Severity
-from qwen_triage.engine.sources import MAX_LINE, Block, Source, clean_lines, journal_blocks, looks_like_journal_json
+from qwen_triage.engine.sources import Block, clean_lines
+from qwen_triage.inputs.source import MAX_LINE, TEXT, Source, sniff
 
 FATAL = (Severity.critical, Severity.error)
 
@@ -30,7 +31,7 @@ class LiveInput:
     """One input of a live session: one engine source, one line splitter per stream."""
 
     source: Source
-    kind: str = "auto"  # "auto" (decided on the first line), "text" or "journal-json"
+    kind: str = "auto"  # "auto" (decided on the first line: inputs.source.sniff) or one of inputs.source.KINDS
     next_line: int = 1
     splitters: dict[int, LineSplitter] = field(default_factory=dict)
     ended: bool = False
@@ -60,11 +61,6 @@ class LiveEvent:
         return self.finding.rule.rule.class_
 
 
-def feed_block(scanner: Scanner, source: Source, block: Block, raw_bytes: int) -> Iterator[Finding]:
-    """Feed one block of a live source; yields findings that open a new diagnosis."""
-    yield from scanner.feed_block(source, block, raw_bytes)
-
-
 class LiveSession:
     """A Scanner fed as bytes arrive, announcing each new diagnosis once."""
 
@@ -87,7 +83,7 @@ class LiveSession:
     # -- inputs -------------------------------------------------------------
 
     def add_input(self, name: str, kind: str = "auto") -> LiveInput:
-        source = Source(name=name, kind="text" if kind == "auto" else kind)
+        source = Source(name=name, kind=TEXT if kind == "auto" else kind)
         self.scanner.add_source(source)
         inp = LiveInput(source=source, kind=kind)
         self.inputs.append(inp)
@@ -123,41 +119,30 @@ class LiveSession:
 
     def _feed_lines(self, inp: LiveInput, lines: Lines, raw_bytes: int) -> None:
         if inp.kind == "auto":
-            inp.kind = "journal-json" if looks_like_journal_json(lines.data[: lines.data.find(b"\n")]) else "text"
-            inp.source.kind = inp.kind
+            inp.kind = sniff(lines.data[: lines.data.find(b"\n")])
         first = inp.next_line
         inp.next_line += lines.count
         truncated = frozenset(first + i for i in lines.cut)
-        inp.source.truncated_count += len(truncated)
         block = Block(data=clean_lines(lines.data), first_line=first, truncated=truncated, counted=lines.count)
-        blocks = journal_blocks(iter([block])) if inp.kind == "journal-json" else iter([block])
-        for b in blocks:
-            self._announce(feed_block(self.scanner, inp.source, b, raw_bytes))
-            raw_bytes = 0
-        if inp.kind == "journal-json":
-            inp.source.lines_read = max(inp.source.lines_read, inp.next_line - 1)
+        self._announce(self.scanner.feed(inp.source, block, inp.kind, raw_bytes))
         self._check_fatal()
 
     def _check_fatal(self) -> None:
         if self.fatal is not None:
             return
-        for group in self.scanner.correlator.groups.values():
-            if group.severity in FATAL:
-                self.fatal = group.first
-                return
+        self.fatal = self.scanner.first_at(FATAL)
 
     def _announce(self, findings: Iterator[Finding]) -> None:
         new = list(findings)
         if not new:
             return
-        correlator = self.scanner.correlator
-        diagnoses = correlator.diagnoses()
+        diagnoses = self.scanner.diagnoses()
         by_class = {d.class_: d for d in diagnoses}
         root_of = {s.class_: d for d in diagnoses for s in d.symptoms}
         elapsed = time.monotonic() - self.started
         for f in new:
             if f.severity is Severity.info:
-                obs = next((o for o in correlator.observations() if o.rule == f.rule.rule.id), None)
+                obs = next((o for o in self.scanner.observations() if o.rule == f.rule.rule.id), None)
                 self._emit(LiveEvent("observation", f, obs, elapsed=elapsed))
                 continue
             cls = f.rule.rule.class_
@@ -208,4 +193,4 @@ class LiveSession:
         return report
 
     def diagnoses_count(self) -> int:
-        return len(self.scanner.correlator.groups)
+        return self.scanner.diagnosis_count()

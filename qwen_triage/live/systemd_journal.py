@@ -22,6 +22,7 @@ import sys
 import tempfile
 from typing import TYPE_CHECKING, Callable
 
+from qwen_triage.inputs.source import JOURNAL_JSON
 from qwen_triage.inputs.journal import (
     JOURNAL_TOOL, JournalError, journal_command, journal_dirs, journal_present, journal_tool_available,
     start_journal, unit_name,
@@ -169,7 +170,7 @@ def journal_main(
     print(f"qwen-triage: reading {u}{' and the kernel log' if kernel else ''}, {window}: {shlex.join(cmd)}",
           file=sys.stderr)
     loop = FollowLoop(session, note=reporter.note)
-    inp = loop.add_stream(proc.stdout.fileno(), label, kind="journal-json")
+    inp = loop.add_stream(proc.stdout.fileno(), label, kind=JOURNAL_JSON)
     with stop_signals() as stop_requested:
         try:
             loop.run(should_stop=stop_requested)

@@ -326,7 +326,7 @@ def triage_attempt(
 ) -> tuple["Report", list[str]]:
     """The attempt's log and the kernel log of its window, scanned as one report."""
     from qwen_triage.engine.scanner import Scanner
-    from qwen_triage.engine.sources import InputError, Source
+    from qwen_triage.inputs.source import InputError, Source
     from qwen_triage.inputs.file import open_source
 
     notes: list[str] = []

@@ -103,7 +103,7 @@ def test_clean_report_in_a_pipe_is_what_rich_would_write(tmp_path) -> None:
     from rich.console import Console
 
     from qwen_triage.engine.scanner import compile_pack
-    from qwen_triage.inputs.scan import scan_paths
+    from qwen_triage.engine.scanner import scan_paths
     from qwen_triage.report.emit import plain_summary
     from qwen_triage.report.text import print_text
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from qwen_triage.engine.batch import BatchError, run_batch
-from qwen_triage.inputs.file import open_source
-from qwen_triage.inputs.scan import expand_inputs
+from qwen_triage.engine.batch import run_batch
+from qwen_triage.inputs.file import expand_inputs
+from qwen_triage.inputs.source import InputError
 
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = ROOT / "fixtures" / "logs"
@@ -61,9 +61,9 @@ def test_directories_expand_recursively_sorted_without_hidden_names(archive: Pat
     assert any(f.endswith(".gz") for f in files)
     one = files[0]
     assert expand_inputs([one, str(archive / "2025")])[0] == one  # files stay as given, in order
-    with pytest.raises(BatchError):
+    with pytest.raises(InputError):
         expand_inputs(["-"])
-    with pytest.raises(BatchError):
+    with pytest.raises(InputError):
         expand_inputs([str(archive / "missing")])
 
 
@@ -145,7 +145,7 @@ def test_worker_memory_stays_flat_over_many_inputs(tmp_path: Path, compiled) -> 
     for i in range(n):
         shutil.copy(src[i % len(src)], tmp_path / f"{i:04d}.log")
     out = io.StringIO()
-    stats = run_batch(expand_inputs([str(tmp_path)]), out, open_source=open_source, jobs=2, max_tasks=40)
+    stats = run_batch(expand_inputs([str(tmp_path)]), out, jobs=2, max_tasks=40)
     assert stats.inputs == n and len(out.getvalue().splitlines()) == n
     assert stats.errors == 0
     assert len(stats.workers) >= n // 40  # replaced after 40 inputs each

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from qwen_triage.engine.check_finding import CheckFinding
 from qwen_triage.engine.scanner import Scanner
-from qwen_triage.engine.sources import Source
+from qwen_triage.inputs.source import Source
 from qwen_triage.preflight.findings import ev, load_classes, to_report
 from qwen_triage.rulepack.severity import Severity
 

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from qwen_triage.engine.normalize import ANSI_BYTES_RE
-from qwen_triage.engine.sources import Source, iter_blocks, raw_blocks, strip_ansi_lines
+from qwen_triage.engine.sources import iter_blocks, raw_blocks, strip_ansi_lines
+from qwen_triage.inputs.source import Source
 from qwen_triage.inputs.file import open_source
 
 

@@ -21,9 +21,10 @@ from hypothesis import strategies as st
 
 from qwen_triage.engine.matcher import CompiledPack, convert_fact
 from qwen_triage.engine.normalize import decode_line, normalize
-from qwen_triage.engine.sources import Block, InputError, Source, iter_blocks, journal_blocks, raw_blocks
+from qwen_triage.engine.sources import Block, iter_blocks, journal_blocks, raw_blocks
+from qwen_triage.inputs.source import InputError, Source
 from qwen_triage.inputs.file import open_source
-from qwen_triage.inputs.scan import scan_paths
+from qwen_triage.engine.scanner import scan_paths
 from qwen_triage.rulepack.pack import load_pack
 from qwen_triage.units import MAX_INT_DIGITS, bounded_int, port_number
 

@@ -10,9 +10,9 @@ import pytest
 from qwen_triage.engine.scanner import Scanner
 from qwen_triage.engine.matcher import CompiledPack
 from qwen_triage.rulepack.pack import load_pack
-from qwen_triage.engine.sources import Source
+from qwen_triage.inputs.source import Source
 from qwen_triage.inputs.file import open_source
-from qwen_triage.inputs.scan import scan_paths
+from qwen_triage.engine.scanner import scan_paths
 
 DATA = Path(__file__).parents[1] / "data"
 

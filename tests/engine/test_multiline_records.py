@@ -8,8 +8,9 @@ import pytest
 
 from qwen_triage.engine.matcher import CompiledPack
 from qwen_triage.engine.scanner import Scanner
-from qwen_triage.engine.sources import Block, Source
-from qwen_triage.inputs.scan import scan_paths
+from qwen_triage.engine.sources import Block
+from qwen_triage.inputs.source import Source
+from qwen_triage.engine.scanner import scan_paths
 from qwen_triage.rulepack.pack import load_pack
 
 RULES = """\
@@ -164,20 +165,20 @@ def test_live_record_completes_on_the_next_block_or_when_quiet(pack: CompiledPac
     scanner.add_source(src)
     found = []
     for i in range(0, 5):  # lines 1-5 arrive one by one: the message may still go on
-        found += list(scanner.feed_block(src, Block(data=lines[i].encode(), first_line=i + 1, counted=1)))
+        found += list(scanner.feed(src, Block(data=lines[i].encode(), first_line=i + 1, counted=1)))
     assert found == []
     # line 6 starts a new sentence: the record is complete
-    found += list(scanner.feed_block(src, Block(data=lines[5].encode(), first_line=6, counted=1)))
+    found += list(scanner.feed(src, Block(data=lines[5].encode(), first_line=6, counted=1)))
     assert [f.rule.rule.id for f in found] == ["t.gsp"]
     # the same five lines, then silence: released when the input goes quiet
     quiet = Scanner(pack)
     quiet.add_source(src)
     for i in range(0, 5):
-        assert list(quiet.feed_block(src, Block(data=lines[i].encode(), first_line=i + 1, counted=1))) == []
+        assert list(quiet.feed(src, Block(data=lines[i].encode(), first_line=i + 1, counted=1))) == []
     assert [f.rule.rule.id for f in quiet.release_held()] == ["t.gsp"]
     # a record whose continuation never comes is released when the input goes quiet
     scanner2 = Scanner(pack)
     scanner2.add_source(src)
-    assert list(scanner2.feed_block(src, Block(data=b"".join(x.encode() for x in lines[2:4]), first_line=3, counted=2))) == []
+    assert list(scanner2.feed(src, Block(data=b"".join(x.encode() for x in lines[2:4]), first_line=3, counted=2))) == []
     assert list(scanner2.release_held()) == []  # incomplete sentence: no match, but nothing held back
     assert scanner2.matcher._held == {}

@@ -29,7 +29,7 @@ RELAYS = [
 
 
 def _scan(path: Path, compiled):  # type: ignore[no-untyped-def]
-    from qwen_triage.inputs.scan import scan_paths
+    from qwen_triage.engine.scanner import scan_paths
 
     return scan_paths([str(path)], compiled)
 

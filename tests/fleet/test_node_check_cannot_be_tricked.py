@@ -404,7 +404,8 @@ def fired_rules(compiled, text: str) -> set[str]:  # type: ignore[no-untyped-def
     import io
 
     from qwen_triage.engine.scanner import Scanner
-    from qwen_triage.engine.sources import Source, iter_blocks
+    from qwen_triage.engine.sources import iter_blocks
+    from qwen_triage.inputs.source import Source
 
     scanner = Scanner(compiled)
     fired = set()

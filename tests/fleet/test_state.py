@@ -14,6 +14,7 @@ import pytest
 from qwen_triage.fleet.check import CheckConfig, run_check
 from qwen_triage.inputs.file import FileReader
 from qwen_triage.inputs.journal import JournalReader
+from qwen_triage.inputs.source import JOURNAL_JSON
 from qwen_triage.inputs.kernel import KmsgReader, parse_kmsg
 from qwen_triage.fleet.state import (
     MAX_STATE_BYTES,
@@ -462,7 +463,7 @@ def test_a_saved_journal_json_file_is_read_as_journal_entries(tmp_path: Path, co
     log.write_text(json.dumps(journal_entry(1, OOM.strip(), now - 7200, transport="stdout")) + "\n"
                    + json.dumps(journal_entry(2, XID79.strip(), now - 7200)) + "\n")
     chunks = list(FileReader(str(log)).read(None, 1 << 20, time.monotonic() + 5, "b"))
-    assert chunks and all(c.journal for c in chunks)
+    assert chunks and all(c.kind == JOURNAL_JSON for c in chunks)
     res = run_check([FileReader(str(log))], State(), compiled, CheckConfig(hold=3600), "b1", now=now)
     # the entries' own times count: a two-hour-old OOM is past the hold, a hardware Xid waits for a reboot
     assert [d.class_ for d in res.active] == ["hardware.xid_fatal"]

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from qwen_triage.engine.sources import InputError, iter_blocks
+from qwen_triage.engine.sources import iter_blocks
+
+from qwen_triage.inputs.source import InputError
 from qwen_triage.inputs.file import open_source
 
 

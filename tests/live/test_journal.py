@@ -76,7 +76,7 @@ def test_exit_of_a_unit_main_process() -> None:
 
 def test_journal_json_through_the_live_session(only_live_rules) -> None:
     """Entries in odd chunk sizes: fields kept (kernel transport), byte-array and multi-line messages decoded."""
-    from qwen_triage.inputs.scan import scan_paths
+    from qwen_triage.engine.scanner import scan_paths
     from qwen_triage.live.session import LiveSession
 
     data = JOURNAL_JSON.read_bytes()

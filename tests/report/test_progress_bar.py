@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 from qwen_triage.cli import progress
-from qwen_triage.engine.sources import Source
+from qwen_triage.inputs.source import Source
 
 
 class FakeTty(io.StringIO):

@@ -19,7 +19,7 @@ import pytest
 
 from qwen_triage.authoring.lint import lint_paths
 from qwen_triage.engine.scanner import compile_pack
-from qwen_triage.inputs.scan import scan_paths
+from qwen_triage.engine.scanner import scan_paths
 from qwen_triage.rulepack.actions import SetArg, SetEnv, arg_edit_reason
 from qwen_triage.rulepack.pack import load_pack
 from qwen_triage.runner.fixplan import PlanContext, build_fix_plan

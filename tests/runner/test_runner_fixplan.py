@@ -19,7 +19,7 @@ from qwen_triage.rulepack.actions import (
     SetEnv,
     StopProcess,
 )
-from qwen_triage.inputs.scan import scan_paths
+from qwen_triage.engine.scanner import scan_paths
 from qwen_triage.preflight.findings import (
     CheckFinding,
     act,
@@ -224,7 +224,7 @@ def test_kv_cache_lowers_max_model_len_from_the_fact(compiled):
     import io
 
     from qwen_triage.engine.scanner import Scanner
-    from qwen_triage.engine.sources import Source
+    from qwen_triage.inputs.source import Source
 
     sc = Scanner(compiled)
     for _ in sc.scan_source(Source(name="log", stream=io.BytesIO(line.encode() + b"\n"))):

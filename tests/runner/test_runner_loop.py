@@ -233,7 +233,7 @@ def test_nccl_hang_then_debug_rerun_then_fix(h, models):
 
 
 def test_identical_attempt_is_never_launched(h, models, compiled):
-    from qwen_triage.inputs.scan import scan_paths
+    from qwen_triage.engine.scanner import scan_paths
     from tests.runner.helpers import VLLM_LOGS
 
     run = h.make([str(models["good"]), "--port", "18999", "--max-model-len", "4096"])
