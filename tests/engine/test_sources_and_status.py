@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from qwen_triage.engine.matcher import CompiledPack
-from qwen_triage.inputs.scan import scan_paths
+from qwen_triage.engine.scanner import scan_paths
 from qwen_triage.rulepack.pack import load_pack
 
 PHRASE = "Frobnication unit wedged beyond repair"
