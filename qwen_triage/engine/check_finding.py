@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from qwen_triage.report.model import Evidence, FixOut
+from qwen_triage.report.model import Evidence, FixOut, PrintedBy
 from qwen_triage.rulepack.severity import Severity
 
 if TYPE_CHECKING:
@@ -37,6 +37,9 @@ class CheckFinding(BaseModel):
     evidence: list[Evidence] = Field(default_factory=list)
     fix: list[FixOut] = Field(default_factory=list)
     references: list[str] = Field(default_factory=list)
+    count: int = 1  # lines it stands for (a located template seen on eight ranks is one finding)
+    because: str | None = None  # "catalogue": a line no rule explains, classed by where it was printed
+    printed_by: PrintedBy | None = None  # for `because: catalogue` (engine.locate)
 
 
 def finding(

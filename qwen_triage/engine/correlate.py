@@ -145,6 +145,7 @@ class Group:
     rules: dict[str, None] = field(default_factory=dict)
     checks: list[CheckFinding] = field(default_factory=list)
     floor: bool = True  # only structure rules (rules' `floor`) found it: it ranks after what sentence rules found
+    located: bool = True  # only the message catalogue found it (engine.locate): it ranks after any rule's
     check_evidence: dict[tuple[str, str], Evidence] = field(default_factory=dict)  # every distinct one
 
     def add(self, f: Finding | CheckFinding) -> None:
@@ -152,13 +153,15 @@ class Group:
             self.severity = f.severity
         if not (isinstance(f, Finding) and f.rule.rule.floor):
             self.floor = False
+        if isinstance(f, Finding) or f.because is None:
+            self.located = False
         if isinstance(f, Finding):
             self._add_match(f)
         else:
             self._add_check(f)
 
     def _add_check(self, f: CheckFinding) -> None:
-        self.count += 1
+        self.count += f.count
         self.checks.append(f)
         self.rules.setdefault(f.rule, None)
         for k, v in f.facts.items():
@@ -290,11 +293,12 @@ class Correlator:
     # -- ordering ------------------------------------------------------------
 
     @staticmethod
-    def _rank(g: Group) -> tuple[bool, int, int]:
-        """What a sentence rule found before what only a structure rule found (a raising site, a code family:
-        the family's floor, which fills a report no sentence rule would fill and never outranks one), then
-        severity, then first occurrence."""
-        return (g.floor, g.severity.rank, g.seq)
+    def _rank(g: Group) -> tuple[bool, bool, int, int]:
+        """What a rule found before what only the message catalogue placed (engine.locate), what a sentence rule
+        found before what only a structure rule found (a raising site, a code family: the family's floor, which
+        fills a report no sentence rule would fill and never outranks one), then severity, then first
+        occurrence."""
+        return (g.located, g.floor, g.severity.rank, g.seq)
 
     def roots(self) -> list[tuple[Group, list[Group]]]:
         present = self.groups
@@ -302,7 +306,8 @@ class Correlator:
         for cid in present:
             cls = self.classes.get(cid)
             for target in cls.explains if cls else ():
-                if target in present and target != cid:
+                # what only the catalogue placed never makes a rule's diagnosis its symptom
+                if target in present and target != cid and (present[target].located or not present[cid].located):
                     explainers[target].append(cid)
 
         def top(cid: str, seen: frozenset[str]) -> str:
@@ -392,9 +397,11 @@ class Correlator:
             fix = g.fixes(fields["facts"])
             if not fix and (cls := self.classes.get(fields["class_"])):
                 fix = [FixOut(step=cls.fix)]
+            placed = next((c.printed_by for c in g.checks if c.printed_by is not None), None) if g.located else None
             out.append(
                 Diagnosis(**fields, rules=list(g.rules), symptoms=[self._symptom(s) for s in syms],
-                          relayed=relays[i], fix=fix)
+                          relayed=relays[i], fix=fix, because=g.checks[0].because if g.located else None,
+                          printed_by=placed)
             )
         return out
 

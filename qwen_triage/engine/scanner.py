@@ -4,20 +4,24 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from platformdirs import user_cache_dir
 
 from qwen_triage.engine.correlate import Correlator, evidence_of
 from qwen_triage.engine.hang import HangTracker, join_cause, to_report
+from qwen_triage.engine.locate import Located
 from qwen_triage.engine.unrecognised import Collector, Item, template_of
 from qwen_triage.redact import redact_text
 from qwen_triage.engine.matcher import CompiledPack, Finding, Matcher
 from qwen_triage.rulepack.pack import RulePack, extra_rule_dirs, load_pack
-from qwen_triage.report.model import Diagnosis, DisabledRuleOut, InputOut, Observation, Report, Stats, Unrecognised
+from qwen_triage.report.model import Diagnosis, DisabledRuleOut, InputOut, Observation, PrintedBy, Report, Stats, Unrecognised
 
 from qwen_triage.engine.sources import Block, chunk_blocks, decode, source_blocks
 from qwen_triage.inputs.source import MAX_LINE, TEXT, Source
+
+if TYPE_CHECKING:
+    from qwen_triage.rulepack.catalogue_index import CatalogueIndex
 
 MAX_UNRECOGNISED = 50  # templates listed in a report; the rest are counted in a note
 
@@ -63,11 +67,15 @@ class Scanner:
     chunks through :meth:`feed_chunk`, a live stream's lines directly), which decodes by the input's kind and
     matches; the matcher and the correlator are this class's own. ``admit`` sees every finding first and may
     keep it from the report (``check`` takes node-level classes only from the system's own records).
+
+    ``catalogue``: where the lines no rule explains are looked up (engine.locate); the bundled one when None.
     """
 
     def __init__(self, compiled: CompiledPack, max_line: int = MAX_LINE,
-                 admit: Callable[[Finding], bool] | None = None):
+                 admit: Callable[[Finding], bool] | None = None, catalogue: CatalogueIndex | None = None):
         self.compiled = compiled
+        self.catalogue = catalogue
+        self._located: dict[str, Located | None] = {}  # template -> where the catalogue placed it (None: nowhere)
         self.unrecognised = Collector(benign=compiled.benign_patterns(), stages={s["id"]: s for s in compiled.pack.stages})
         self.hang = HangTracker()
         self.matcher = Matcher(compiled, collector=self.unrecognised, hang=self.hang)
@@ -168,6 +176,30 @@ class Scanner:
                 out[template_of(g.evidence[-1].message)].count += max(g.count - len(g.evidence), 0)
         return list(out.values())
 
+    def _locate(self, items: list[Item]) -> dict[int, PrintedBy]:
+        """Where each unexplained line was printed (engine.locate), by item; an item the catalogue classes
+        leaves the list and becomes a finding of its class, once however often the report is asked for (live).
+        Nothing to look up, nothing read. A scan that admits findings by its own test (``check``: node-level
+        classes from the system's records only) takes no class from the catalogue, only where lines came from."""
+        wanted = [i for i in items if i.kind in ("exception", "error") and i.template not in self._located]
+        if wanted:
+            from qwen_triage.engine.locate import locate
+
+            found = {f.item.template: f for f in locate(wanted, self.compiled.pack.classes,
+                                                        self.compiled.pack.catalogue_map, self.catalogue)}
+            for item in wanted:
+                f = self._located[item.template] = found.get(item.template)
+                if f is not None and f.finding is not None and self.admit is None:
+                    self.correlator.add(f.finding)
+        placed: dict[int, PrintedBy] = {}
+        for item in list(items):
+            f = self._located.get(item.template)
+            if f is not None and f.finding is not None and self.admit is None:
+                items.remove(item)
+            elif f is not None:
+                placed[id(item)] = f.printed_by
+        return placed
+
     def report(self) -> Report:
         m = self.matcher
         notes = [n for s in self.sources for n in s.notes]  # an input cut short, empty or not text
@@ -190,10 +222,11 @@ class Scanner:
         for rule_id in dict.fromkeys(self.compiled.rules[ri].rule.id for pid in screened for ri, _ in users[pid]):
             notes.append(f"rule {rule_id}: a pattern too large for Hyperscan to compile in time is prefiltered "
                          "by its literals")
+        items = self.unrecognised.ordered(self.correlator.diagnosed_records())  # less what a diagnosis holds
+        placed = self._locate(items)
         diagnoses = self.correlator.diagnoses()
         several = len(self.sources) > 1
         verdict = self.hang.verdict(several_files=several)
-        items = self.unrecognised.ordered(self.correlator.diagnosed_records())  # less what a diagnosis holds
         if not diagnoses:  # a hang says nothing wrong: where it stopped is the evidence
             items += self._unheld_relays()
             items += self.unrecognised.stalls({s.index: s.lines_read for s in self.sources})
@@ -217,6 +250,7 @@ class Scanner:
                     raised_by=i.raised_by and redact_text(i.raised_by),
                     exception=i.exception and redact_text(i.exception),
                     hint=i.hint and redact_text(i.hint),
+                    printed_by=placed.get(id(i)),
                 )
                 for i in items[:MAX_UNRECOGNISED]
             ],

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
-from qwen_triage.report.model import Diagnosis, Observation, Report
-from qwen_triage.report.summary import NO_DIAGNOSIS, NOTHING_READ, OBSERVATIONS, stalled
+from qwen_triage.report.model import Diagnosis, Observation, PrintedBy, Report
+from qwen_triage.report.summary import NO_DIAGNOSIS, NOTHING_READ, OBSERVATIONS, printed_by_phrase, stalled
 from qwen_triage.report.text import MAX_SHOWN, action_note, evidence_line
 from qwen_triage.textsafe import clean
 
@@ -48,6 +49,13 @@ def md_code(text: str) -> str:
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _printed_by(p: PrintedBy) -> str:
+    """The catalogue's "printed by …" phrase, every value from the catalogue escaped or set as code."""
+    safe = replace(p, display=md_escape(p.display or p.program), family=p.family and md_escape(p.family),
+                   releases=[md_escape(r) for r in p.releases])
+    return printed_by_phrase(safe, md_code)
 
 
 def _fix_note(action: dict | None) -> str:
@@ -96,6 +104,9 @@ def to_markdown(report: Report) -> str:
         out.append(f"## {i}. {esc(d.title)} ({d.severity.value})")
         out.append("")
         out.append(f"- class: {md_code(d.class_)} · rule: {md_code(d.rule)} · seen {d.count}x")
+        if d.printed_by is not None:
+            out.append(f"- because: no rule explains the line; the message catalogue places it: "
+                       f"{_printed_by(d.printed_by)}")
         if d.facts:
             out.append("- facts: " + ", ".join(md_code(f"{k}={v}") for k, v in d.facts.items()))
         out += ["", esc(d.summary), "", "**Evidence**", "", "```"]
@@ -127,6 +138,8 @@ def to_markdown(report: Report) -> str:
             where = md_code(f"{u.evidence.path}:{u.evidence.line}")
             out.append(f"- {esc(u.kind)}{who}, {u.count}x, first at {where}:")
             out += ["", "  ```", "  " + md_escape(u.template, code=True), "  ```"]
+            if u.printed_by is not None:
+                out.append(f"  {_printed_by(u.printed_by)}")
             if u.hint:
                 out.append(f"  hint: {esc(u.hint)}")
         out.append("")

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from qwen_triage import __version__
 from qwen_triage.rulepack.severity import Severity
 
-SCHEMA_VERSION = 2  # 2: `hang` (engine.hang)
+SCHEMA_VERSION = 3  # 2: `hang` (engine.hang); 3: `printed_by` (the message catalogue), a diagnosis's `because`
 T = TypeVar("T")
 
 
@@ -91,6 +91,28 @@ class Relayed:
 
 
 @dataclass(kw_only=True)
+class PrintedBy:
+    """Where a line was printed, from the message catalogue (rulepack.catalogue): the program whose released source
+    holds its template, the file and function, and the pinned releases that hold it (schema 3)."""
+
+    __pydantic_config__ = _CONFIG
+    program: str
+    """the catalogue's key of the program (vllm, llamacpp, nccl, torch ...)"""
+    releases: list[str]
+    """the pinned releases read whose source holds the template, oldest first"""
+    file: str
+    """the file inside the release (vllm/config/parallel.py)"""
+    function: str | None = None
+    """the enclosing function (Class.method), where the extractor knew it"""
+    display: str | None = None
+    """the program's name as users know it (vLLM)"""
+    family: str | None = None
+    """what that part of the program does, from rules/catalogue-map.yaml (configuration validation)"""
+    template: str | None = None
+    """the message as the source writes it, placeholders typed ({int}, {path}, {str} ...)"""
+
+
+@dataclass(kw_only=True)
 class Observation:
     __pydantic_config__ = _CONFIG
     class_: str
@@ -115,6 +137,11 @@ class Diagnosis(Observation):
     relayed: list[Relayed] = field(default_factory=list)
     """lines that only pass this failure on (a worker's or launcher's wrapper of it)"""
     fix: list[FixOut] = field(default_factory=list)
+    because: str | None = None
+    """null: a rule found it; `catalogue`: no rule explained the line, and the message catalogue located its
+    template in a module family whose errors mean this class (rules/catalogue-map.yaml, schema 3)"""
+    printed_by: PrintedBy | None = None
+    """for `because: catalogue`: where the line was printed"""
 
 
 @dataclass(kw_only=True)
@@ -140,6 +167,8 @@ class Unrecognised:
     """for exceptions: the exception's class name"""
     hint: str | None = None
     """for stalls: what usually hangs in that stage"""
+    printed_by: PrintedBy | None = None
+    """where the line was printed, when the message catalogue knows its template (schema 3)"""
 
 
 @dataclass(kw_only=True)

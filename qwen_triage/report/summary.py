@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from qwen_triage.report.model import Report, Stats, Unrecognised
+from collections.abc import Callable
+
+from qwen_triage.report.model import PrintedBy, Report, Stats, Unrecognised
 
 NO_DIAGNOSIS = "nothing in these logs matches a known failure."
 NOTHING_READ = (
@@ -22,3 +24,19 @@ def stalled(report: Report) -> Unrecognised | None:
     if report.diagnoses:
         return None
     return next((u for u in report.unrecognised if u.kind == "stall"), None)
+
+
+def releases_span(releases: list[str]) -> str:
+    """``0.8.0–0.11.0``: the oldest and newest pinned release that hold a template (one: itself)."""
+    if not releases:
+        return "?"
+    return releases[0] if len(releases) == 1 else f"{releases[0]}–{releases[-1]}"
+
+
+def printed_by_phrase(p: PrintedBy, code: Callable[[str], str] = lambda t: f"`{t}`") -> str:
+    """``printed by vLLM `vllm/config/parallel.py` in `ParallelConfig.__post_init__` (0.8.0–0.11.0), configuration
+    validation``: one wording for text and Markdown (``code``: how a name is set as code; the caller makes the rest
+    safe for where it goes)."""
+    where = code(p.file) + (f" in {code(p.function)}" if p.function else "")
+    family = f", {p.family}" if p.family else ""
+    return f"printed by {p.display or p.program} {where} ({releases_span(p.releases)}){family}"

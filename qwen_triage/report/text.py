@@ -20,7 +20,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from qwen_triage.report.model import Diagnosis, Evidence, Hang, Observation, Report, Unrecognised
-from qwen_triage.report.summary import NO_DIAGNOSIS, NOTHING_READ, OBSERVATIONS, stalled, stats_line
+from qwen_triage.report.summary import NO_DIAGNOSIS, NOTHING_READ, OBSERVATIONS, printed_by_phrase, stalled, stats_line
 from qwen_triage.rulepack.severity import Severity
 from qwen_triage.textsafe import clean
 
@@ -82,6 +82,9 @@ def diagnosis_renderable(d: Diagnosis | Observation, number: int | None = None, 
     head.append(clean(d.title), style="bold")
     head.append(clean(f"  ({d.class_}, rule {d.rule}, seen {d.count}x)"), style="dim")
     parts.append(head)
+    if isinstance(d, Diagnosis) and d.printed_by is not None:
+        why = "no rule explains this line; the message catalogue places it: "
+        parts.append(Text(clean(why + printed_by_phrase(d.printed_by)), style="dim", overflow="fold"))
     parts.append(Text(clean(d.summary, newlines=True)))
     if d.facts:
         parts.append(Text(clean("facts: " + ", ".join(f"{k}={v}" for k, v in d.facts.items())), style="dim"))
@@ -151,6 +154,8 @@ def print_text(report: Report, console: Console, shown: Container[str] = (), box
             console.print(f"[bold]other errors no rule explains[/bold] ({len(report.unrecognised)}):")
         for u in report.unrecognised[: MAX_UNRECOGNISED_SHOWN if report.diagnoses else None]:
             console.print(Text(f"  • {unrecognised_line(u)}", overflow="fold"))
+            if u.printed_by is not None:
+                console.print(Text(clean(f"      {printed_by_phrase(u.printed_by)}"), overflow="fold", style="dim"))
             if u.hint:
                 console.print(Text(clean(f"      hint: {u.hint}"), overflow="fold", style="dim"))
         if not report.diagnoses:

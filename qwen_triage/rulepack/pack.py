@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from qwen_triage.rulepack.catalogue_map import CATALOGUE_MAP_FILE
 from qwen_triage.rulepack.codes import CODES_DIR, CodeTables, code_files, load_code_tables, resolve_rows
 from qwen_triage.rulepack.errors import Position, RuleFileError
 from qwen_triage.rulepack.paths import CATALOGUE_DIR, CLASSES_FILE, bundled_rules_dir
@@ -37,9 +38,10 @@ MAX_RULE_FILES = 2000
 
 RULES_ENV = "QWEN_TRIAGE_RULES"
 # Data files beside the rules that are not rule files: the class catalogue, the
-# launch stages of the stall watchdog, the runner's per-class fix defaults.
-DATA_FILES = (CLASSES_FILE, "stages.yaml", "fix-defaults.yaml", "benign.yaml", "checks.yaml")
+# launch stages of the stall watchdog, the runner's per-class fix defaults, the message catalogue's map.
+DATA_FILES = (CLASSES_FILE, "stages.yaml", "fix-defaults.yaml", "benign.yaml", "checks.yaml", CATALOGUE_MAP_FILE)
 BENIGN_FILE = "benign.yaml"
+
 STAGES_FILE = "stages.yaml"
 
 
@@ -75,6 +77,9 @@ class RulePack:
     # launch stages (rules/stages.yaml) as plain data: id, label, rank, patterns, resets, quiet_ok, hint
     stages: list[dict[str, Any]] = field(default_factory=list)
     heartbeats: list[str] = field(default_factory=list)  # lines a stuck launch keeps repeating
+    # the message catalogue's module families (rules/catalogue-map.yaml), validated, as plain data
+    # (rulepack.catalogue_map.Family.to_dict): read only when a line no rule explains is located
+    catalogue_map: list[dict[str, Any]] = field(default_factory=list)
 
     def rule(self, rule_id: str) -> LoadedRule | None:
         return next((r for r in self.rules if r.rule.id == rule_id), None)
@@ -195,7 +200,7 @@ def validating_code() -> list[Path]:
 
 def bundled_files(base: Path) -> list[Path]:
     """What the bundled part of a pack is loaded from: the catalogue, the stages, the rule files, benign."""
-    extra = [base / BENIGN_FILE] if (base / BENIGN_FILE).is_file() else []
+    extra = [base / name for name in (BENIGN_FILE, CATALOGUE_MAP_FILE) if (base / name).is_file()]
     return [base / CLASSES_FILE, base / STAGES_FILE, *(p.resolve() for p in rule_files(base)), *extra,
             *code_files(base)]
 
@@ -291,6 +296,7 @@ def pack_to_json(pack: RulePack) -> bytes:
         "benign": pack.benign,
         "stages": pack.stages,
         "heartbeats": pack.heartbeats,
+        "catalogue_map": pack.catalogue_map,
     }
     return json.dumps(data, separators=(",", ":")).encode()
 
@@ -317,6 +323,7 @@ def pack_from_data(data: Any) -> RulePack | None:
             benign=[str(p) for p in data["benign"]],
             stages=[dict(s) for s in data["stages"]],
             heartbeats=[str(h) for h in data["heartbeats"]],
+            catalogue_map=[dict(f) for f in data["catalogue_map"]],
         )
     except (ValueError, KeyError, TypeError):
         return None
@@ -342,6 +349,7 @@ def load_pack(
     dirs = ([base] if bundled else []) + list(extra_dirs or [])
     files: dict[Path, None] = {}  # a file named twice (bundled dir passed again) loads once
     benign_files = [d / BENIGN_FILE for d in dirs if d.is_dir() and (d / BENIGN_FILE).is_file()]
+    map_files = [d / CATALOGUE_MAP_FILE for d in dirs if d.is_dir() and (d / CATALOGUE_MAP_FILE).is_file()]
     for directory in dirs:
         found = rule_files(directory)
         if directory != base:
@@ -357,7 +365,7 @@ def load_pack(
         from qwen_triage.rulepack.cache import Cache
 
         cache = Cache.open(cache_dir)
-        keyed = [base / CLASSES_FILE, base / STAGES_FILE, *files, *benign_files, *code_files(base)]
+        keyed = [base / CLASSES_FILE, base / STAGES_FILE, *files, *benign_files, *map_files, *code_files(base)]
         contents = read_all(keyed) if cache is not None else None
         key = _cache_key(keyed, contents) if contents is not None else None
         if cache is not None and key is not None:
@@ -366,12 +374,12 @@ def load_pack(
             if pack is not None:
                 return pack
     seed = _prebuilt(base, contents) if bundled and prebuilt else None
-    site_benign = [b for b in benign_files if b.parent.resolve() != base.resolve()]
-    if seed is not None and len(seed.files) == len(files) and not site_benign:
+    site_data = [b for b in (*benign_files, *map_files) if b.parent.resolve() != base.resolve()]
+    if seed is not None and len(seed.files) == len(files) and not site_data:
         return seed  # nothing but the bundled files: nothing to parse, nothing new to cache
     per_file = _FileCache(cache if contents is not None else None, _key_prefix() if contents is not None else [])
     pack = _load_pack_files(base, list(files), per_file, contents or {}, deadline, seed)
-    _add_data_files(pack, base, benign_files, seed)
+    _add_data_files(pack, base, benign_files, seed, map_files)
     if cache is not None and key is not None:
         if cache.write(f"pack-{key}.json", pack_to_json(pack)):
             cache.prune("pack-", keep=f"pack-{key}.json")
@@ -392,15 +400,23 @@ def _prebuilt(base: Path, contents: dict[Path, bytes] | None) -> RulePack | None
     return pack_from_data(data) if data is not None else None
 
 
-def _add_data_files(pack: RulePack, base: Path, benign_files: list[Path], seed: RulePack | None) -> None:
-    """Known-benign patterns and launch stages: the bundled ones from ``seed`` when there is one."""
+def _add_data_files(pack: RulePack, base: Path, benign_files: list[Path], seed: RulePack | None,
+                    map_files: list[Path] | None = None) -> None:
+    """Known-benign patterns, the catalogue map's families and launch stages: the bundled ones from ``seed`` when
+    there is one."""
     from qwen_triage.rulepack.benign import load_benign
 
     if seed is not None:
         pack.benign.extend(seed.benign)
+        pack.catalogue_map.extend(seed.catalogue_map)
     for path in benign_files:
         if seed is None or path != base / BENIGN_FILE:
             pack.benign.extend(load_benign(path))
+    for path in map_files or ():
+        if seed is None or path != base / CATALOGUE_MAP_FILE:
+            from qwen_triage.rulepack.catalogue_map import load_catalogue_map
+
+            pack.catalogue_map.extend(f.to_dict() for f in load_catalogue_map(path, pack.classes))
     if seed is not None:
         pack.stages, pack.heartbeats = seed.stages, seed.heartbeats
     elif (base / STAGES_FILE).is_file():

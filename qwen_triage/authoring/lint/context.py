@@ -23,7 +23,7 @@ from qwen_triage.rulepack.yamlload import RuleFileError
 
 @dataclass
 class DataFile:
-    """A data file beside the rules (stages, known-benign lines) and its load error, if any."""
+    """A data file beside the rules (stages, known-benign lines, the catalogue map) and its load error, if any."""
 
     path: Path
     name: str
@@ -93,7 +93,7 @@ def load_context(paths: list[Path], base: Path | None = None) -> LintContext:
         return ctx
     ctx.cycles = class_cycles(classes)
     ctx.fix_defaults_error = fix_defaults_error(ctx.base / FIX_DEFAULTS_FILE, classes)
-    ctx.data_files = list(_data_files([ctx.base, *(t for t in ctx.targets if t != ctx.base)]))
+    ctx.data_files = list(_data_files([ctx.base, *(t for t in ctx.targets if t != ctx.base)], classes))
     tables: list[CodeTables] = []
 
     def code_tables() -> CodeTables:  # parsed once a run, when a rule names one
@@ -156,12 +156,17 @@ def fix_defaults_error(path: Path, classes: dict[str, FailureClass]) -> RuleFile
     return None
 
 
-def _data_files(directories: list[Path]) -> Iterator[DataFile]:
+def _data_files(directories: list[Path], classes: dict[str, FailureClass]) -> Iterator[DataFile]:
+    from functools import partial
+
     from qwen_triage.rulepack.benign import BENIGN_FILE, load_benign
+    from qwen_triage.rulepack.catalogue_map import CATALOGUE_MAP_FILE, load_catalogue_map
     from qwen_triage.rulepack.stages import STAGES_FILE, load_stage_file
 
+    loaders = ((STAGES_FILE, load_stage_file), (BENIGN_FILE, load_benign),
+               (CATALOGUE_MAP_FILE, partial(load_catalogue_map, class_ids=classes)))
     for directory in directories:
-        for name, load in ((STAGES_FILE, load_stage_file), (BENIGN_FILE, load_benign)):
+        for name, load in loaders:
             path = directory / name if directory.is_dir() else None
             if path is None or not path.is_file():
                 continue

@@ -1,4 +1,4 @@
-"""Checks of the data files beside the rules: the launch stages and the known-benign lines."""
+"""Checks of the data files beside the rules: the launch stages, the known-benign lines, the catalogue map."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from qwen_triage.authoring.lint.problem import Problem
 
 
 def _data_invalid(check: Check, ctx: LintContext) -> Iterator[Problem]:
-    """stages.yaml and benign.yaml load with the pack: a schema error, or a pattern that misses its own
-    example, would stop every scan."""
+    """stages.yaml, benign.yaml and catalogue-map.yaml load with the pack: a schema error, a pattern that misses
+    its own example, or a family whose class does not exist would stop every scan."""
     for data in ctx.data_files:
         if data.error is not None:
             yield failed(check, data.error)
@@ -33,7 +33,8 @@ def _benign_backtracking(check: Check, ctx: LintContext) -> Iterator[Problem]:
 
 
 CHECKS = (
-    Check("data-invalid", "error", "stages.yaml or benign.yaml fails its schema", "run", _data_invalid),
+    Check("data-invalid", "error", "stages.yaml, benign.yaml or catalogue-map.yaml fails its schema", "run",
+          _data_invalid),
     Check("benign-backtracking", "error", "a benign pattern backtracks catastrophically on a probe line", "run",
           _benign_backtracking),
 )

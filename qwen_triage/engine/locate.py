@@ -1,0 +1,130 @@
+"""Errors no rule explains, located: which program printed each, where, and what that part of it means.
+
+The scanner hands over only what it already lists as unexplained (a traceback's final exception, an error
+line), never a line a rule explained, a stall or a relay; a scan with nothing unexplained calls nothing here,
+so no catalogue file is opened (rulepack.catalogue_index). Each such line is looked up in the message
+catalogue: where its template is found, the line gains ``printed_by`` (program, releases, file, function).
+Where the catalogue gives the template a class — a rule of the pack matches its rendered example, or the
+reviewed map of module families (``rules/catalogue-map.yaml``) says what an error of that file means — and
+the template is no warning or notice, the line becomes a finding of that class, ``because: catalogue``: it
+goes through the correlator like a check's finding, ranks after what any rule found and never makes a rule's
+diagnosis its symptom (engine.correlate).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
+
+from qwen_triage.engine.correlate import evidence_of
+from qwen_triage.engine.unrecognised import Item
+from qwen_triage.redact import redact_text
+from qwen_triage.report.model import PrintedBy
+from qwen_triage.report.summary import printed_by_phrase
+
+if TYPE_CHECKING:
+    from qwen_triage.engine.check_finding import CheckFinding
+    from qwen_triage.rulepack.catalogue import TemplateEntry
+    from qwen_triage.rulepack.catalogue_index import CatalogueIndex
+    from qwen_triage.rulepack.catalogue_map import CatalogueMap, Family
+    from qwen_triage.rulepack.spec import ClassSpec
+
+LOCATED_KINDS = ("exception", "error")  # what says something failed; stalls and relays are not printed lines
+CATALOGUE = "catalogue"  # a diagnosis' `because` when the catalogue, not a rule, classed its line
+MAX_LOOKUPS = 50  # lines looked up per scan (the report lists at most as many)
+
+
+@dataclass
+class Located:
+    """One unexplained line the catalogue placed: where it was printed, and the finding it makes, if any."""
+
+    item: Item
+    printed_by: PrintedBy
+    finding: CheckFinding | None = None
+
+
+@functools.cache
+def bundled_index() -> CatalogueIndex:
+    """The bundled catalogue's index, once per process (``eval`` scans hundreds of logs)."""
+    from qwen_triage.rulepack.cache import user_cache_path
+    from qwen_triage.rulepack.catalogue_index import CatalogueIndex
+    from qwen_triage.rulepack.paths import bundled_rules_dir
+
+    return CatalogueIndex(bundled_rules_dir(), cache_dir=user_cache_path())
+
+
+def hints_of(item: Item) -> Any:
+    from qwen_triage.rulepack.catalogue_index import Hints
+
+    rec = item.first
+    return Hints(file=rec.raised_in, source=rec.extra.get("source"), program=rec.program, library=rec.raised_by,
+                 exception=item.exception)
+
+
+def locate(items: Sequence[Item], classes: dict[str, ClassSpec], families: list[dict[str, Any]],
+           index: CatalogueIndex | None = None) -> list[Located]:
+    """The items the catalogue places, in their order; each with its finding where its template has a class."""
+    from qwen_triage.rulepack.catalogue_map import CatalogueMap
+
+    wanted = [i for i in items if i.kind in LOCATED_KINDS][:MAX_LOOKUPS]
+    if not wanted:
+        return []
+    index = index if index is not None else bundled_index()
+    cmap = CatalogueMap.from_dicts(families)
+    out = []
+    for item in wanted:
+        entry = index.lookup(item.first.message, hints_of(item))
+        if entry is None:
+            continue
+        family = cmap.family_of(entry)
+        printed_by = _printed_by(entry, family, index)
+        out.append(Located(item, printed_by, _finding(item, entry, family, printed_by, classes)))
+    return out
+
+
+def _printed_by(entry: TemplateEntry, family: Family | None, index: CatalogueIndex) -> PrintedBy:
+    info = index.program(entry.program)
+    return PrintedBy(program=entry.program, releases=list(entry.releases), file=entry.file, function=entry.function,
+                     display=info.display if info is not None else None, family=family.label if family else None,
+                     template=entry.template)
+
+
+def class_of(entry: TemplateEntry, family: Family | None, item_kind: str) -> tuple[str, str] | None:
+    """The class and severity a located line means, or None: the pack's class for its template (a rule matched
+    its rendered example), else its family's; never for a warning or notice, nor for a raise read off an
+    error line that is no exception (or the reverse): the template must be the line's own kind."""
+    from qwen_triage.rulepack.catalogue_map import may_diagnose
+
+    if not may_diagnose(entry) or (entry.kind == "raise") != (item_kind == "exception"):
+        return None
+    if entry.class_:
+        return entry.class_, family.severity if family is not None and family.class_ == entry.class_ else "error"
+    if family is not None:
+        return family.class_, family.severity
+    return None
+
+
+def _finding(item: Item, entry: TemplateEntry, family: Family | None, printed_by: PrintedBy,
+             classes: dict[str, ClassSpec]) -> CheckFinding | None:
+    classed = class_of(entry, family, item.kind)
+    if classed is None or classed[0] not in classes:
+        return None
+    from qwen_triage.engine.check_finding import CheckFinding
+    from qwen_triage.rulepack.severity import Severity
+
+    cls = classes[classed[0]]
+    where = printed_by_phrase(printed_by)
+    summary = f"No rule knows this line; the message catalogue places it: {where}. An error there means: {cls.title}."
+    return CheckFinding(
+        class_id=cls.id,
+        rule=f"catalogue.{family.id}" if family is not None and family.class_ == cls.id else "catalogue.rule-template",
+        title=cls.title[:1].upper() + cls.title[1:],
+        severity=Severity(classed[1]),
+        summary=redact_text(summary),
+        evidence=[evidence_of(item.first)],
+        because=CATALOGUE,
+        printed_by=printed_by,
+        count=item.count,
+    )
+

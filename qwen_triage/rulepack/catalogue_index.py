@@ -1,0 +1,296 @@
+"""Which catalogue template a line no rule explains was printed from: an index on the templates' literal words.
+
+The scan path never pays for it: :class:`CatalogueIndex` reads nothing when it is made, and the scanner asks
+it only about the lines it already lists as unexplained (engine.locate), so a scan of a healthy log opens no
+catalogue file. The first question reads every program's file once (gzip'd JSON lines, the raw objects kept
+as they are) and keys each template by its rarest literal word; a question then costs a few dictionary
+probes per word of the line, a subset test per candidate, and a `regex` search (under a timeout, as the
+engine confirms rules) per template whose words are all there. Only the templates that answer are validated
+into :class:`~qwen_triage.rulepack.catalogue.TemplateEntry` models.
+
+Several templates may match one line (a short ``{str} not found`` and the long sentence that contains it; one
+message in two programs): the most specific answers: the one from the file the line's own traceback or
+logger names, then from the program or library that printed it, then the one with the exception the line
+names, then the one with the most literal text.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from qwen_triage.rulepack.catalogue import CATALOGUE_DIR, MAX_FILE_BYTES, MAX_LINE_BYTES
+
+if TYPE_CHECKING:
+    from qwen_triage.rulepack.catalogue import Catalogue, ProgramInfo, TemplateEntry
+
+INDEX_FORMAT = b"1"  # of the built index kept in the cache
+MAX_LINE = 2000  # characters of a line that are looked up (a template's regex runs on them)
+TIMEOUT = 0.05  # seconds per regex search: a template's pattern is data, and the line comes from outside
+MAX_CANDIDATES = 400  # templates confirmed per line at most (the most specific first)
+MIN_LITERAL = 12  # letters of literal words a template must share with the line to locate it
+MIN_WORDS = 2
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_']*[A-Za-z0-9]")  # authoring.msg_template.literal_words' words
+_PART = re.compile(r"[A-Za-z]{3,}")  # the letters of a word fused to a number (`rank3`) or a name (`max_len`)
+_EXCEPTION = re.compile(r"^(?:[A-Za-z_]\w{0,60}\.){0,8}(?P<exc>[A-Z]\w{0,80}):")
+
+
+@dataclass(frozen=True)
+class Hints:
+    """What the line's record says about where it came from; each only orders the templates that match."""
+
+    file: str | None = None  # the innermost traceback frame's file (LineRecord.raised_in)
+    source: str | None = None  # the logger's `file.py:123` (LineRecord.extra["source"])
+    program: str | None = None  # the program the line's wrapper names (ollama, nccl ...)
+    library: str | None = None  # the library of the frame that raised (vllm, transformers ...)
+    exception: str | None = None  # the exception class the line names
+
+
+@dataclass
+class _Template:
+    """One catalogue line as read: the raw object (validated only if it answers) and what the index needs."""
+
+    raw: dict[str, Any]
+    words: tuple[str, ...]  # the literal words its regex holds (a message's first line only)
+    literal: int  # letters of those words: how specific it is
+    compiled: Any = None  # its regex, compiled on first use; False when it does not compile
+
+    def pattern(self) -> Any:
+        if self.compiled is None:
+            import regex
+
+            try:
+                self.compiled = regex.compile(self.raw["regex"], regex.VERSION0)
+            except (regex.error, TypeError, RecursionError):
+                self.compiled = False
+        return self.compiled
+
+
+class CatalogueIndex:
+    """Lookups in the catalogue of one rules directory; nothing is read before the first one.
+
+    ``cache_dir``: where the built index is kept (rulepack.cache: private, keyed by the catalogue files'
+    contents), so only the first lookup after an install or a rebuild of the catalogue parses every template;
+    later ones read one file and parse only the templates a line's words point at.
+    """
+
+    def __init__(self, rules_dir: Path, cache_dir: Path | None = None):
+        self.rules_dir = Path(rules_dir)
+        self.cache_dir = cache_dir
+        self._keys: dict[str, list[int]] | None = None  # rarest literal word -> template numbers
+        self._spans: list[list[int]] = []  # template number -> [offset, length] of its JSON line in _data
+        self._data = b""
+        self._base = 0  # where the JSON lines start in _data
+        self._parsed: dict[int, _Template | None] = {}
+        self._catalogue: Catalogue | None = None
+        self.lookups = 0
+        self.skipped = 0  # catalogue lines that could not be read (too long, not JSON, no words)
+
+    # -- reading ----------------------------------------------------------------------------------------
+
+    @property
+    def loaded(self) -> bool:
+        return self._keys is not None
+
+    def _files(self) -> list[Path]:
+        directory = self.rules_dir / CATALOGUE_DIR
+        return sorted(directory.glob("*.jsonl.gz")) if directory.is_dir() else []
+
+    def _load(self) -> dict[str, list[int]]:
+        if self._keys is not None:
+            return self._keys
+        from qwen_triage.rulepack.cache import Cache, digest
+
+        raw: list[tuple[Path, bytes]] = []
+        for path in self._files():
+            try:
+                raw.append((path, _read_bounded(path, MAX_FILE_BYTES)))
+            except OSError:
+                self.skipped += 1
+        cache = Cache.open(self.cache_dir) if self.cache_dir is not None and raw else None
+        name = "catalogue-" + digest(INDEX_FORMAT, *(b for p, data in raw for b in (p.name.encode(), data)))[:40]
+        blob = cache.read(name) if cache is not None else None
+        if blob is None or not self._take(blob):
+            blob = _build(raw)
+            self._take(blob)
+            if cache is not None and cache.write(name, blob):
+                cache.prune("catalogue-", keep=name)
+        assert self._keys is not None
+        return self._keys
+
+    def _take(self, blob: bytes) -> bool:
+        """Use a built index (its JSON head line, then the templates' JSON lines); False when it is not one."""
+        head_end = blob.find(b"\n")
+        try:
+            head = json.loads(blob[:head_end]) if head_end > 0 else None
+            if not isinstance(head, dict) or head.get("format") != INDEX_FORMAT.decode():
+                return False
+            keys, spans = head["keys"], head["spans"]
+            if not isinstance(keys, dict) or not isinstance(spans, list):
+                return False
+        except (ValueError, KeyError):
+            return False
+        self._keys, self._spans, self._data, self._base = keys, spans, blob, head_end + 1
+        self.skipped += int(head.get("skipped", 0))
+        return True
+
+    def _template(self, i: int) -> _Template | None:
+        if i not in self._parsed:
+            try:
+                start, length = self._spans[i]
+                at = self._base + int(start)
+                self._parsed[i] = _template(self._data[at: at + int(length)])
+            except (IndexError, TypeError, ValueError):
+                self._parsed[i] = None
+        return self._parsed[i]
+
+    def catalogue(self) -> Catalogue:
+        from qwen_triage.rulepack.catalogue import Catalogue
+
+        if self._catalogue is None:
+            self._catalogue = Catalogue.load(self.rules_dir)
+        return self._catalogue
+
+    def program(self, key: str) -> ProgramInfo | None:
+        """The manifest's word on a program (its display name, releases); None when it has none."""
+        try:
+            return self.catalogue().programs().get(key)
+        except Exception:  # a manifest that does not load must not cost the report its other findings
+            return None
+
+    # -- questions --------------------------------------------------------------------------------------
+
+    def lookup(self, line: str, hints: Hints | None = None) -> TemplateEntry | None:
+        """The most specific catalogue template whose regex finds ``line``; None when none does."""
+        found = self.matches(line, hints, first=True)
+        return found[0] if found else None
+
+    def matches(self, line: str, hints: Hints | None = None, first: bool = False) -> list[TemplateEntry]:
+        """Every template that finds ``line``, most specific first (``first``: stop at the first that answers)."""
+        from pydantic import ValidationError
+
+        from qwen_triage.rulepack.catalogue import TemplateEntry
+
+        self.lookups += 1
+        keys = self._load()
+        text = line.strip()[:MAX_LINE]
+        if not keys or not text:
+            return []
+        hints = hints or Hints(exception=_exception_of(text))
+        if hints.exception is None:
+            hints = Hints(hints.file, hints.source, hints.program, hints.library, _exception_of(text))
+        tokens = set(_WORD.findall(text)) | set(_PART.findall(text))
+        seen: set[int] = set()
+        candidates = []
+        for token in tokens:
+            for i in keys.get(token, ()):
+                if i in seen or not isinstance(i, int):
+                    continue
+                seen.add(i)
+                t = self._template(i)
+                if t is not None and t.literal >= MIN_LITERAL and len(t.words) >= MIN_WORDS and all(w in text for w in t.words):
+                    candidates.append(t)
+        candidates.sort(key=lambda t: _rank(t, hints), reverse=True)
+        out: list[TemplateEntry] = []
+        for t in candidates[:MAX_CANDIDATES]:
+            pattern = t.pattern()
+            if pattern is False:
+                continue
+            try:
+                if pattern.search(text, timeout=TIMEOUT) is None:
+                    continue
+            except TimeoutError:
+                continue
+            try:
+                out.append(TemplateEntry.model_validate(t.raw))
+            except ValidationError:
+                continue
+            if first:
+                break
+        return out
+
+
+def _read_bounded(path: Path, limit: int) -> bytes:
+    with open(path, "rb") as f:
+        return f.read(limit + 1)
+
+
+def _build(raw: list[tuple[Path, bytes]]) -> bytes:
+    """The index of every program's templates: a JSON head line (each template's rarest literal word, where its
+    line lies), then the templates' JSON lines as the catalogue holds them; a line that is no template is left
+    out, counted."""
+    lines: list[bytes] = []
+    words: list[tuple[str, ...]] = []
+    skipped = 0
+    for path, data in raw:
+        try:
+            text = gzip.decompress(data) if len(data) <= MAX_FILE_BYTES else b""
+        except (OSError, EOFError, gzip.BadGzipFile):
+            text = b""
+        if not text:
+            skipped += 1
+            continue
+        if len(text) > MAX_FILE_BYTES:
+            text = text[:MAX_FILE_BYTES]
+            skipped += 1
+        for line in text.splitlines():
+            if not line.strip():
+                continue
+            t = _template(line) if len(line) <= MAX_LINE_BYTES else None
+            if t is None:
+                skipped += 1
+                continue
+            lines.append(line)
+            words.append(t.words)
+    freq: Counter[str] = Counter(w for ws in words for w in ws)
+    keys: dict[str, list[int]] = {}
+    spans: list[list[int]] = []
+    at = 0
+    for i, (line, ws) in enumerate(zip(lines, words)):
+        keys.setdefault(min(ws, key=lambda w: (freq[w], -len(w))), []).append(i)  # the rarest: fewest per probe
+        spans.append([at, len(line)])
+        at += len(line) + 1
+    head = {"format": INDEX_FORMAT.decode(), "keys": keys, "spans": spans, "skipped": skipped}
+    return json.dumps(head, separators=(",", ":")).encode() + b"\n" + b"\n".join(lines) + b"\n"
+
+
+def _template(raw: bytes) -> _Template | None:
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("regex"), str) or not isinstance(data.get("words"), list):
+        return None
+    pattern = data["regex"]
+    words = tuple(w for w in data["words"] if isinstance(w, str) and w and w in pattern)
+    if not words:
+        return None
+    return _Template(data, words, sum(sum(c.isalpha() for c in w) for w in words))
+
+
+def _exception_of(text: str) -> str | None:
+    m = _EXCEPTION.match(text)
+    return m["exc"] if m else None
+
+
+def _top_package(path: str) -> str:
+    return path.replace("\\", "/").lstrip("/").split("/", 1)[0]
+
+
+def _rank(t: _Template, h: Hints) -> tuple[int, int, int, int, int]:
+    """How surely a template is the line's: its file named by the line, its program, its exception, its length."""
+    raw = t.raw
+    file = str(raw.get("file") or "")
+    program = str(raw.get("program") or "")
+    base = file.rsplit("/", 1)[-1]
+    by_frame = bool(h.file and file and h.file.replace("\\", "/").endswith("/" + file))
+    by_logger = bool(h.source and base and h.source.split(":", 1)[0].rsplit("/", 1)[-1] == base)
+    by_program = bool((h.program and h.program == program) or (h.library and h.library in (program, _top_package(file))))
+    by_exception = bool(h.exception and raw.get("exception") == h.exception)
+    return (by_frame, by_logger, by_program, by_exception, t.literal)

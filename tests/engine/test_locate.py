@@ -1,0 +1,107 @@
+"""Lines no rule explains are located in the message catalogue: `printed_by`, and a class where the map gives one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from qwen_triage.engine.scanner import Scanner
+from qwen_triage.inputs.file import open_source
+from qwen_triage.report.markdown import to_markdown
+from qwen_triage.report.model import Report, to_json
+from qwen_triage.report.text import print_text, text_console
+from qwen_triage.rulepack.catalogue import TemplateEntry, write_program
+from qwen_triage.rulepack.catalogue_index import CatalogueIndex
+
+CONFIG = TemplateEntry(
+    program="vllm", releases=["0.8.5", "0.11.0"], file="vllm/config/scheduler.py", function="SchedulerConfig.verify",
+    kind="raise", exception="ValueError", template="Frobnication level ({int}) exceeds the frobnicator's limit {int}.",
+    regex=r"Frobnication\s+level\s+\((?:-?\d+)\)\s+exceeds\s+the\s+frobnicator's\s+limit\s+(?:-?\d+)\.",
+    words=["Frobnication", "level", "exceeds", "the", "frobnicator's", "limit"])
+ELSEWHERE = TemplateEntry(
+    program="vllm", releases=["0.11.0"], file="vllm/worker/quux.py", function=None, kind="raise",
+    exception="RuntimeError", template="Quux engine stalled in phase {str}",
+    regex=r"Quux\s+engine\s+stalled\s+in\s+phase\s+(?:.+?)", words=["Quux", "engine", "stalled", "phase"])
+WARNED = TemplateEntry(
+    program="vllm", releases=["0.11.0"], file="vllm/config/cache.py", function=None, kind="log", level="warning",
+    template="Zorbling buffers are deprecated and ignored", regex=r"Zorbling\s+buffers\s+are\s+deprecated\s+and\s+ignored",
+    words=["Zorbling", "buffers", "are", "deprecated", "and", "ignored"])
+
+
+def index(tmp_path: Path) -> CatalogueIndex:
+    (tmp_path / "rules" / "catalogue").mkdir(parents=True)
+    write_program(tmp_path / "rules" / "catalogue" / "vllm.jsonl.gz", [CONFIG, ELSEWHERE, WARNED])
+    (tmp_path / "rules" / "catalogue" / "manifest.yaml").write_text(
+        "builder: test\nbuilt: '2026-12-02'\nprograms:\n  vllm:\n    display: vLLM\n    releases:\n"
+        "      - {version: 0.8.5, source: 'pypi:vllm==0.8.5'}\n      - {version: 0.11.0, source: 'pypi:vllm==0.11.0'}\n")
+    return CatalogueIndex(tmp_path / "rules")
+
+
+def scan(compiled, tmp_path: Path, text: str, catalogue: CatalogueIndex) -> Report:  # type: ignore[no-untyped-def]
+    log = tmp_path / "x.log"
+    log.write_text(text)
+    scanner = Scanner(compiled, catalogue=catalogue)
+    for _ in scanner.scan_source(open_source(str(log), 0)):
+        pass
+    return scanner.report()
+
+
+HEAD = "INFO 11-29 10:00:03 [api_server.py:1043] vLLM API server version 0.8.5\n"
+
+
+def test_a_line_from_a_mapped_family_becomes_a_diagnosis_because_of_the_catalogue(compiled, tmp_path: Path) -> None:
+    cat = index(tmp_path)
+    report = scan(compiled, tmp_path, HEAD + "ValueError: Frobnication level (7) exceeds the frobnicator's limit 3.\n",
+                  cat)
+    (d,) = report.diagnoses
+    assert (d.class_, d.severity.value, d.because) == ("config.bad_argument", "error", "catalogue")
+    assert d.rule == "catalogue.vllm-config-validation" and d.evidence[0].line == 2
+    assert d.printed_by is not None and d.printed_by.file == "vllm/config/scheduler.py"
+    assert d.fix and d.fix[0].step  # the class's fix
+    assert report.unrecognised == []  # it is the diagnosis now, not an error no rule explains
+    data = json.loads(to_json(report))
+    assert data["schema_version"] == 3 and data["diagnoses"][0]["because"] == "catalogue"
+    assert data["diagnoses"][0]["printed_by"]["releases"] == ["0.8.5", "0.11.0"]
+    phrase = "printed by vLLM `vllm/config/scheduler.py` in `SchedulerConfig.verify` (0.8.5–0.11.0), configuration validation"
+    assert phrase in to_markdown(report).replace("\\", "")
+    out = tmp_path / "out.txt"
+    with out.open("w") as fh:
+        print_text(report, text_console(fh, terminal=False), boxed=False)
+    assert phrase in out.read_text()
+
+
+def test_an_unmapped_line_is_located_not_diagnosed(compiled, tmp_path: Path) -> None:
+    report = scan(compiled, tmp_path, HEAD + "RuntimeError: Quux engine stalled in phase warmup\n", index(tmp_path))
+    assert report.diagnoses == []
+    (u,) = report.unrecognised
+    assert u.printed_by is not None and (u.printed_by.program, u.printed_by.file) == ("vllm", "vllm/worker/quux.py")
+    assert u.printed_by.display == "vLLM" and u.printed_by.family is None
+    assert "printed by vLLM `vllm/worker/quux.py` (0.11.0)" in to_markdown(report).replace("\\", "")
+
+
+def test_a_warning_template_is_never_a_diagnosis_even_in_a_mapped_file(compiled, tmp_path: Path) -> None:
+    line = "ERROR 11-29 10:00:04 [cache.py:80] Zorbling buffers are deprecated and ignored\n"
+    report = scan(compiled, tmp_path, HEAD + line, index(tmp_path))
+    assert report.diagnoses == []
+    (u,) = report.unrecognised
+    assert u.printed_by is not None and u.printed_by.file == "vllm/config/cache.py"
+
+
+def test_a_scan_with_nothing_unexplained_looks_nothing_up(compiled, tmp_path: Path) -> None:
+    cat = index(tmp_path)
+    report = scan(compiled, tmp_path, HEAD + "INFO 11-29 10:00:05 [loader.py:458] Loading weights took 4.21 seconds\n",
+                  cat)
+    assert report.diagnoses == [] and report.unrecognised == []
+    assert not cat.loaded and cat.lookups == 0
+    # a line a rule explains is not looked up either
+    tp = "ValueError: Total number of attention heads (40) must be divisible by tensor parallel size (6).\n"
+    report = scan(compiled, tmp_path, HEAD + tp, cat)
+    assert report.classes() == ["config.tp_indivisible"] and cat.lookups == 0
+
+
+def test_a_rule_diagnosis_ranks_first_and_is_never_the_catalogue_ones_symptom(compiled, tmp_path: Path) -> None:
+    tp = "ValueError: Total number of attention heads (40) must be divisible by tensor parallel size (6).\n"
+    frob = "ValueError: Frobnication level (7) exceeds the frobnicator's limit 3.\n"
+    report = scan(compiled, tmp_path, HEAD + frob + tp, index(tmp_path))
+    assert report.classes() == ["config.tp_indivisible", "config.bad_argument"]
+    assert [d.because for d in report.diagnoses] == [None, "catalogue"]

@@ -1,0 +1,85 @@
+"""The catalogue's lookup index: lazy, confirmed by each template's regex, the most specific template first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from qwen_triage.rulepack.catalogue import TemplateEntry, write_program
+from qwen_triage.rulepack.catalogue_index import CatalogueIndex, Hints
+
+
+def T(program: str, file: str, template: str, regex: str, words: list[str], *, exception: str | None = "ValueError",
+      kind: str = "raise", level: str | None = None, function: str | None = None) -> TemplateEntry:
+    return TemplateEntry(program=program, releases=["0.8.0", "0.11.0"], file=file, function=function, kind=kind,
+                         level=level, exception=exception, template=template, regex=regex, words=words)
+
+
+HEADS = T("eng", "eng/config/parallel.py",
+          "Total number of attention heads ({int}) must be divisible by tensor parallel size ({int}).",
+          r"Total\s+number\s+of\s+attention\s+heads\s+\((?:-?\d+)\)\s+must\s+be\s+divisible\s+by\s+tensor\s+parallel"
+          r"\s+size\s+\((?:-?\d+)\)\.",
+          ["Total", "number", "attention", "heads", "must", "divisible", "tensor", "parallel", "size"],
+          function="ParallelConfig.verify")
+SHORT = T("eng", "eng/util.py", "{str} must be divisible by {str}", r"(?:.+?)\s+must\s+be\s+divisible\s+by\s+",
+          ["must", "divisible"])
+LOGGED = T("other", "src/loader.cc", "failed to load model '{path}': {any}",
+           r"failed\s+to\s+load\s+model\s+'(?:\S+)':\s+", ["failed", "load", "model"], exception=None, kind="printf",
+           level="error")
+TWIN_A = T("eng", "eng/a.py", "cannot allocate the KV cache blocks now", r"cannot\s+allocate\s+the\s+KV\s+cache\s+blocks\s+now",
+           ["cannot", "allocate", "the", "cache", "blocks", "now"])
+TWIN_B = T("eng", "eng/b.py", "cannot allocate the KV cache blocks now", r"cannot\s+allocate\s+the\s+KV\s+cache\s+blocks\s+now",
+           ["cannot", "allocate", "the", "cache", "blocks", "now"], exception="RuntimeError")
+
+
+def catalogue(tmp_path: Path) -> CatalogueIndex:
+    (tmp_path / "catalogue").mkdir()
+    write_program(tmp_path / "catalogue" / "eng.jsonl.gz", [HEADS, SHORT, TWIN_A, TWIN_B])
+    write_program(tmp_path / "catalogue" / "other.jsonl.gz", [LOGGED])
+    return CatalogueIndex(tmp_path)
+
+
+def test_nothing_is_read_before_the_first_lookup(tmp_path: Path) -> None:
+    index = catalogue(tmp_path)
+    assert not index.loaded
+    assert index.lookup("ValueError: nothing like any template here") is None
+    assert index.loaded and index.lookups == 1
+
+
+def test_a_rendered_message_finds_its_template_numbers_as_numbers(tmp_path: Path) -> None:
+    index = catalogue(tmp_path)
+    line = "ValueError: Total number of attention heads (40) must be divisible by tensor parallel size (6)."
+    found = index.lookup(line)
+    assert found is not None and found.file == "eng/config/parallel.py" and found.function == "ParallelConfig.verify"
+    # the words are there but not the template's shape: a word where it prints a number
+    assert index.lookup("Total number of attention heads (forty) must be divisible by tensor parallel size (6).") \
+        in (None, SHORT)
+
+
+def test_the_most_specific_template_answers_when_several_match(tmp_path: Path) -> None:
+    index = catalogue(tmp_path)
+    line = "ValueError: Total number of attention heads (40) must be divisible by tensor parallel size (6)."
+    assert [e.file for e in index.matches(line)] == ["eng/config/parallel.py", "eng/util.py"]
+    assert index.lookup("ValueError: the tile width must be divisible by the warp size").file == "eng/util.py"
+
+
+def test_the_file_the_traceback_names_and_the_exception_decide_between_equal_templates(tmp_path: Path) -> None:
+    index = catalogue(tmp_path)
+    line = "cannot allocate the KV cache blocks now"
+    assert index.lookup("RuntimeError: " + line).file == "eng/b.py"  # by the exception the line names
+    frame = Hints(file="/venv/lib/python3.12/site-packages/eng/a.py")
+    assert index.lookup("RuntimeError: " + line, frame).file == "eng/a.py"  # the frame that raised beats it
+    assert index.lookup(line, Hints(source="a.py:120")).file == "eng/a.py"  # the logger's file:line
+
+
+def test_a_printf_template_is_found_inside_a_wrapped_line(tmp_path: Path) -> None:
+    index = catalogue(tmp_path)
+    found = index.lookup("llama_model_load: failed to load model '/models/q.gguf': tensor data is not within bounds")
+    assert found is not None and found.program == "other" and found.kind == "printf"
+
+
+def test_a_catalogue_that_is_absent_or_broken_locates_nothing(tmp_path: Path) -> None:
+    assert CatalogueIndex(tmp_path).lookup("ValueError: anything at all here") is None
+    (tmp_path / "catalogue").mkdir()
+    (tmp_path / "catalogue" / "bad.jsonl.gz").write_bytes(b"not gzip")
+    index = CatalogueIndex(tmp_path)
+    assert index.lookup("ValueError: anything at all here") is None and index.skipped == 1

@@ -1,0 +1,74 @@
+"""rules/catalogue-map.yaml: the reviewed map of module families to classes, validated as the pack loads and linted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from qwen_triage.authoring.lint import lint_paths
+from qwen_triage.rulepack.catalogue import TemplateEntry
+from qwen_triage.rulepack.catalogue_map import CatalogueMap, load_catalogue_map, may_diagnose
+from qwen_triage.rulepack.errors import RuleFileError
+from qwen_triage.rulepack.pack import bundled_rules_dir, load_classes, load_pack
+
+FAMILY = """families:
+  - id: eng-config
+    program: eng
+    label: configuration validation
+    files: ["eng/config/**", "eng/args.py"]
+    kind: raise
+    exceptions: [ValueError]
+    class: {cls}
+    severity: {sev}
+    why: every error there refuses an argument
+"""
+
+
+def entry(file: str, *, program: str = "eng", kind: str = "raise", exception: str | None = "ValueError",
+          level: str | None = None) -> TemplateEntry:
+    return TemplateEntry(program=program, releases=["1.0"], file=file, kind=kind, level=level, exception=exception,
+                         template="bad value {str}", regex="bad value (?:.+?)", words=["bad", "value"])
+
+
+def test_the_bundled_map_loads_with_the_pack_and_names_only_known_classes() -> None:
+    classes = load_classes(bundled_rules_dir() / "classes.yaml")
+    families = load_catalogue_map(bundled_rules_dir() / "catalogue-map.yaml", classes)
+    assert {f.id for f in families} >= {"vllm-config-validation", "transformers-auto-config-model-type"}
+    assert all(f.class_ in classes for f in families)
+    pack = load_pack(prebuilt=False)
+    assert [f["id"] for f in pack.catalogue_map] == [f.id for f in families]
+
+
+def test_a_family_holds_the_files_its_globs_name_with_its_exception_only(tmp_path: Path) -> None:
+    (tmp_path / "catalogue-map.yaml").write_text(FAMILY.format(cls="config.bad_argument", sev="error"))
+    cmap = CatalogueMap(load_catalogue_map(tmp_path / "catalogue-map.yaml"))
+    assert cmap.family_of(entry("eng/config/parallel.py")).class_ == "config.bad_argument"
+    assert cmap.family_of(entry("eng/config/sub/deep.py")) is not None  # ** crosses components
+    assert cmap.family_of(entry("eng/args.py")) is not None
+    assert cmap.family_of(entry("eng/args.pyc")) is None  # the whole path, not a prefix
+    assert cmap.family_of(entry("eng/model/loader.py")) is None
+    assert cmap.family_of(entry("eng/config/parallel.py", exception="RuntimeError")) is None
+    assert cmap.family_of(entry("eng/config/parallel.py", program="other")) is None
+    assert cmap.family_of(entry("eng/config/parallel.py", kind="log", exception=None, level="error")) is None
+
+
+def test_warnings_and_notices_never_diagnose() -> None:
+    assert may_diagnose(entry("x.py"))
+    assert may_diagnose(entry("x.py", kind="log", exception=None, level="error"))
+    assert not may_diagnose(entry("x.py", kind="log", exception=None, level="warning"))
+    assert not may_diagnose(entry("x.py", kind="printf", exception=None, level="info"))
+
+
+@pytest.mark.parametrize(("cls", "sev", "says"), [
+    ("config.no_such_class", "error", "unknown class 'config.no_such_class'"),
+    ("config.bad_argument", "loud", "families.0.severity"),
+])
+def test_an_unknown_class_or_severity_stops_the_pack_and_is_a_lint_error(tmp_path: Path, cls: str, sev: str,
+                                                                         says: str) -> None:
+    (tmp_path / "catalogue-map.yaml").write_text(FAMILY.format(cls=cls, sev=sev))
+    with pytest.raises(RuleFileError, match=says.replace(".", r"\.")):
+        load_pack([tmp_path], prebuilt=False)
+    (problem,) = [p for p in lint_paths([tmp_path]) if p.level == "error"]
+    assert problem.check == "data-invalid" and says in str(problem)
+    assert str(tmp_path / "catalogue-map.yaml") in str(problem)
