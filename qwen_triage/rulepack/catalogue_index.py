@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from qwen_triage.rulepack.catalogue import CATALOGUE_DIR, MAX_FILE_BYTES, MAX_LINE_BYTES
+from qwen_triage.rulepack.catalogue import MAX_FILE_BYTES, MAX_LINE_BYTES
+from qwen_triage.rulepack.paths import CATALOGUE_DIR
 
 if TYPE_CHECKING:
     from qwen_triage.rulepack.catalogue import Catalogue, ProgramInfo, TemplateEntry

@@ -44,7 +44,7 @@ def test_json_contract_fields(tmp_path) -> None:
     p = tmp_path / "x.log.gz"
     p.write_bytes(gzip.compress(SEGV * 7))
     report = json.loads(qt("scan", "--rules", str(DATA / "rules"), "--format", "json", str(p)).stdout)
-    assert report["schema_version"] == 2
+    assert report["schema_version"] == 3
     assert report["hang"] is None  # one process, no multi-rank job (engine.hang)
     d = report["diagnoses"][0]
     for key in ("class", "rule", "title", "severity", "summary", "facts", "evidence", "count", "symptoms", "fix"):
@@ -80,6 +80,10 @@ def test_schema_command_prints_json_schema() -> None:
     schema = json.loads(qt("schema").stdout)
     assert schema["title"] == "Report"
     assert "diagnoses" in schema["properties"]
+    # schema 3: where the message catalogue placed a line (engine.locate)
+    assert set(schema["$defs"]["PrintedBy"]["properties"]) >= {"program", "releases", "file", "function"}
+    assert "printed_by" in schema["$defs"]["Unrecognised"]["properties"]
+    assert {"because", "printed_by"} <= set(schema["$defs"]["Diagnosis"]["properties"])
 
 
 def test_rules_page_is_current() -> None:

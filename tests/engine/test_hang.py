@@ -97,7 +97,7 @@ def test_no_multi_rank_job_gives_null(compiled):
     one_rank = sorted((ROOT / "fixtures" / "logs").rglob("*.log"))[0]
     assert scan(compiled, [one_rank]).hang is None
     data = validate(Report, {"stats": {"lines": 0, "bytes": 0, "seconds": 0, "rules": 0}})
-    assert data.hang is None and data.schema_version == 2
+    assert data.hang is None and data.schema_version == 3
 
 
 def test_json_carries_the_hang_object(compiled):
