@@ -84,12 +84,12 @@ def _batches(part: Path, letters: tuple[str, ...], into: Path) -> Path:
 
 def test_the_team_corpus_train_part_holds_its_bar(compiled, tmp_path) -> None:
     """Issue 26 §1: the two thirds rules may be written from (fixtures/corpus/train). The first batches' bar is what
-    was reached (96.4 %, 6 logs with no failing line silent), not yet the issue's 98 %: it may only rise."""
+    was reached (97.1 %, 2 logs with no failing line silent), not yet the issue's 98 %: it may only rise."""
     result = evaluate(_batches(TEAM_CORPUS / "train", FIRST_BATCHES, tmp_path), compiled)
     assert result.cases >= 275 and result.healthy_cases >= 77
     assert result.healthy_with_diagnoses == 0, [(m.id, m.got) for m in result.misses if not m.expect]
-    assert result.accuracy >= 0.96, [(m.id, m.expect, m.got) for m in result.misses]
-    assert result.silent <= 6, [r.id for r in result.results if r.silent]
+    assert result.accuracy >= 0.97, [(m.id, m.expect, m.got) for m in result.misses]
+    assert result.silent <= 2, [r.id for r in result.results if r.silent]
 
 
 def test_the_held_out_third_is_whole_and_apart() -> None:

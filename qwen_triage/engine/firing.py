@@ -19,6 +19,7 @@ from qwen_triage.engine.records import LineRecord
 from qwen_triage.engine.vetoes import VetoWindows
 
 Hit = tuple[LineRecord, dict[str, object]]  # an evidence line and the facts its match gave
+MAX_COUNTED = 4096  # storm windows kept at once (rule, input, `count_by` value): hostile input cannot grow it
 
 
 class Firing:
@@ -28,7 +29,8 @@ class Firing:
         self.vetoes = vetoes
         self.seq = 0  # findings completed, across all inputs
         self.all_state: dict[tuple[int, int], dict[int, Hit]] = defaultdict(dict)  # per (rule, source): `all` hits
-        self._counted: dict[tuple[int, int], deque[Hit]] = {}  # per (rule, source): a `count` rule's window
+        # per (rule, source, value of its `count_by` fact): a `count` rule's window
+        self._counted: dict[tuple[int, int, str | None], deque[Hit]] = {}
         self._row_rules: dict[tuple[int, int], CompiledRule] = {}  # (rule, table row) -> the rule as that row
 
     def all_part(self, rule: CompiledRule, pid: int, rec: LineRecord, facts: dict[str, object]) -> list[Hit] | None:
@@ -51,9 +53,14 @@ class Firing:
         yield from self.fire(rule, [r for r, _ in parts], merge_facts(f for _r, f in parts))
 
     def count(self, rule: CompiledRule, rec: LineRecord, facts: dict[str, object]) -> Iterator[Finding]:
-        """A storm rule: fires when ``count`` matching lines fall within ``window`` lines, then counts anew."""
+        """A storm rule: fires when ``count`` matching lines fall within ``window`` lines, then counts anew;
+        with ``count_by``, lines count only with those of the same value of that fact (one link's flaps)."""
         match = rule.rule.match
-        seen = self._counted.setdefault((rule.index, rec.source_index), deque(maxlen=match.count))
+        by = None if match.count_by is None else str(facts.get(match.count_by))
+        key = (rule.index, rec.source_index, by)
+        if key not in self._counted and len(self._counted) >= MAX_COUNTED:
+            self._counted.pop(next(iter(self._counted)))  # bounded: the oldest storm candidate goes first
+        seen = self._counted.setdefault(key, deque(maxlen=match.count))
         seen.append((rec, facts))
         while seen and rec.line - seen[0][0].line >= match.window:
             seen.popleft()

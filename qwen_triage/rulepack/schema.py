@@ -77,7 +77,9 @@ class Match(_Strict):
     """What must be seen: ``any`` one pattern, or ``all`` within ``window`` lines.
 
     ``count`` (with ``any``): that many matching lines within ``window`` lines
-    — a storm of lines that are harmless one by one (PCIe correctable errors).
+    — a storm of lines that are harmless one by one (PCIe correctable errors);
+    ``count_by`` (a fact) counts each value apart: one interface flapping, not
+    every interface of a machine coming up once at boot.
     ``multiline``: the patterns may reach across the lines of a multi-line record
     (joined with a space), so the prefilter keys on words, not phrases.
     ``unless``: a match within ``window`` lines either side vetoes the finding;
@@ -88,6 +90,7 @@ class Match(_Strict):
     all: list[str] = Field(default_factory=list)
     window: int = Field(default=200, ge=1, le=100_000)
     count: int = Field(default=1, ge=1, le=10_000)
+    count_by: str | None = Field(default=None, pattern=r"^[A-Za-z_]\w{0,40}$")
     multiline: bool = False  # patterns match a multi-line record (NVRM message, AER/OOM report) joined
     unless: list[str] = Field(default_factory=list)
     # a veto counts only from the finding's line on (within ``window``): for output that lists what a
@@ -112,6 +115,8 @@ class Match(_Strict):
                 raise ValueError(f"`where` names unknown field {key!r}; known: {', '.join(RECORD_FIELDS)}")
         if self.count > 1 and not self.any:
             raise ValueError("`count` counts lines of `any` patterns")
+        if self.count_by is not None and self.count < 2:
+            raise ValueError("`count_by` counts a storm per value: it needs `count` of 2 or more")
         if self.count > self.window:
             raise ValueError("`count` cannot exceed `window` (lines)")
         if self.unless_after and not self.unless:
@@ -225,6 +230,8 @@ class Rule(_Strict):
                     self.extract.setdefault(name, "str")
         if self.table is not None and self.table.key not in self.extract:
             raise ValueError(f"table key {self.table.key!r} is not a fact in `extract`")
+        if self.match.count_by is not None and self.match.count_by not in self.extract:
+            raise ValueError(f"`count_by` {self.match.count_by!r} is not a fact in `extract`")
         return self
 
     @field_validator("sources")

@@ -35,6 +35,7 @@ class MatchSpec:
     # the raising site (`raised:`): path parts of the innermost frame's file, and exception class names
     raised_module: tuple[str, ...] = ()
     raised_exception: tuple[str, ...] = ()
+    count_by: str | None = None  # a fact: `count` lines with the same value of it make the storm
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,7 @@ class RuleSpec:
             references=tuple(rule.references),
             match=MatchSpec(tuple(m.any), tuple(m.all), m.window, tuple(m.unless), dict(m.where), m.count, m.multiline,
                             m.unless_after, tuple(m.raised.module) if m.raised else (),
-                            tuple(m.raised.exception) if m.raised else ()),
+                            tuple(m.raised.exception) if m.raised else (), m.count_by),
             extract=dict(rule.extract),
             explain=rule.explain,
             fix=_fix_specs(rule.fix),
@@ -203,6 +204,7 @@ class RuleSpec:
                 bool(m.get("unless_after", False)),
                 tuple(m.get("raised_module", ())),
                 tuple(m.get("raised_exception", ())),
+                m.get("count_by"),
             ),
             extract=dict(d["extract"]),
             explain=d["explain"],

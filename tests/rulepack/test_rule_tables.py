@@ -50,6 +50,21 @@ rules:
     examples:
       match: ["TESTAER PCIe Bus Error: severity=Corrected, type=Physical Layer"]
       no_match: ["TESTAER PCIe Bus Error: severity=Uncorrected"]
+  - id: t.flap
+    class: node.nic_error
+    title: A link flaps
+    severity: warning
+    sources: [kernel]
+    match:
+      any: ['TESTNIC (?P<iface>eth\\d): Link (?:up|down)']
+      count: 3
+      count_by: iface
+      window: 50
+    extract: {iface: str}
+    explain: "{iface} flaps."
+    examples:
+      match: ["TESTNIC eth0: Link up\nTESTNIC eth0: Link down\nTESTNIC eth0: Link up"]
+      no_match: ["TESTNIC eth0: Link up\nTESTNIC eth1: Link up\nTESTNIC eth2: Link up"]
 """
 
 
@@ -109,6 +124,16 @@ def test_a_storm_fires_and_a_trickle_does_not(tmp_path: Path) -> None:
     assert d.evidence[0].line == 11
 
 
+def test_a_storm_by_value_counts_each_value_apart(tmp_path: Path) -> None:
+    pack = compiled(tmp_path)
+    boot = "".join(f"TESTNIC eth{i}: Link up\n" for i in range(6))  # six links up once each: no storm
+    assert scan(tmp_path, pack, boot).diagnoses == []
+    flap = "".join(f"TESTNIC eth{i % 2}: Link {'up' if i % 4 < 2 else 'down'}\n" for i in range(5))
+    (d,) = scan(tmp_path, pack, flap).diagnoses  # eth0 three times among eth1's two lines
+    assert (d.class_, d.facts["iface"], d.facts["lines_in_window"]) == ("node.nic_error", "eth0", 3)
+    assert [e.line for e in d.evidence] == [1, 3, 5]
+
+
 def test_table_checks(tmp_path: Path) -> None:
     bad = tmp_path / "bad"
     bad.mkdir()
@@ -124,6 +149,12 @@ def test_table_checks(tmp_path: Path) -> None:
     (bad / "t.yaml").write_text(TABLE_RULES.replace("OTHERWISE", "rule").replace("count: 5", "count: 500"))
     with pytest.raises(RuleFileError, match="cannot exceed"):
         load_pack([bad], bundled=False)
+    (bad / "t.yaml").write_text(TABLE_RULES.replace("OTHERWISE", "rule").replace("count_by: iface", "count_by: port"))
+    with pytest.raises(RuleFileError, match="`count_by` 'port' is not a fact"):
+        load_pack([bad], bundled=False)
+    (bad / "t.yaml").write_text(TABLE_RULES.replace("OTHERWISE", "rule").replace("count: 3", "count: 1"))
+    with pytest.raises(RuleFileError, match="needs `count` of 2 or more"):
+        load_pack([bad], bundled=False)
 
 
 def test_the_pack_cache_keeps_tables_and_counts(tmp_path: Path) -> None:
@@ -136,3 +167,4 @@ def test_the_pack_cache_keeps_tables_and_counts(tmp_path: Path) -> None:
     assert [r.rule for r in cached.rules] == [r.rule for r in fresh.rules]
     assert cached.rules[0].rule.table is not None and cached.rules[0].rule.table.otherwise == "ignore"
     assert cached.rules[1].rule.match.count == 5
+    assert cached.rules[2].rule.match.count_by == "iface"

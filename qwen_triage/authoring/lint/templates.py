@@ -41,6 +41,11 @@ def row_facts(lr: LoadedRule) -> set[str]:
     return set.intersection(*(set(row.facts) for row in table.rows))
 
 
+def engine_facts(lr: LoadedRule) -> set[str]:
+    """The facts the engine adds to every finding of the rule: a storm's ``lines_in_window``."""
+    return {"lines_in_window"} if lr.rule.match.count > 1 else set()
+
+
 def _texts(lr: LoadedRule) -> list[str]:
     """Every text of the rule a report fills: its explanation, its fix steps, its actions' string values."""
     rule = lr.rule
@@ -53,7 +58,7 @@ def always_set(lr: LoadedRule) -> set[str]:
     (which must match too), or added by every table row."""
     match = lr.rule.match
     every_any = set.intersection(*(set(_groups(p)) for p in match.any)) if match.any else set()
-    return every_any | {n for p in match.all for n in _groups(p)} | row_facts(lr)
+    return every_any | {n for p in match.all for n in _groups(p)} | row_facts(lr) | engine_facts(lr)
 
 
 def _template_maybe_unset(check: Check, lr: LoadedRule) -> Iterator[Problem]:
@@ -70,7 +75,7 @@ def _template_maybe_unset(check: Check, lr: LoadedRule) -> Iterator[Problem]:
 def _template_no_group(check: Check, lr: LoadedRule) -> Iterator[Problem]:
     """A `{name}` in the explanation, a fix step or an action's text is filled from a captured group (or from
     the facts every table row adds); one no pattern captures is shown as '?'."""
-    groups = captured(lr) | row_facts(lr)
+    groups = captured(lr) | row_facts(lr) | engine_facts(lr)
     for text in _texts(lr):
         for name in PLACEHOLDER.findall(text):
             if name not in groups:

@@ -73,3 +73,12 @@ def test_a_broken_file_names_the_check_and_ignore_silences_it(tmp_path: Path, ch
     assert all(str(p).endswith(f" [{check}]") and str(p).startswith(f"{p.path}:{p.line}:{p.column}: ")
                for p in mine)
     assert check not in ids(lint_paths([d], ignore=[check]))
+
+
+def test_a_storm_may_name_the_lines_it_counted(tmp_path: Path) -> None:
+    """`{lines_in_window}` is a fact the engine gives every finding of a `count` rule, and only of one."""
+    explain = '    explain: "frobnicated {lines_in_window} times"\n'
+    storm = rule(match="any: ['(?i)frobnicate failed badly']\n      count: 2\n      window: 10", extra=explain)
+    storm = storm.replace("match: ['frobnicate failed badly']", 'match: ["frobnicate failed badly\\nfrobnicate failed badly"]')
+    assert lint(rules_dir(tmp_path / "storm", storm)) == []
+    assert ids(lint(rules_dir(tmp_path / "one", rule(extra=explain)))) == {"template-no-group"}
