@@ -141,6 +141,10 @@ class Scanner:
     def flush(self) -> Iterator[Finding]:
         yield from self._take(self.matcher.finish())
 
+    def lines_matched(self) -> int:
+        """Log lines the matcher has seen so far (decoded: a journal entry of three lines is three)."""
+        return self.matcher.stats.lines
+
     def diagnoses(self) -> list[Diagnosis]:
         """The diagnoses so far, as the report will have them."""
         return self.correlator.diagnoses()

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from qwen_triage.inputs.source import JOURNAL_JSON
+from qwen_triage.inputs.registry import live
 from qwen_triage.inputs.journal import JOURNAL_TOOL
 from qwen_triage.inputs.process import OutputTarget, cmdline_of, inspect_fd, unit_of
 from qwen_triage.live import procs
@@ -160,7 +160,7 @@ def attach_main(pid: int, compiled: "CompiledPack", fmt: str, new_only: bool = F
     """The `attach` command. Exit status like `scan`; 2 when nothing can be read."""
     from qwen_triage.exits import EXIT_CLEAN, EXIT_ERROR, EXIT_FOUND
     from qwen_triage.report.emit import emit_report
-    from qwen_triage.inputs.journal import journal_tool_available, pid_command, start_journal
+    from qwen_triage.inputs.journal import journal_tool_available, pid_command
     from qwen_triage.live.systemd_journal import unit_exit
     from qwen_triage.live.follow import FollowLoop, stop_signals
     from qwen_triage.live.live_report import LiveReporter, Sink
@@ -197,7 +197,7 @@ def attach_main(pid: int, compiled: "CompiledPack", fmt: str, new_only: bool = F
     for m in plan.messages:
         reporter.note(m)
     for t in plan.files:
-        loop.add_file(t.path, name=t.name, from_end=new_only, by_name=False)
+        loop.add(live("file", t.path, name=t.name, from_end=new_only, by_name=False, note=reporter.note))
         reporter.note(f"following {t.name} (fd {t.fd} of process {pid})")
     jproc: subprocess.Popen[bytes] | None = None
     if plan.journal:
@@ -205,12 +205,12 @@ def attach_main(pid: int, compiled: "CompiledPack", fmt: str, new_only: bool = F
         since = None if new_only or started is None else f"@{int(started)}"
         cmd = pid_command(pid, unit=unit, user=user, since=since)
         try:
-            jproc = start_journal(cmd)
+            src = live("journal", cmd, f"journal:{unit or f'_PID={pid}'}")
         except OSError as exc:
             say(f"cannot run {JOURNAL_TOOL}: {exc.strerror}")
             return EXIT_ERROR
-        assert jproc.stdout is not None
-        loop.add_stream(jproc.stdout.fileno(), f"journal:{unit or f'_PID={pid}'}", kind=JOURNAL_JSON)
+        jproc = src.proc
+        loop.add(src)
         reporter.note(f"following the journal: {shlex.join(cmd)}")
     reporter.note(f"attached to {pid} ({watch.known[pid].name}); Ctrl-C detaches and prints the summary")
 

@@ -21,8 +21,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
+from qwen_triage.inputs.file import FileFollower, is_gzip
+from qwen_triage.inputs.registry import LiveSource, live
 from qwen_triage.inputs.source import MAX_LINE
-from qwen_triage.inputs.file import FileFollower, is_gzip, stdin_is_regular_file
 
 if TYPE_CHECKING:
     from qwen_triage.live.session import LiveInput, LiveSession
@@ -45,16 +46,15 @@ class FollowLoop:
         self._last_data = time.monotonic()
         self._released = True
 
-    def add_file(self, path: str, name: str | None = None, from_end: bool = False, kind: str = "auto",
-                 by_name: bool = True) -> "LiveInput":
-        inp = self.session.add_input(name or path, kind=kind)
-        self.files.append((FileFollower(path, from_end=from_end, note=self.note, by_name=by_name), inp))
-        return inp
-
-    def add_stream(self, fd: int, name: str, kind: str = "auto") -> "LiveInput":
-        inp = self.session.add_input(name, kind=kind)
-        self.streams[fd] = inp
-        self.sel.register(fd, selectors.EVENT_READ)
+    def add(self, src: LiveSource) -> "LiveInput":
+        """Feed a live source (built by :func:`qwen_triage.inputs.registry.live`) into the session."""
+        inp = self.session.add_input(src.name, kind=src.kind)
+        if src.follower is not None:
+            self.files.append((src.follower, inp))
+        else:
+            assert src.fd is not None, f"{src.name}: a live source needs a follower or a descriptor"
+            self.streams[src.fd] = inp
+            self.sel.register(src.fd, selectors.EVENT_READ)
         return inp
 
     def _fed(self) -> None:
@@ -170,14 +170,12 @@ def follow_scan(paths: list[str], compiled: "CompiledPack", fmt: str, max_line: 
     loop = FollowLoop(session, note=reporter.note)
     for p in paths:
         if p == "-":
-            if stdin_is_regular_file():
-                loop.add_file("/dev/stdin", name="<stdin>")
-            else:
-                if os.isatty(0):
-                    reporter.note("reading logs from the terminal (stdin); Ctrl-C ends and prints the summary")
-                loop.add_stream(0, "<stdin>")
+            src = live("stdin", note=reporter.note)
+            if src.fd is not None and os.isatty(0):
+                reporter.note("reading logs from the terminal (stdin); Ctrl-C ends and prints the summary")
         else:
-            loop.add_file(str(Path(p).expanduser()), name=p)
+            src = live("file", str(Path(p).expanduser()), name=p, note=reporter.note)
+        loop.add(src)
     files = [p for p in paths if p != "-"]
     if files:
         reporter.note(f"following {', '.join(files)} (rotation and truncation are followed); Ctrl-C for the summary")
@@ -193,7 +191,7 @@ def follow_scan(paths: list[str], compiled: "CompiledPack", fmt: str, max_line: 
             report = session.report()
     loop.close()
     what = "input ended" if reason == "eof" else "stopped"
-    reporter.note(f"{what}: {session.scanner.matcher.stats.lines} lines read; summary follows", always=True)
+    reporter.note(f"{what}: {session.scanner.lines_matched()} lines read; summary follows", always=True)
     try:
         emit_report(report, fmt)
         sys.stdout.flush()

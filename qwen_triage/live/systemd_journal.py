@@ -22,10 +22,10 @@ import sys
 import tempfile
 from typing import TYPE_CHECKING, Callable
 
-from qwen_triage.inputs.source import JOURNAL_JSON
+from qwen_triage.inputs.registry import live
 from qwen_triage.inputs.journal import (
     JOURNAL_TOOL, JournalError, journal_command, journal_dirs, journal_present, journal_tool_available,
-    start_journal, unit_name,
+    unit_name,
 )
 
 if TYPE_CHECKING:
@@ -162,15 +162,16 @@ def journal_main(
     label = f"journal:{u}" + ("+kernel" if kernel else "")
     err = tempfile.TemporaryFile()
     try:
-        proc = start_journal(cmd, stderr=err)
+        src = live("journal", cmd, label, stderr=err)
     except OSError as exc:
         print(f"qwen-triage: cannot run {JOURNAL_TOOL}: {exc.strerror}", file=sys.stderr)
         return EXIT_ERROR
-    assert proc.stdout is not None
+    proc = src.proc
+    assert proc is not None
     print(f"qwen-triage: reading {u}{' and the kernel log' if kernel else ''}, {window}: {shlex.join(cmd)}",
           file=sys.stderr)
     loop = FollowLoop(session, note=reporter.note)
-    inp = loop.add_stream(proc.stdout.fileno(), label, kind=JOURNAL_JSON)
+    inp = loop.add(src)
     with stop_signals() as stop_requested:
         try:
             loop.run(should_stop=stop_requested)
