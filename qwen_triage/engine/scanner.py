@@ -10,7 +10,6 @@ from platformdirs import user_cache_dir
 
 from qwen_triage.engine.correlate import Correlator, evidence_of
 from qwen_triage.engine.hang import HangTracker, join_cause, to_report
-from qwen_triage.engine.locate import Located
 from qwen_triage.engine.unrecognised import Collector, Item, template_of
 from qwen_triage.redact import redact_text
 from qwen_triage.engine.matcher import CompiledPack, Finding, Matcher
@@ -21,6 +20,7 @@ from qwen_triage.engine.sources import Block, chunk_blocks, decode, source_block
 from qwen_triage.inputs.source import MAX_LINE, TEXT, Source
 
 if TYPE_CHECKING:
+    from qwen_triage.engine.locate import Located
     from qwen_triage.rulepack.catalogue_index import CatalogueIndex
 
 MAX_UNRECOGNISED = 50  # templates listed in a report; the rest are counted in a note

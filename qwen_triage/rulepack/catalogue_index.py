@@ -2,16 +2,19 @@
 
 The scan path never pays for it: :class:`CatalogueIndex` reads nothing when it is made, and the scanner asks
 it only about the lines it already lists as unexplained (engine.locate), so a scan of a healthy log opens no
-catalogue file. The first question reads every program's file once (gzip'd JSON lines, the raw objects kept
-as they are) and keys each template by its rarest literal word; a question then costs a few dictionary
-probes per word of the line, a subset test per candidate, and a `regex` search (under a timeout, as the
-engine confirms rules) per template whose words are all there. Only the templates that answer are validated
-into :class:`~qwen_triage.rulepack.catalogue.TemplateEntry` models.
+catalogue file. The first lookup builds the index — each template keyed by its rarest literal word, beside
+the templates' JSON lines as the catalogue holds them — and keeps it in the private cache, keyed by the
+catalogue files' contents, so later runs read one file and parse only the templates a line's words point at.
+A lookup then costs a few dictionary probes per word of the line, a subset test per candidate, and a `regex`
+search (under a timeout, as the engine confirms rules) per template whose words are all there; only the
+templates that answer are validated into :class:`~qwen_triage.rulepack.catalogue.TemplateEntry` models.
 
-Several templates may match one line (a short ``{str} not found`` and the long sentence that contains it; one
-message in two programs): the most specific answers: the one from the file the line's own traceback or
-logger names, then from the program or library that printed it, then the one with the exception the line
-names, then the one with the most literal text.
+A template locates a line only when it says enough of it (a long sentence, or most of the line's own words,
+or a template of the program or file the line's record names): `unexpected error` is in many programs' mouths.
+Several templates may match one line (a short ``{str} must be divisible by {str}`` and the long sentence that
+contains it; one message in two programs): the most specific answers: the one from the file the line's own
+traceback or logger names, then from the program or library that printed it, then the one with the exception
+the line names, then the one with the most literal text.
 """
 
 from __future__ import annotations
@@ -36,9 +39,15 @@ TIMEOUT = 0.05  # seconds per regex search: a template's pattern is data, and th
 MAX_CANDIDATES = 400  # templates confirmed per line at most (the most specific first)
 MIN_LITERAL = 12  # letters of literal words a template must share with the line to locate it
 MIN_WORDS = 2
+# A short template locates a line only where it is most of the line: `unexpected error` or `CUDA runtime error:
+# {any}` are in many programs' mouths, and a line that only contains them was as likely printed by another one.
+MIN_SHARE = 0.5  # of the line's letters (its values masked, the exception's name left out) ...
+SURE_LITERAL, SURE_WORDS = 30, 4  # ... unless the template's own text is a sentence this long
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_']*[A-Za-z0-9]")  # authoring.msg_template.literal_words' words
 _PART = re.compile(r"[A-Za-z]{3,}")  # the letters of a word fused to a number (`rank3`) or a name (`max_len`)
+_VALUES = re.compile(r"""(?:[A-Za-z]:)?(?:/|\\)[^\s'",:)\]]+|'[^'\s]{1,200}'|"[^"\s]{1,200}"|`[^`\s]{1,200}`"""
+                     r"|\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{16,}\b")  # what unrecognised.template_of masks, roughly
 _EXCEPTION = re.compile(r"^(?:[A-Za-z_]\w{0,60}\.){0,8}(?P<exc>[A-Z]\w{0,80}):")
 
 
@@ -187,6 +196,7 @@ class CatalogueIndex:
         if hints.exception is None:
             hints = Hints(hints.file, hints.source, hints.program, hints.library, _exception_of(text))
         tokens = set(_WORD.findall(text)) | set(_PART.findall(text))
+        letters = _letters(text)
         seen: set[int] = set()
         candidates = []
         for token in tokens:
@@ -195,7 +205,7 @@ class CatalogueIndex:
                     continue
                 seen.add(i)
                 t = self._template(i)
-                if t is not None and t.literal >= MIN_LITERAL and len(t.words) >= MIN_WORDS and all(w in text for w in t.words):
+                if t is not None and all(w in text for w in t.words) and _specific(t, letters, _rank(t, hints)):
                     candidates.append(t)
         candidates.sort(key=lambda t: _rank(t, hints), reverse=True)
         out: list[TemplateEntry] = []
@@ -273,6 +283,23 @@ def _template(raw: bytes) -> _Template | None:
     if not words:
         return None
     return _Template(data, words, sum(sum(c.isalpha() for c in w) for w in words))
+
+
+def _letters(text: str) -> int:
+    """Letters of a line's own words: its values (paths, quoted names, addresses) and its exception's name left out."""
+    m = _EXCEPTION.match(text)
+    body = text[m.end():] if m else text
+    return sum(c.isalpha() for c in _VALUES.sub(" ", body))
+
+
+def _specific(t: _Template, letters: int, rank: tuple[int, ...]) -> bool:
+    """Whether a template says enough of the line to locate it: a long sentence (SURE_LITERAL), most of the line
+    (MIN_SHARE), or a template of the file, program or library the line's own record names (``rank``'s first
+    three: the record vouches for where it came from)."""
+    if t.literal < MIN_LITERAL or len(t.words) < MIN_WORDS:
+        return False
+    return (any(rank[:3]) or (t.literal >= SURE_LITERAL and len(t.words) >= SURE_WORDS)
+            or t.literal >= MIN_SHARE * letters)
 
 
 def _exception_of(text: str) -> str | None:

@@ -20,6 +20,9 @@ HEADS = T("eng", "eng/config/parallel.py",
           r"\s+size\s+\((?:-?\d+)\)\.",
           ["Total", "number", "attention", "heads", "must", "divisible", "tensor", "parallel", "size"],
           function="ParallelConfig.verify")
+MID = T("eng", "eng/layers.py", "heads ({int}) must be divisible by tensor parallel size ({int})",
+        r"heads\s+\((?:-?\d+)\)\s+must\s+be\s+divisible\s+by\s+tensor\s+parallel\s+size\s+\((?:-?\d+)\)",
+        ["heads", "must", "divisible", "tensor", "parallel", "size"])
 SHORT = T("eng", "eng/util.py", "{str} must be divisible by {str}", r"(?:.+?)\s+must\s+be\s+divisible\s+by\s+",
           ["must", "divisible"])
 LOGGED = T("other", "src/loader.cc", "failed to load model '{path}': {any}",
@@ -33,7 +36,7 @@ TWIN_B = T("eng", "eng/b.py", "cannot allocate the KV cache blocks now", r"canno
 
 def catalogue(tmp_path: Path) -> CatalogueIndex:
     (tmp_path / "catalogue").mkdir()
-    write_program(tmp_path / "catalogue" / "eng.jsonl.gz", [HEADS, SHORT, TWIN_A, TWIN_B])
+    write_program(tmp_path / "catalogue" / "eng.jsonl.gz", [HEADS, MID, SHORT, TWIN_A, TWIN_B])
     write_program(tmp_path / "catalogue" / "other.jsonl.gz", [LOGGED])
     return CatalogueIndex(tmp_path)
 
@@ -51,15 +54,21 @@ def test_a_rendered_message_finds_its_template_numbers_as_numbers(tmp_path: Path
     found = index.lookup(line)
     assert found is not None and found.file == "eng/config/parallel.py" and found.function == "ParallelConfig.verify"
     # the words are there but not the template's shape: a word where it prints a number
-    assert index.lookup("Total number of attention heads (forty) must be divisible by tensor parallel size (6).") \
-        in (None, SHORT)
+    found = index.lookup("Total number of attention heads (forty) must be divisible by tensor parallel size (6).")
+    assert found is None or found.file != "eng/config/parallel.py"
 
 
 def test_the_most_specific_template_answers_when_several_match(tmp_path: Path) -> None:
     index = catalogue(tmp_path)
     line = "ValueError: Total number of attention heads (40) must be divisible by tensor parallel size (6)."
-    assert [e.file for e in index.matches(line)] == ["eng/config/parallel.py", "eng/util.py"]
-    assert index.lookup("ValueError: the tile width must be divisible by the warp size").file == "eng/util.py"
+    assert [e.file for e in index.matches(line)] == ["eng/config/parallel.py", "eng/layers.py"]
+    assert index.lookup("ValueError: width must be divisible by 8").file == "eng/util.py"
+
+
+def test_a_short_template_locates_no_line_it_is_a_small_part_of(tmp_path: Path) -> None:
+    index = catalogue(tmp_path)
+    # another program's sentence that happens to hold a short template's words
+    assert index.lookup("[TM][ERROR] the tile width of this kernel must be divisible by the warp size of the GPU") is None
 
 
 def test_the_file_the_traceback_names_and_the_exception_decide_between_equal_templates(tmp_path: Path) -> None:
@@ -71,10 +80,13 @@ def test_the_file_the_traceback_names_and_the_exception_decide_between_equal_tem
     assert index.lookup(line, Hints(source="a.py:120")).file == "eng/a.py"  # the logger's file:line
 
 
-def test_a_printf_template_is_found_inside_a_wrapped_line(tmp_path: Path) -> None:
+def test_a_short_template_inside_a_longer_line_needs_the_record_to_name_its_program(tmp_path: Path) -> None:
     index = catalogue(tmp_path)
-    found = index.lookup("llama_model_load: failed to load model '/models/q.gguf': tensor data is not within bounds")
+    line = "llama_model_load: failed to load model '/models/q.gguf': tensor data is not within bounds"
+    assert index.lookup(line) is None  # three words of a long line: any program could have said them
+    found = index.lookup(line, Hints(program="other"))
     assert found is not None and found.program == "other" and found.kind == "printf"
+    assert index.lookup(line, Hints(source="loader.cc:88")) == found
 
 
 def test_a_catalogue_that_is_absent_or_broken_locates_nothing(tmp_path: Path) -> None:
