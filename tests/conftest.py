@@ -1,10 +1,13 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
+import fcntl
 import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -118,15 +121,57 @@ def compiled():
     return compile_pack()
 
 
+# Hyperscan databases shared by the test sessions of this checkout and their xdist workers (gitignored):
+# compiling the bundled pack costs ~8 s of CPU on a quiet machine and minutes on a loaded one, once per worker.
+SHARED_HS = ROOT / ".test-cache"
+
+
+@contextlib.contextmanager
+def _shared_hyperscan_databases() -> Iterator[None]:
+    """The checkout's compiled databases in this session's cache while the body runs, and what the body
+    compiled back into the checkout's: the first worker compiles, the others wait on the lock and load it.
+
+    Entries go through ``rulepack.cache.Cache`` both ways (private files, read only when ours and 0600), and a
+    database is used only when the digest stored beside it checks out, as with any cache entry.
+    """
+    from qwen_triage.engine.scanner import cache_dir
+    from qwen_triage.rulepack.cache import Cache
+
+    shared, session = Cache.open(SHARED_HS), Cache.open(cache_dir())
+    if shared is None or session is None:
+        yield
+        return
+
+    def copy(src: Cache, dst: Cache) -> None:
+        for entry in sorted(src.path.glob("hs-*")):
+            if not (dst.path / entry.name).exists():
+                data = src.read(entry.name)
+                if data is not None:
+                    dst.write(entry.name, data)
+
+    with open(shared.path / "lock", "a+b") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if the body raises
+        copy(shared, session)
+        yield
+        copy(session, shared)
+        newest = max(shared.path.glob("hs-*"), key=lambda p: p.stat().st_mtime, default=None)
+        if newest is not None:
+            shared.prune("hs-", keep=newest.name)
+
+
 @pytest.fixture(scope="session")
 def warm_cache():
     """The session's cache with the bundled pack's Hyperscan database in it (compiled once, inline): scans in
     process, and in the processes tests start, then run as a user's second run does, not on the literal
-    prefilter while a background child is still compiling (which would make their stats depend on timing)."""
+    prefilter while a background child is still compiling (which would make their stats depend on timing).
+    The database is compiled once per checkout and rule set, not once per session and worker."""
     from qwen_triage.engine.prefilter import hyperscan_available
     from qwen_triage.engine.scanner import compile_pack
 
-    return compile_pack(engine="hyperscan" if hyperscan_available() else "literal")
+    if not hyperscan_available():
+        return compile_pack(engine="literal")
+    with _shared_hyperscan_databases():
+        return compile_pack(engine="hyperscan")
 
 
 @pytest.fixture(scope="session")
