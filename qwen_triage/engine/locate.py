@@ -25,6 +25,7 @@ from qwen_triage.report.summary import printed_by_phrase
 
 if TYPE_CHECKING:
     from qwen_triage.engine.check_finding import CheckFinding
+    from qwen_triage.engine.compiled import CompiledPack
     from qwen_triage.rulepack.catalogue import TemplateEntry
     from qwen_triage.rulepack.catalogue_index import CatalogueIndex
     from qwen_triage.rulepack.catalogue_map import CatalogueMap, Family
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 LOCATED_KINDS = ("exception", "error")  # what says something failed; stalls and relays are not printed lines
 CATALOGUE = "catalogue"  # a diagnosis' `because` when the catalogue, not a rule, classed its line
 MAX_LOOKUPS = 50  # lines looked up per scan (the report lists at most as many)
+RULE_TIMEOUT = 0.05  # seconds per rule pattern tried on a classed line (read_by_rule)
 
 
 @dataclass
@@ -62,8 +64,7 @@ def hints_of(item: Item) -> Any:
                  exception=item.exception)
 
 
-def locate(items: Sequence[Item], classes: dict[str, ClassSpec], families: list[dict[str, Any]],
-           index: CatalogueIndex | None = None) -> list[Located]:
+def locate(items: Sequence[Item], compiled: CompiledPack, index: CatalogueIndex | None = None) -> list[Located]:
     """The items the catalogue places, in their order; each with its finding where its template has a class."""
     from qwen_triage.rulepack.catalogue_map import CatalogueMap
 
@@ -71,7 +72,7 @@ def locate(items: Sequence[Item], classes: dict[str, ClassSpec], families: list[
     if not wanted:
         return []
     index = index if index is not None else bundled_index()
-    cmap = CatalogueMap.from_dicts(families)
+    cmap = CatalogueMap.from_dicts(compiled.pack.catalogue_map)
     out = []
     for item in wanted:
         entry = index.lookup(item.first.message, hints_of(item))
@@ -79,8 +80,34 @@ def locate(items: Sequence[Item], classes: dict[str, ClassSpec], families: list[
             continue
         family = cmap.family_of(entry)
         printed_by = _printed_by(entry, family, index)
-        out.append(Located(item, printed_by, _finding(item, entry, family, printed_by, classes)))
+        finding = _finding(item, entry, family, printed_by, compiled.pack.classes)
+        if finding is not None and read_by_rule(item.first.message, compiled):
+            finding = None  # a rule read the line and did not take it (its `where` or its table said no)
+        out.append(Located(item, printed_by, finding))
     return out
+
+
+def _structural(rule: Any) -> bool:
+    """A rule of the raising site (`raised:`) reads a line's shape, not its sentence: its pattern finds every
+    ``ValueError: …``, and only the frame decides; its pattern finding a line says nothing of the line."""
+    return bool(rule.match.raised_module or rule.match.raised_exception)
+
+
+def read_by_rule(message: str, compiled: CompiledPack) -> bool:
+    """Whether a rule's pattern (not a veto) finds the line although no rule took it: a `where` that failed, a
+    code its table leaves out (``[Errno 101] Network is unreachable`` stays listed by design). The pack has
+    read that line and declined it; the catalogue does not overrule it."""
+    data = message.encode("utf-8", "replace").replace(b"\n", b" ") + b"\n"
+    pids = {pid for found in compiled.prefilter.candidates(data).values() for pid in found}
+    for pid in sorted(pids):
+        if not any(role != "unless" and not _structural(compiled.rules[ri].rule) for ri, role in compiled.users[pid]):
+            continue
+        try:
+            if compiled.regexes[pid].search(message, timeout=RULE_TIMEOUT) is not None:
+                return True
+        except TimeoutError:
+            continue
+    return False
 
 
 def _printed_by(entry: TemplateEntry, family: Family | None, index: CatalogueIndex) -> PrintedBy:

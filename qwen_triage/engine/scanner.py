@@ -183,22 +183,21 @@ class Scanner:
     def _locate(self, items: list[Item]) -> dict[int, PrintedBy]:
         """Where each unexplained line was printed (engine.locate), by item; an item the catalogue classes
         leaves the list and becomes a finding of its class, once however often the report is asked for (live).
-        Nothing to look up, nothing read. A scan that admits findings by its own test (``check``: node-level
-        classes from the system's records only) takes no class from the catalogue, only where lines came from."""
+        Nothing to look up, nothing read; nor in a scan that admits findings by its own test (``check``: node-level
+        classes from the system's records only, under node-problem-detector's timeout)."""
         wanted = [i for i in items if i.kind in ("exception", "error") and i.template not in self._located]
-        if wanted:
+        if wanted and self.admit is None:
             from qwen_triage.engine.locate import locate
 
-            found = {f.item.template: f for f in locate(wanted, self.compiled.pack.classes,
-                                                        self.compiled.pack.catalogue_map, self.catalogue)}
+            found = {f.item.template: f for f in locate(wanted, self.compiled, self.catalogue)}
             for item in wanted:
                 f = self._located[item.template] = found.get(item.template)
-                if f is not None and f.finding is not None and self.admit is None:
+                if f is not None and f.finding is not None:
                     self.correlator.add(f.finding)
         placed: dict[int, PrintedBy] = {}
         for item in list(items):
             f = self._located.get(item.template)
-            if f is not None and f.finding is not None and self.admit is None:
+            if f is not None and f.finding is not None:
                 items.remove(item)
             elif f is not None:
                 placed[id(item)] = f.printed_by

@@ -22,6 +22,10 @@ ELSEWHERE = TemplateEntry(
     program="vllm", releases=["0.11.0"], file="vllm/worker/quux.py", function=None, kind="raise",
     exception="RuntimeError", template="Quux engine stalled in phase {str}",
     regex=r"Quux\s+engine\s+stalled\s+in\s+phase\s+(?:.+?)", words=["Quux", "engine", "stalled", "phase"])
+UNREACHABLE = TemplateEntry(
+    program="vllm", releases=["0.11.0"], file="vllm/config/network.py", function=None, kind="raise",
+    exception="OSError", template="[Errno {int}] Network is unreachable",
+    regex=r"\[Errno\s+(?:-?\d+)\]\s+Network\s+is\s+unreachable", words=["Errno", "Network", "unreachable"])
 WARNED = TemplateEntry(
     program="vllm", releases=["0.11.0"], file="vllm/config/cache.py", function=None, kind="log", level="warning",
     template="Zorbling buffers are deprecated and ignored", regex=r"Zorbling\s+buffers\s+are\s+deprecated\s+and\s+ignored",
@@ -30,7 +34,7 @@ WARNED = TemplateEntry(
 
 def index(tmp_path: Path) -> CatalogueIndex:
     (tmp_path / "rules" / "catalogue").mkdir(parents=True)
-    write_program(tmp_path / "rules" / "catalogue" / "vllm.jsonl.gz", [CONFIG, ELSEWHERE, WARNED])
+    write_program(tmp_path / "rules" / "catalogue" / "vllm.jsonl.gz", [CONFIG, ELSEWHERE, WARNED, UNREACHABLE])
     (tmp_path / "rules" / "catalogue" / "manifest.yaml").write_text(
         "builder: test\nbuilt: '2026-12-02'\nprograms:\n  vllm:\n    display: vLLM\n    releases:\n"
         "      - {version: 0.8.5, source: 'pypi:vllm==0.8.5'}\n      - {version: 0.11.0, source: 'pypi:vllm==0.11.0'}\n")
@@ -105,3 +109,19 @@ def test_a_rule_diagnosis_ranks_first_and_is_never_the_catalogue_ones_symptom(co
     report = scan(compiled, tmp_path, HEAD + frob + tp, index(tmp_path))
     assert report.classes() == ["config.tp_indivisible", "config.bad_argument"]
     assert [d.because for d in report.diagnoses] == [None, "catalogue"]
+
+
+def test_a_line_a_rule_reads_and_declines_is_located_never_classed(compiled, tmp_path: Path, monkeypatch) -> None:
+    # families.errno-code reads `[Errno N] …` and leaves out the codes its table does not list: the pack has
+    # read the line and declined it, so a family that would class it (here: a test family over the file) does not
+    from qwen_triage.engine import locate as locate_mod
+
+    family = {"id": "test-network", "program": "vllm", "label": "network", "files": ["vllm/config/network.py"],
+              "class": "config.bad_argument", "severity": "error", "exceptions": [], "kind": None, "levels": []}
+    monkeypatch.setattr(compiled.pack, "catalogue_map", [*compiled.pack.catalogue_map, family])
+    line = "OSError: [Errno 101] Network is unreachable"
+    assert locate_mod.read_by_rule(line, compiled)
+    report = scan(compiled, tmp_path, HEAD + line + "\n", index(tmp_path))
+    assert report.diagnoses == []
+    (u,) = report.unrecognised
+    assert u.printed_by is not None and u.printed_by.family == "network"
