@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 import click
 
 from qwen_triage.cli.options import fail
+from qwen_triage.exits import Failure
 
 FORMATS = ("text", "json", "markdown")
 QUANT_CHOICES = ("none", "awq", "gptq", "gptq-int8", "fp8", "bitsandbytes")
@@ -55,27 +56,6 @@ def _requested(tp: int | None, pp: int | None, dp: int | None) -> tuple[int, int
     if tp is None and pp is None and dp is None:
         return None
     return (tp or 1, pp or 1, dp or 1)
-
-
-def _offline_snapshot(command: str, snapshot: str | None, nvidia_smi: str | None, topo: str | None):
-    from pathlib import Path
-
-    from qwen_triage.preflight.machine.nvml import ReplayProbe
-    from qwen_triage.preflight.machine.smi import merge_topology, parse_nvidia_smi_xml, parse_topo_matrix
-
-    snap = None
-    try:
-        if snapshot:
-            snap = ReplayProbe(snapshot).snapshot()
-        elif nvidia_smi:
-            snap = parse_nvidia_smi_xml(
-                Path(nvidia_smi).read_text(encoding="utf-8"), source=f"nvidia-smi: {nvidia_smi}"
-            )
-        if topo:
-            snap = merge_topology(snap, parse_topo_matrix(Path(topo).read_text(encoding="utf-8")), f"topo: {topo}")
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        fail(str(exc), command=command)
-    return snap
 
 
 # --- plan -----------------------------------------------------------------------------------
@@ -119,85 +99,14 @@ def _offline_snapshot(command: str, snapshot: str | None, nvidia_smi: str | None
 )
 @click.option("--all", "show_all", is_flag=True, help="list every layout, replicas included")
 @_format
-def plan(
-    model: str,
-    gpus: int | None,
-    gpu_mem: str | None,
-    dtype: str,
-    quantization: str | None,
-    kv_cache_dtype: str,
-    max_model_len: int | None,
-    gpu_memory_utilization: float,
-    enforce_eager: bool,
-    requested: tuple[int, int, int] | None,
-    topo: str | None,
-    snapshot: str | None,
-    nvidia_smi: str | None,
-    show_all: bool,
-    fmt: str,
-) -> None:
+def plan(show_all: bool, fmt: str, **options: Any) -> None:
     """Which tensor x pipeline x data parallel layouts work for MODEL on N GPUs, and the `vllm serve` command."""
-    import os
-
-    from qwen_triage.preflight.doctor import visible_gpus
-    from qwen_triage.preflight.model.config import ModelConfigError, load_model_config
-    from qwen_triage.preflight.machine.nvml import NvmlUnavailable, PynvmlProbe
-    from qwen_triage.preflight.plan.layouts import plan_layouts
-    from qwen_triage.units import SizeError, parse_size
+    from qwen_triage.preflight.plan.command import PlanOptions, run
 
     try:
-        cfg = load_model_config(model)
-    except ModelConfigError as exc:
+        result = run(PlanOptions(**options))  # the options by PlanOptions' own names
+    except Failure as exc:
         fail(str(exc), command="plan")
-    mem_bytes = None
-    if gpu_mem is not None:
-        try:
-            mem_bytes = parse_size(gpu_mem)
-        except SizeError as exc:
-            fail(str(exc), command="plan")
-
-    snap = _offline_snapshot("plan", snapshot, nvidia_smi, topo)
-    if snap is None and (gpus is None or mem_bytes is None):
-        try:
-            snap = visible_gpus(PynvmlProbe().snapshot(), os.environ.get("CUDA_VISIBLE_DEVICES"))
-        except NvmlUnavailable as exc:
-            fail(f"cannot read the GPUs (NVML: {exc}); pass --gpus and --gpu-mem", command="plan")
-    topology = None
-    ccs = None
-    detected = None
-    if snap is not None and snap.gpus:
-        detected = len(snap.gpus)
-        n = gpus or detected
-        chosen = snap.gpus[:n]
-        if mem_bytes is None:
-            sizes = [g.memory.total for g in chosen if g.memory.total]
-            if not sizes:
-                fail("the GPU data has no memory sizes; pass --gpu-mem", command="plan")
-            mem_bytes = min(sizes)
-        if snap.topology and len(snap.topology) >= n:
-            topology = [row[:n] for row in snap.topology[:n]]
-        ccs = [g.compute_capability or "" for g in chosen]
-        gpus = n
-        if detected >= n:
-            detected = None  # only worth a finding when fewer are visible than planned for
-    if gpus is None or mem_bytes is None:
-        fail("pass --gpus and --gpu-mem (no GPU data to read them from)", command="plan")
-    result = plan_layouts(
-        cfg,
-        gpus,
-        mem_bytes,
-        dtype=dtype,
-        quantization=quantization,
-        kv_cache_dtype=kv_cache_dtype,
-        max_model_len=max_model_len,
-        gpu_memory_utilization=gpu_memory_utilization,
-        enforce_eager=enforce_eager,
-        topology=topology,
-        compute_capabilities=ccs,
-        requested=requested,
-        model_ref=model,
-        detected_gpus=detected,
-    )
     _finish(result, fmt, show_all)
 
 
@@ -218,14 +127,13 @@ def plan(
 @_format
 def check_model(path: str, sha256: str | None, fmt: str) -> None:
     """Check a model directory or file (safetensors, GGUF, config, tokenizer) without loading it."""
-    from qwen_triage.preflight.model.check import ModelPathError, inspect_model
+    from qwen_triage.cli.progress import hash_progress
+    from qwen_triage.preflight.model.check import CheckModelOptions, run
 
     try:
-        from qwen_triage.cli.progress import hash_progress
-
         with hash_progress() as progress:
-            result = inspect_model(path, sha256_list=sha256 or None, hash_files=sha256 == "", progress=progress)
-    except ModelPathError as exc:
+            result = run(CheckModelOptions(path, sha256_list=sha256 or None, hash_files=sha256 == ""), progress)
+    except Failure as exc:
         fail(str(exc), command="check-model")
     if sha256 == "" and fmt == "text":
         from qwen_triage.preflight.render import emit
@@ -259,23 +167,13 @@ def check_model(path: str, sha256: str | None, fmt: str) -> None:
 @_format
 def doctor(snapshot: str | None, record: str | None, fmt: str, **probe_args: Any) -> None:
     """Probe GPUs, links, /dev/shm, driver and software; report findings and an inventory."""
-    from qwen_triage.preflight.doctor import DoctorInputError, probe
-    from qwen_triage.preflight.machine.nvml import ReplayProbe
-    from qwen_triage.preflight.machine.nvml import record as write_snapshot
+    from qwen_triage.preflight.doctor import DoctorOptions, run
 
-    # probe_args: --nvidia-smi, --topo, --model, the layout and its limits, by probe()'s own names
-    if record and (probe_args["nvidia_smi"] or probe_args["topo"] or snapshot):
-        fail("--record writes this machine's GPUs; it cannot be combined with --nvidia-smi/--topo/--snapshot",
-             command="doctor")
+    # probe_args: --nvidia-smi, --topo, --model, the layout and its limits, by DoctorOptions' own names
     try:
-        result = probe(gpu_probe=ReplayProbe(snapshot) if snapshot else None, **probe_args)
-    except DoctorInputError as exc:
+        result = run(DoctorOptions(snapshot=snapshot, record=record, **probe_args))
+    except Failure as exc:
         fail(str(exc), command="doctor")
-    if record:
-        if result.inventory.gpus is None:
-            fail(f"nothing to record: {result.inventory.nvml_error or 'no GPU data'}", command="doctor")
-        write_snapshot(result.inventory.gpus, record)
-        result.notes.append(f"GPU snapshot written to {record}")
     _finish(result, fmt)
 
 

@@ -6,7 +6,8 @@ the wrong computer. When NVML cannot load, it says why, as a finding, and
 goes on with everything else.
 
 Its steps (:func:`check_model`, :func:`model_shape`, :func:`plan_model`,
-:func:`visible_gpus`, :func:`merge_results`) are public because the runner's
+:func:`merge_results`; the GPUs to plan for are
+:func:`~qwen_triage.preflight.plan.gpus.gpus_to_plan`'s) are public because the runner's
 launch checks run the same ones for one vLLM command; only what is about that
 command (its settings, its port, the devices of a CPU build) stays in the runner.
 """
@@ -14,6 +15,7 @@ command (its settings, its port, the devices of a CPU build) stays in the runner
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from qwen_triage import visible_devices
+from qwen_triage.exits import Failure
 from qwen_triage.preflight.model.check import CheckModelResult, ModelPathError, inspect_model
 from qwen_triage.preflight.findings import CheckFinding, to_report
 from qwen_triage.preflight.machine.gpu_checks import gpu_findings
@@ -28,8 +31,9 @@ from qwen_triage.preflight.machine.host_checks import nvml_finding, software_fin
 from qwen_triage.preflight.model.config import ModelConfig, ModelConfigError, load_model_config
 from qwen_triage.preflight.machine.nvml import GpuProbe, GpuSnapshot, NvmlUnavailable, PynvmlProbe
 from qwen_triage.preflight.output import PreflightOutput
+from qwen_triage.preflight.plan.gpus import PlanGpus, gpus_to_plan
 from qwen_triage.preflight.plan.layouts import PlanResult, plan_layouts
-from qwen_triage.preflight.machine.smi import merge_topology, parse_nvidia_smi_xml, parse_topo_matrix
+from qwen_triage.preflight.machine.smi import PastedDataError, pasted_snapshot
 from qwen_triage.preflight.machine.software import SoftwareInfo, probe_software
 from qwen_triage.preflight.machine.system import SystemInfo, gpu_numa_node, probe_system
 from qwen_triage.report.model import Diagnosis, Observation
@@ -58,20 +62,6 @@ class DoctorResult(PreflightOutput):
 
 class DoctorInputError(ValueError):
     """A pasted file could not be read; the CLI exits 2."""
-
-
-def visible_gpus(snap: GpuSnapshot, cvd: str | None) -> GpuSnapshot:
-    """The GPUs a launched server will see through ``CUDA_VISIBLE_DEVICES`` ``cvd``, in CUDA's order.
-
-    Read by :mod:`qwen_triage.visible_devices`: unset is every GPU, empty none; GPU UUIDs are matched
-    against NVML's; MIG devices are not whole GPUs, so every GPU is kept for them.
-    """
-    keep = visible_devices.parse(cvd).resolve(len(snap.gpus), [g.uuid for g in snap.gpus]).indices
-    if keep is None or keep == list(range(len(snap.gpus))):
-        return snap
-    gpus = [snap.gpus[i] for i in keep]
-    topo = [[snap.topology[a][b] for b in keep] for a in keep] if snap.topology else None
-    return snap.model_copy(update={"gpus": gpus, "topology": topo})
 
 
 # --- the steps doctor runs, which the runner's launch checks run too ---------------------------------
@@ -131,25 +121,24 @@ def plan_model(
     return result, []
 
 
-def plan_on_snapshot(
+def plan_on_gpus(
     model: str,
-    snap: GpuSnapshot,
+    gpus: PlanGpus,
     *,
     requested: tuple[int, int, int] | None = None,
     classes: dict[str, FailureClass] | None = None,
     **settings: Any,
 ) -> tuple[PlanResult | None, list[str]]:
-    """``plan`` for ``model`` on the GPUs of ``snap`` (already narrowed by :func:`visible_gpus`)."""
+    """``plan`` for ``model`` on ``gpus`` (:func:`~qwen_triage.preflight.plan.gpus.gpus_to_plan`'s choice)."""
     cfg, notes = model_shape(model)
     if cfg is None:
         return None, notes
-    sizes = [g.memory.total for g in snap.gpus if g.memory.total]
     return plan_model(
         cfg,
-        len(snap.gpus),
-        min(sizes) if sizes else None,
-        topology=snap.topology,
-        compute_capabilities=[g.compute_capability or "" for g in snap.gpus],
+        gpus.count,
+        gpus.memory_bytes,
+        topology=gpus.topology,
+        compute_capabilities=gpus.compute_capabilities,
         requested=requested,
         model_ref=model,
         classes=classes,
@@ -205,45 +194,70 @@ def probe(
     notes: list[str] = []
     findings: list[CheckFinding] = []
     inv = Inventory()
-
     if not offline:
         inv.system = probe_system(root, environ=environ, **({"statvfs": statvfs} if statvfs else {}))
         inv.software = software() if software else probe_software(environ)
     else:
         notes.append("offline: judging the pasted GPU data; this machine's system and software checks are skipped")
-
-    snap: GpuSnapshot | None = None
     try:
-        if nvidia_smi is not None:
-            snap = parse_nvidia_smi_xml(
-                Path(nvidia_smi).read_text(encoding="utf-8"), source=f"nvidia-smi: {nvidia_smi}"
-            )
-        elif isinstance(gpu_probe, ReplayProbe):
-            snap = gpu_probe.snapshot()
-        if topo is not None:
-            snap = merge_topology(snap, parse_topo_matrix(Path(topo).read_text(encoding="utf-8")), f"topo: {topo}")
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        snap = pasted_snapshot(gpu_probe if isinstance(gpu_probe, ReplayProbe) else None, nvidia_smi, topo)
+    except PastedDataError as exc:
         raise DoctorInputError(str(exc)) from None
-
     if not offline:
-        try:
-            snap = (gpu_probe or PynvmlProbe()).snapshot()
-        except NvmlUnavailable as err:
-            inv.nvml_error = f"{err.kind}: {err}"
-            notes.append(f"NVML could not be loaded ({err}); GPU checks skipped, everything else reported")
-            findings.append(nvml_finding(err, inv.system))
-    if snap is not None and inv.system is not None:
-        # NUMA from sysfs where NVML did not say.
-        gpus = [
-            g if g.numa_node is not None else g.model_copy(update={"numa_node": gpu_numa_node(root, g.pci_bus_id)})
-            for g in snap.gpus
-        ]
-        snap = snap.model_copy(update={"gpus": gpus})
-    inv.gpus = snap
+        snap = _local_gpus(gpu_probe, inv, notes, findings)
+    inv.gpus = snap = _with_numa(snap, inv.system, root)
+    findings += _machine_findings(inv, gpu_memory_utilization, notes)
 
+    model_check = plan = None
+    if model:
+        if check_files:
+            model_check, model_notes = check_model(model, classes)
+            notes += model_notes
+        if snap is not None and snap.gpus and any(g.memory.total for g in snap.gpus):
+            # a pasted machine is not seen through this shell's CUDA_VISIBLE_DEVICES
+            gpus = gpus_to_plan(snap, None if offline else environ.get(visible_devices.ENV))
+            plan, plan_notes = plan_on_gpus(
+                model, gpus, requested=requested, classes=classes,
+                max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
+            )
+            notes += plan_notes
+        else:
+            notes.append("plan check skipped: no GPU inventory")
+
+    diagnoses, observations = merge_results(to_report(findings, classes), model_check, plan)
+    return DoctorResult(offline=offline, inventory=inv, diagnoses=diagnoses, observations=observations,
+                        notes=notes, model_check=model_check, plan=plan)
+
+
+def _local_gpus(gpu_probe: GpuProbe | None, inv: Inventory, notes: list[str],
+                findings: list[CheckFinding]) -> GpuSnapshot | None:
+    """This machine's GPUs from NVML; when NVML cannot load, why, as a finding and a note."""
+    try:
+        return (gpu_probe or PynvmlProbe()).snapshot()
+    except NvmlUnavailable as err:
+        inv.nvml_error = f"{err.kind}: {err}"
+        notes.append(f"NVML could not be loaded ({err}); GPU checks skipped, everything else reported")
+        findings.append(nvml_finding(err, inv.system))
+        return None
+
+
+def _with_numa(snap: GpuSnapshot | None, system: SystemInfo | None, root: Path) -> GpuSnapshot | None:
+    """Each GPU's NUMA node from sysfs where NVML did not say (this machine only)."""
+    if snap is None or system is None:
+        return snap
+    gpus = [
+        g if g.numa_node is not None else g.model_copy(update={"numa_node": gpu_numa_node(root, g.pci_bus_id)})
+        for g in snap.gpus
+    ]
+    return snap.model_copy(update={"gpus": gpus})
+
+
+def _machine_findings(inv: Inventory, util: float, notes: list[str]) -> list[CheckFinding]:
+    """The GPU, system and software checks on the inventory."""
+    snap = inv.gpus
+    findings: list[CheckFinding] = []
     if snap is not None:
-        iommu = inv.system.iommu if inv.system else None
-        findings += gpu_findings(snap, util=gpu_memory_utilization, iommu=iommu)
+        findings += gpu_findings(snap, util=util, iommu=inv.system.iommu if inv.system else None)
     if inv.system is not None:
         findings += system_findings(inv.system, len(snap.gpus) if snap else None)
     if inv.software is not None:
@@ -252,30 +266,45 @@ def probe(
             notes.append(
                 "neither torch nor vLLM is installed in this Python: the software checks cover this environment only"
             )
+    return findings
 
-    model_check = None
-    plan = None
-    if model:
-        if check_files:
-            model_check, model_notes = check_model(model, classes)
-            notes += model_notes
-        if snap is not None and snap.gpus and any(g.memory.total for g in snap.gpus):
-            visible = visible_gpus(snap, environ.get(visible_devices.ENV) if not offline else None)
-            plan, plan_notes = plan_on_snapshot(
-                model, visible, requested=requested, classes=classes,
-                max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
-            )
-            notes += plan_notes
-        else:
-            notes.append("plan check skipped: no GPU inventory")
 
-    diagnoses, observations = merge_results(to_report(findings, classes), model_check, plan)
-    return DoctorResult(
-        offline=offline,
-        inventory=inv,
-        diagnoses=diagnoses,
-        observations=observations,
-        notes=notes,
-        model_check=model_check,
-        plan=plan,
-    )
+# --- the command ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DoctorOptions:
+    """``qwen-triage doctor``'s options, as the command line gives them."""
+
+    nvidia_smi: str | None = None
+    topo: str | None = None
+    snapshot: str | None = None
+    """replay this recording instead of asking NVML"""
+    record: str | None = None
+    """write this machine's GPU snapshot here"""
+    model: str | None = None
+    requested: tuple[int, int, int] | None = None
+    max_model_len: int | None = None
+    gpu_memory_utilization: float = 0.9
+
+
+def run(options: DoctorOptions) -> DoctorResult:
+    """``qwen-triage doctor``: :func:`probe` this machine (or the pasted one), and record its GPUs when asked.
+    Bad usage or an unreadable file raises :class:`~qwen_triage.exits.Failure`."""
+    from qwen_triage.preflight.machine.nvml import ReplayProbe, record
+
+    o = options
+    if o.record and (o.nvidia_smi or o.topo or o.snapshot):
+        raise Failure("--record writes this machine's GPUs; it cannot be combined with --nvidia-smi/--topo/--snapshot")
+    try:
+        result = probe(gpu_probe=ReplayProbe(o.snapshot) if o.snapshot else None, nvidia_smi=o.nvidia_smi,
+                       topo=o.topo, model=o.model, requested=o.requested, max_model_len=o.max_model_len,
+                       gpu_memory_utilization=o.gpu_memory_utilization)
+    except DoctorInputError as exc:
+        raise Failure(str(exc)) from None
+    if o.record:
+        if result.inventory.gpus is None:
+            raise Failure(f"nothing to record: {result.inventory.nvml_error or 'no GPU data'}")
+        record(result.inventory.gpus, o.record)
+        result.notes.append(f"GPU snapshot written to {o.record}")
+    return result

@@ -32,17 +32,20 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from qwen_triage import visible_devices
+
 from qwen_triage.rulepack.actions import CheckPort, ChooseLayout, FreePort
 from qwen_triage.preflight.findings import CheckFinding, act, ev, finding, fix, load_classes, to_report
 from qwen_triage.preflight.doctor import check_model, merge_results, model_shape, plan_model, probe
 from qwen_triage.preflight.model.config import ModelConfig
 from qwen_triage.preflight.machine.nvml import GpuProbe, GpuSnapshot
+from qwen_triage.preflight.plan.gpus import gpus_to_plan
 from qwen_triage.preflight.plan.models import PlanResult
 from qwen_triage.preflight.plan.checks import bf16_finding, no_bf16_cc
 from qwen_triage.units import GiB
 from qwen_triage.report.model import Diagnosis, Observation
 from qwen_triage.runner import probes
-from qwen_triage.runner.layout import is_cpu_build, requested, visible_indices
+from qwen_triage.runner.layout import is_cpu_build, requested
 from qwen_triage.runner.vllm.argv import VllmLaunch
 
 if TYPE_CHECKING:
@@ -64,32 +67,31 @@ class Machine(BaseModel):
     cpu_build: bool = False
     nvml: bool = False
     visible: list[int] = Field(default_factory=list, description="NVML indices the server sees, in its order")
-    all_gpus: int = 0
-    pci_bus_ids: list[str] = Field(default_factory=list, description="of every GPU, by NVML index")
-    memory_all: list[int] = Field(default_factory=list, description="bytes, of every GPU, by NVML index")
-    ccs_all: list[str] = Field(default_factory=list, description="compute capability of every GPU, by NVML index")
-    uuids_all: list[str | None] = Field(default_factory=list, description="GPU UUID of every GPU, by NVML index")
-    topology_all: list[list[str]] | None = Field(default=None, description="nvidia-smi topo -m labels, every GPU")
+    snapshot: GpuSnapshot | None = Field(default=None, description="every GPU NVML reports (None without NVML)")
+    compute_capabilities: list[str] = Field(default_factory=list, description="of the visible GPUs, in their order")
+    topology: list[list[str]] | None = Field(default=None, description="nvidia-smi topo -m labels, visible GPUs")
     host_memory_bytes: int | None = None
 
     @property
-    def compute_capabilities(self) -> list[str]:
-        return [self.ccs_all[i] for i in self.visible if i < len(self.ccs_all)]
+    def all_gpus(self) -> int:
+        return len(self.snapshot.gpus) if self.snapshot else 0
 
     @property
-    def topology(self) -> list[list[str]] | None:
-        t = self.topology_all
-        if not t or any(i >= len(t) for i in self.visible):
-            return None
-        return [[t[a][b] for b in self.visible] for a in self.visible]
+    def pci_bus_ids(self) -> list[str]:
+        """Of every GPU, by NVML index."""
+        return [g.pci_bus_id for g in self.snapshot.gpus] if self.snapshot else []
 
-    def with_visible(self, visible: list[int]) -> Machine:
-        """The same machine, seen through another CUDA_VISIBLE_DEVICES (after a GPU is left out)."""
-        if not self.nvml:
-            return self.model_copy(update={"gpus": max(1, len(visible)), "visible": visible})
-        sizes = [self.memory_all[i] for i in visible if i < len(self.memory_all) and self.memory_all[i]]
-        return self.model_copy(update={"gpus": len(visible), "visible": visible,
-                                       "gpu_mem_bytes": min(sizes) if sizes else self.gpu_mem_bytes})
+    def seen_through(self, cvd: str | None) -> Machine:
+        """The same machine as a server with ``CUDA_VISIBLE_DEVICES`` ``cvd`` sees it (after a GPU is left out):
+        :func:`~qwen_triage.preflight.plan.gpus.gpus_to_plan`'s policy; NVML's GPUs only."""
+        if self.snapshot is None:
+            return self
+        seen = gpus_to_plan(self.snapshot, cvd)
+        return self.model_copy(update={
+            "gpus": seen.count, "visible": list(seen.indices), "topology": seen.topology,
+            "gpu_mem_bytes": seen.memory_bytes or self.gpu_mem_bytes,
+            "compute_capabilities": seen.compute_capabilities,
+        })
 
 
 class PreflightResult(BaseModel):
@@ -143,22 +145,16 @@ def probe_machine(
         notes = [n for n in notes if not n.startswith("NVML could not be loaded")]
 
     if snap is not None and snap.gpus and not cpu:
-        uuids = [g.uuid for g in snap.gpus]
-        visible = visible_indices(env, len(snap.gpus), uuids)
-        # with_visible sizes the devices by the smallest visible card; the fallback is for cards NVML gave no size.
+        # seen_through sizes the devices by the smallest visible card; the fallback is for cards NVML gave no size.
         machine = Machine(
-            gpus=len(visible),
+            gpus=len(snap.gpus),
             gpu_mem_bytes=int((gpu_memory_gib or 80) * GiB),
-            source=f"NVML: {len(visible)} of {len(snap.gpus)} GPUs visible to the server",
+            source="NVML",
             nvml=True,
-            all_gpus=len(snap.gpus),
-            pci_bus_ids=[g.pci_bus_id for g in snap.gpus],
-            memory_all=[g.memory.total for g in snap.gpus],
-            ccs_all=[g.compute_capability or "" for g in snap.gpus],
-            uuids_all=uuids,
-            topology_all=snap.topology,
+            snapshot=snap,
             host_memory_bytes=host_mem,
-        ).with_visible(visible)
+        ).seen_through(env.get(visible_devices.ENV))
+        machine.source = f"NVML: {machine.gpus} of {len(snap.gpus)} GPUs visible to the server"
         if gpus is not None and gpus != machine.gpus:
             notes.append(f"--gpus {gpus} ignored: NVML shows {machine.gpus} GPUs for this server")
         return machine, diagnoses, observations, notes, snap
@@ -246,9 +242,7 @@ def plan_context(machine: Machine | None, shape: ModelConfig | None, base_env: M
 
     def replan(launch: VllmLaunch, env: dict[str, str]):  # type: ignore[no-untyped-def]
         assert machine is not None and shape is not None
-        m = machine
-        if m.nvml:
-            m = m.with_visible(visible_indices({**base_env, **env}, m.all_gpus, m.uuids_all))
+        m = machine.seen_through({**base_env, **env}.get(visible_devices.ENV))
         plan = plan_for(shape, m, launch)
         return choose_layout(plan, requested(launch)) if plan is not None else None
 

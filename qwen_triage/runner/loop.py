@@ -28,13 +28,14 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
+from qwen_triage import visible_devices
 from qwen_triage.report.model import Diagnosis
 from qwen_triage.runner import probes
 from qwen_triage.runner.attempt import Server, iso
 from qwen_triage.runner.deps import Deps
 from qwen_triage.runner.fixplan import FixPlan, PlanContext, attempt_key, build_fix_plan
 from qwen_triage.runner.fixwait import manual_steps, wait_for_fix
-from qwen_triage.runner.layout import requested, visible_indices
+from qwen_triage.runner.layout import requested
 from qwen_triage.runner.launch_checks import (
     Machine,
     PreflightResult,
@@ -133,9 +134,8 @@ class Run:
         m = self.machine
         if m is None or not m.nvml:
             return []
-        visible = visible_indices(self.full_env(env), m.all_gpus)
         tp, pp, dp = requested(launch)
-        return visible[: tp * pp * dp]
+        return m.seen_through(self.full_env(env).get(visible_devices.ENV)).visible[: tp * pp * dp]
 
     def sleep(self, seconds: float) -> bool:
         """Wait; True when Ctrl-C came meanwhile."""

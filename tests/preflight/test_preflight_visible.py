@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from qwen_triage import visible_devices
-from qwen_triage.preflight.doctor import visible_gpus
 from qwen_triage.preflight.machine.nvml import Gpu, GpuSnapshot, Memory
+from qwen_triage.preflight.plan.gpus import gpus_to_plan
 from qwen_triage.runner.layout import visible_indices
 
 UUIDS = ["GPU-8932f937-d72c-4106-c12f-20bd9faed9f6", "GPU-8932aaaa-0000-0000-0000-000000000001",
@@ -102,25 +102,26 @@ def _snap(n: int) -> GpuSnapshot:
 
 
 def test_visible_gpus_renumbers_and_cuts_the_topology() -> None:
-    snap = visible_gpus(_snap(4), "3,1,9")
-    assert [g.index for g in snap.gpus] == [3, 1]
-    assert snap.topology == [["X", "L31"], ["L13", "X"]]
+    got = gpus_to_plan(_snap(4), "3,1,9")
+    assert got.indices == (3, 1)
+    assert got.topology == [["X", "L31"], ["L13", "X"]]
 
 
 def test_visible_gpus_maps_uuids() -> None:
-    snap = visible_gpus(_snap(3), "GPU-1234,GPU-8932f")
-    assert [g.index for g in snap.gpus] == [2, 0]
+    assert gpus_to_plan(_snap(3), "GPU-1234,GPU-8932f").indices == (2, 0)
 
 
 @pytest.mark.parametrize("cvd", [None, "0,1,2", "MIG-GPU-8932f937/1/0"])
 def test_visible_gpus_keeps_every_gpu(cvd) -> None:
     snap = _snap(3)
-    assert visible_gpus(snap, cvd) is snap
+    got = gpus_to_plan(snap, cvd)
+    assert got.indices == (0, 1, 2) and got.topology == snap.topology
 
 
 @pytest.mark.parametrize("cvd", ["", " ", ",", "-1", "0,0"])
 def test_visible_gpus_empty_means_no_gpu(cvd) -> None:
-    assert visible_gpus(_snap(3), cvd).gpus == []
+    got = gpus_to_plan(_snap(3), cvd)
+    assert got.indices == () and got.count == 0 and got.memory_bytes is None
 
 
 @pytest.mark.parametrize(

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 from qwen_triage.units import MiB, SizeError, parse_size
-from qwen_triage.preflight.machine.nvml import Ecc, Gpu, GpuProcess, GpuSnapshot, Memory, Pcie, RemappedRows
+from qwen_triage.preflight.machine.nvml import (
+    Ecc, Gpu, GpuProcess, GpuSnapshot, Memory, Pcie, RemappedRows, ReplayProbe,
+)
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _DEVICE = re.compile(r"^(GPU\d+|NIC\d+)$")
@@ -238,3 +241,26 @@ def merge_topology(snapshot: GpuSnapshot | None, topo: Topology, source: str) ->
         for i, g in enumerate(snapshot.gpus)
     ]
     return snapshot.model_copy(update={"topology": topo.matrix, "cpu_affinity": topo.cpu_affinity, "gpus": gpus})
+
+
+class PastedDataError(ValueError):
+    """A pasted or recorded file could not be read (the command exits 2 with this reason)."""
+
+
+def pasted_snapshot(replay: ReplayProbe | None, nvidia_smi: str | Path | None,
+                    topo: str | Path | None) -> GpuSnapshot | None:
+    """Another machine's GPUs, as ``plan`` and ``doctor`` take them: a recording (``doctor --record``) or
+    ``nvidia-smi -q -x`` output, with its ``nvidia-smi topo -m`` matrix; None when none is given."""
+    snap: GpuSnapshot | None = None
+    try:
+        if nvidia_smi is not None:
+            snap = parse_nvidia_smi_xml(
+                Path(nvidia_smi).read_text(encoding="utf-8"), source=f"nvidia-smi: {nvidia_smi}"
+            )
+        elif replay is not None:
+            snap = replay.snapshot()
+        if topo is not None:
+            snap = merge_topology(snap, parse_topo_matrix(Path(topo).read_text(encoding="utf-8")), f"topo: {topo}")
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise PastedDataError(str(exc)) from None
+    return snap

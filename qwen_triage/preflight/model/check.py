@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -391,3 +392,26 @@ def inspect_model(
 def check_model(path: str | Path, **kwargs: Any) -> list[Diagnosis]:
     """The diagnoses for a model path (the runner's entry point); see :func:`inspect_model`."""
     return inspect_model(path, **kwargs).diagnoses
+
+
+@dataclass(frozen=True)
+class CheckModelOptions:
+    """``qwen-triage check-model``'s options, as the command line gives them."""
+
+    path: str
+    sha256_list: str | None = None
+    """a ``sha256sum``-format file to verify the weights against"""
+    hash_files: bool = False
+    """hash every weight file (the sums are in the result's files)"""
+
+
+def run(options: CheckModelOptions, progress: ProgressStart | None = None) -> CheckModelResult:
+    """``qwen-triage check-model``: :func:`inspect_model`; bad input raises :class:`~qwen_triage.exits.Failure`.
+    ``progress`` is the command line's bar for big files."""
+    from qwen_triage.exits import Failure
+
+    try:
+        return inspect_model(options.path, sha256_list=options.sha256_list, hash_files=options.hash_files,
+                             progress=progress)
+    except ModelPathError as exc:
+        raise Failure(str(exc)) from None
