@@ -14,6 +14,7 @@ to a size cap and a line up to a length cap, and an entry that does not validate
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import re
 from functools import cached_property
@@ -22,6 +23,7 @@ from typing import Iterator, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from qwen_triage.atomicfile import write_atomic
 from qwen_triage.rulepack.errors import RuleFileError
 from qwen_triage.rulepack.paths import CATALOGUE_DIR
 
@@ -151,5 +153,7 @@ def write_program(path: Path, entries: list[TemplateEntry]) -> None:
     """One program's file, reproducibly: sorted entries, fixed gzip header (no name, no time)."""
     lines = sorted(json.dumps(e.dump(), ensure_ascii=False, sort_keys=True) for e in entries)
     data = "".join(line + "\n" for line in lines).encode("utf-8")
-    with open(path, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=9, mtime=0) as f:
+    raw = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=9, mtime=0) as f:
         f.write(data)
+    write_atomic(path, raw.getvalue(), mode=0o644)  # a data file of the package: everyone reads it

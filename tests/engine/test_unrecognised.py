@@ -86,6 +86,10 @@ def test_suggest_drafts_rules_that_diagnose_the_log_once_the_class_is_filled(unk
     test = qt("rules", "test", str(rules / "draft.yaml"))
     assert test.returncode == 0 and "4 passed, 0 failed" in test.stdout
     report = json.loads(qt("scan", "--format", "json", "--rules", str(rules), str(unknown_log)).stdout)
+    assert report["diagnoses"] == [] and report["observations"]  # a draft is experimental: an observation
+    (rules / "draft.yaml").write_text((rules / "draft.yaml").read_text().replace("status: experimental",
+                                                                                 "status: stable"))
+    report = json.loads(qt("scan", "--format", "json", "--rules", str(rules), str(unknown_log)).stdout)
     assert report["diagnoses"][0]["class"] == "process.segfault"
     assert report["unrecognised"] == []
     # the numbers of this report are groups, not literals
