@@ -86,7 +86,8 @@ def prebuilt_pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
     since, so the test sessions of one checkout share one parse; a session's own copy where the checkout
     cannot be written. A test of cold loading on purpose sets ``QWEN_TRIAGE_PREBUILT=off``.
     """
-    from qwen_triage.rulepack.pack import bundled_files, bundled_rules_dir, read_all
+    from qwen_triage.rulepack.pack import bundled_files, read_all
+    from qwen_triage.rulepack.paths import bundled_rules_dir
     from qwen_triage.rulepack.prebuild import build_artefact, load_prebuilt
     from qwen_triage.rulepack.prebuilt import ARTEFACT, PREBUILT_ENV
 
@@ -105,7 +106,8 @@ def prebuilt_pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def prebuilt_now(prebuilt_pack: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An artefact that is that of the files as they are now: the session's, or a new one when a rule file or
     the validating code changed since the session began (a shared checkout is edited while tests run)."""
-    from qwen_triage.rulepack.pack import bundled_files, bundled_rules_dir, read_all
+    from qwen_triage.rulepack.pack import bundled_files, read_all
+    from qwen_triage.rulepack.paths import bundled_rules_dir
     from qwen_triage.rulepack.prebuild import build_artefact, load_prebuilt
 
     base = bundled_rules_dir()

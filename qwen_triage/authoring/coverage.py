@@ -23,7 +23,8 @@ from typing import Iterable, Iterator
 
 from qwen_triage.authoring.msg_template import Template, render
 from qwen_triage.engine.correlate import Correlator
-from qwen_triage.engine.matcher import CompiledPack, Matcher
+from qwen_triage.engine.compiled import CompiledPack
+from qwen_triage.engine.matcher import Matcher
 from qwen_triage.engine.sources import Block
 
 MAX_FILE_BYTES = 2 * 2**20

@@ -24,7 +24,7 @@ from qwen_triage.inputs.kernel import Window, read_window
 from qwen_triage.redact import mask_env, redact_text, redact_tree
 
 if TYPE_CHECKING:
-    from qwen_triage.engine.matcher import CompiledPack
+    from qwen_triage.engine.compiled import CompiledPack
     from qwen_triage.preflight.machine.nvml import GpuProbe
     from qwen_triage.preflight.machine.software import SoftwareInfo
     from qwen_triage.report.model import Diagnosis, Observation, Report

@@ -289,23 +289,26 @@ def _hyperscan() -> bool:
 def rules_lint(paths: tuple[str, ...], strict: bool, select: tuple[str, ...], ignore: tuple[str, ...],
                level_pairs: tuple[str, ...], list_checks: bool, fmt: str) -> None:
     """Schema, patterns, ids, classes, actions, examples, backtracking probes, overlapping rules."""
-    from qwen_triage.authoring import lint
+    from qwen_triage.authoring.lint.check import parse_levels, unknown_selectors
+    from qwen_triage.authoring.lint.listing import checks_json, checks_text, problems_json
+    from qwen_triage.authoring.lint.registry import CHECKS
+    from qwen_triage.authoring.lint.run import lint_paths
 
     try:
-        levels = lint.parse_levels(level_pairs)
+        levels = parse_levels(level_pairs)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--level") from None
-    unknown = lint.unknown_selectors(lint.CHECKS, [*select, *ignore, *(sel for sel, _ in levels)])
+    unknown = unknown_selectors(CHECKS, [*select, *ignore, *(sel for sel, _ in levels)])
     if unknown:
         raise click.BadParameter(f"no check {', '.join(map(repr, unknown))} (`rules lint --list-checks`)",
                                  param_hint="--select/--ignore/--level")
     if list_checks:
-        write_format(fmt, {"json": lambda _: lint.checks_json(lint.CHECKS) + "\n",
-                           "text": lambda _: lint.checks_text(lint.CHECKS) + "\n"})
+        write_format(fmt, {"json": lambda _: checks_json(CHECKS) + "\n",
+                           "text": lambda _: checks_text(CHECKS) + "\n"})
         return
-    problems = lint.lint_paths([Path(p) for p in paths], select=select, ignore=ignore, levels=levels)
+    problems = lint_paths([Path(p) for p in paths], select=select, ignore=ignore, levels=levels)
     errors = [p for p in problems if p.level == "error" or strict]
-    write_format(fmt, {"json": lambda _: lint.problems_json(problems, len(errors)) + "\n",
+    write_format(fmt, {"json": lambda _: problems_json(problems, len(errors)) + "\n",
                        "text": lambda _: "".join(f"{p}\n" for p in problems)})
     click.echo(f"{len(errors)} error(s), {len(problems) - len(errors)} warning(s)", err=True)
     sys.exit(EXIT_FOUND if errors else EXIT_CLEAN)
@@ -317,8 +320,8 @@ def rules_lint(paths: tuple[str, ...], strict: bool, select: tuple[str, ...], ig
 def rules_test(paths: tuple[str, ...], engine: str) -> None:
     """Every `match` example fires its rule; no `no_match` example does."""
     from qwen_triage.engine.scanner import cache_dir
-    from qwen_triage.engine.matcher import CompiledPack
-    from qwen_triage.authoring.lint import pack_for_paths, test_examples
+    from qwen_triage.engine.compiled import CompiledPack
+    from qwen_triage.authoring.lint.examples import pack_for_paths, test_examples
 
     try:
         pack = pack_for_paths([Path(p) for p in paths])

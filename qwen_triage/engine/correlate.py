@@ -35,7 +35,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from qwen_triage.engine.matcher import Finding
+from qwen_triage.engine.finding import Finding
 from qwen_triage.engine.records import LineRecord
 from qwen_triage.engine.unrecognised import indent_of, is_exception_line
 from qwen_triage.rulepack.templates import OPTIONAL_PART, PLACEHOLDER

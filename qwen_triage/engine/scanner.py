@@ -12,7 +12,9 @@ from qwen_triage.engine.correlate import Correlator, evidence_of
 from qwen_triage.engine.hang import HangTracker, join_cause, to_report
 from qwen_triage.engine.unrecognised import Collector, Item, template_of
 from qwen_triage.redact import redact_text
-from qwen_triage.engine.matcher import CompiledPack, Finding, Matcher
+from qwen_triage.engine.compiled import CompiledPack
+from qwen_triage.engine.finding import Finding
+from qwen_triage.engine.matcher import Matcher
 from qwen_triage.rulepack.pack import RulePack, extra_rule_dirs, load_pack
 from qwen_triage.report.model import Diagnosis, DisabledRuleOut, InputOut, Observation, PrintedBy, Report, Stats, Unrecognised
 

@@ -17,7 +17,7 @@ from qwen_triage.engine.detached import BUILD_ENV, PACK_LOCK, _drop, _names
 
 def load_rest(cache_dir: Path, bundled: bool, extra_dirs: list[Path]) -> bool:
     """What :func:`start_pack_load`'s child runs: the whole load, then the Hyperscan database, into the cache."""
-    from qwen_triage.engine.matcher import CompiledPack
+    from qwen_triage.engine.compiled import CompiledPack
     from qwen_triage.engine.prefilter import hyperscan_available
     from qwen_triage.rulepack.pack import load_pack
 

@@ -27,7 +27,8 @@ from qwen_triage.engine.scanner import Scanner
 from qwen_triage.fleet.slurm import is_node_class
 from qwen_triage.inputs.base import Reader
 from qwen_triage.fleet.state import ActiveDiagnosis, State, acts_on_node, diagnosis_key, held_until_boot
-from qwen_triage.engine.matcher import CompiledPack, Finding
+from qwen_triage.engine.compiled import CompiledPack
+from qwen_triage.engine.finding import Finding
 from qwen_triage.engine.origin import node_evidence
 from qwen_triage.inputs.source import Source
 

@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from qwen_triage.inputs.registry import live
-from qwen_triage.inputs.journal import JOURNAL_TOOL
+from qwen_triage.inputs.helptext import JOURNAL_TOOL
 from qwen_triage.inputs.process import OutputTarget, cmdline_of, inspect_fd, unit_of
 from qwen_triage.live import procs
 
 if TYPE_CHECKING:
-    from qwen_triage.engine.matcher import CompiledPack
+    from qwen_triage.engine.compiled import CompiledPack
 
 
 def run_line(cmdline: list[str]) -> str:

@@ -27,7 +27,7 @@ from qwen_triage.inputs.source import MAX_LINE
 
 if TYPE_CHECKING:
     from qwen_triage.live.session import LiveInput, LiveSession
-    from qwen_triage.engine.matcher import CompiledPack
+    from qwen_triage.engine.compiled import CompiledPack
 
 INTERVAL = 0.2
 QUIET_AFTER = 0.5  # seconds without new bytes after which an open multi-line record is complete

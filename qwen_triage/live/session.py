@@ -17,7 +17,8 @@ from typing import Callable, Iterator
 
 from qwen_triage.engine.scanner import Scanner
 from qwen_triage.live.lines import LineSplitter, Lines
-from qwen_triage.engine.matcher import CompiledPack, Finding
+from qwen_triage.engine.compiled import CompiledPack
+from qwen_triage.engine.finding import Finding
 from qwen_triage.report.model import Diagnosis, Observation, Report
 from qwen_triage.rulepack.severity import Severity
 from qwen_triage.engine.sources import Block, clean_lines

@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from qwen_triage.live.live_report import Sink
     from qwen_triage.live.orphan_guard import OrphanGuard
     from qwen_triage.live.session import LiveEvent, LiveSession
-    from qwen_triage.engine.matcher import CompiledPack
+    from qwen_triage.engine.compiled import CompiledPack
     from qwen_triage.report.model import Report, Unrecognised
 
 TICK = 0.1  # the watch thread's period: stall checks

@@ -23,13 +23,13 @@ import tempfile
 from typing import TYPE_CHECKING, Callable
 
 from qwen_triage.inputs.registry import live
+from qwen_triage.inputs.helptext import JOURNAL_TOOL
 from qwen_triage.inputs.journal import (
-    JOURNAL_TOOL, JournalError, journal_command, journal_dirs, journal_present, journal_tool_available,
-    unit_name,
+    JournalError, journal_command, journal_dirs, journal_present, journal_tool_available, unit_name,
 )
 
 if TYPE_CHECKING:
-    from qwen_triage.engine.matcher import CompiledPack
+    from qwen_triage.engine.compiled import CompiledPack
 
 def parse_systemctl_timestamp(value: str) -> str | None:
     """A `systemctl show -p …Timestamp --value` answer as a `--since` value; None when never."""

@@ -1,7 +1,7 @@
 """Building preflight findings, and turning them into the same diagnoses and observations as ``scan``.
 
 Checks emit :class:`~qwen_triage.engine.correlate.CheckFinding` objects, built
-by :func:`finding` from the check's declaration in ``rules/checks.yaml`` and the
+by :func:`~qwen_triage.engine.check_finding.finding` from the check's declaration in ``rules/checks.yaml`` and the
 small helpers here (:func:`ev`, :func:`act`, :func:`fix`);
 :func:`to_report` hands them to the engine's one
 :class:`~qwen_triage.engine.correlate.Correlator`, which groups them by class,
@@ -18,13 +18,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from qwen_triage.engine.check_finding import CheckFinding, finding
+from qwen_triage.engine.check_finding import CheckFinding
 from qwen_triage.engine.correlate import Correlator
 from qwen_triage.report.model import Diagnosis, Evidence, FixOut, Observation
 from qwen_triage.rulepack.spec import ClassSpec
-
-__all__ = ["CheckFinding", "act", "ev", "finding", "fix", "load_classes", "to_report"]
-
 
 def ev(path: str | Path, text: str) -> Evidence:
     """Evidence from a probe or a file header: there is no line, so line is 0."""
@@ -44,7 +41,7 @@ def fix(step: str, action: BaseModel | None = None) -> FixOut:
 def load_classes() -> dict[str, ClassSpec]:
     # Only the class catalogue: loading the whole rule pack would compile
     # every pattern, which preflight never uses.
-    from qwen_triage.rulepack.pack import CLASSES_FILE, bundled_rules_dir
+    from qwen_triage.rulepack.paths import CLASSES_FILE, bundled_rules_dir
     from qwen_triage.rulepack.pack import load_classes as _load
 
     return _load(bundled_rules_dir() / CLASSES_FILE)

@@ -22,7 +22,7 @@ from rich.table import Table
 from qwen_triage.preflight.model.check import CheckModelResult
 from qwen_triage.preflight.doctor import DoctorResult
 from qwen_triage.preflight.plan.memory import NCCL_BYTES
-from qwen_triage.preflight.plan.layouts import Layout, PlanResult
+from qwen_triage.preflight.plan.models import Layout, PlanResult
 from qwen_triage.preflight.plan.models import label
 from qwen_triage.units import GiB, human
 from qwen_triage.report.formats import json_renderer, write_format

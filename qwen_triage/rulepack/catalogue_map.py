@@ -165,7 +165,8 @@ def _schema() -> Any:
 def load_catalogue_map(path: Path, class_ids: Iterable[str] | None = None) -> list[Family]:
     """The families of one map file, validated; RuleFileError at ``file:line:col`` on a problem (a class that
     is not in ``class_ids``, an id given twice)."""
-    from qwen_triage.rulepack.yamlload import RuleFileError, load_yaml
+    from qwen_triage.rulepack.errors import RuleFileError
+    from qwen_triage.rulepack.yamlload import load_yaml
 
     loaded = load_yaml(path)
     if loaded.data is None:

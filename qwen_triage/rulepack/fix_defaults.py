@@ -141,7 +141,8 @@ def load_fix_defaults(path: Path, class_ids: set[str] | None = None) -> FixDefau
     """Validated fix defaults; a problem raises RuleFileError with file:line:col.
 
     With ``class_ids`` (the catalogue's), every class named must exist."""
-    from qwen_triage.rulepack.yamlload import RuleFileError, load_yaml
+    from qwen_triage.rulepack.errors import RuleFileError
+    from qwen_triage.rulepack.yamlload import load_yaml
 
     loaded = load_yaml(path)
     parsed: FixDefaults = loaded.validate(FixDefaults)
@@ -154,6 +155,6 @@ def load_fix_defaults(path: Path, class_ids: set[str] | None = None) -> FixDefau
 @functools.cache
 def bundled_fix_defaults() -> FixDefaults:
     """The fix defaults shipped with the pack, loaded once per process."""
-    from qwen_triage.rulepack.pack import bundled_rules_dir
+    from qwen_triage.rulepack.paths import bundled_rules_dir
 
     return load_fix_defaults(bundled_rules_dir() / FIX_DEFAULTS_FILE)

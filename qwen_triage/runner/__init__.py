@@ -21,49 +21,4 @@ reason (``diff``). The rest, one job per module:
 * ``journal``    the JSONL journal
 * ``render``     what is printed
 * ``cli``/``main``  the click command, kept cheap to import
-
-The names below are loaded on first use, so importing ``qwen_triage.cli.relaunch``
-(which the top-level CLI does to list commands) stays cheap.
 """
-
-from __future__ import annotations
-
-from typing import Any
-
-# name -> the module of runner/vllm/ that holds it
-_VLLM_NAMES = {
-    "ArgToken": "argv",
-    "EntryPoint": "argv",
-    "VllmArgsError": "argv",
-    "VllmLaunch": "argv",
-    "parse_command_line": "argv",
-    "parse_vllm_argv": "argv",
-    "OptionTable": "options",
-    "apply_action": "edit",
-    "apply_edits": "edit",
-    "remove_arg": "edit",
-    "set_arg": "edit",
-    "Change": "diff",
-    "diff_launches": "diff",
-    "render_diff": "diff",
-    "parse_launch": "probe",
-}
-
-__all__ = sorted(_VLLM_NAMES)
-
-
-def __getattr__(name: str) -> Any:
-    module = _VLLM_NAMES.get(name)
-    if module == "argv":
-        from qwen_triage.runner.vllm import argv as found
-    elif module == "options":
-        from qwen_triage.runner.vllm import options as found
-    elif module == "edit":
-        from qwen_triage.runner.vllm import edit as found
-    elif module == "diff":
-        from qwen_triage.runner.vllm import diff as found
-    elif module == "probe":
-        from qwen_triage.runner.vllm import probe as found
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(found, name)

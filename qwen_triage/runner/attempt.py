@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from qwen_triage.live.orphan_guard import OrphanGuard
     from qwen_triage.live.session import LiveEvent
     from qwen_triage.live.stall import Stall
-    from qwen_triage.engine.matcher import CompiledPack
+    from qwen_triage.engine.compiled import CompiledPack
     from qwen_triage.report.model import Report
 
 

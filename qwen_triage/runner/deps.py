@@ -16,7 +16,7 @@ from qwen_triage.runner import probes
 from qwen_triage.runner.render import Printer
 
 if TYPE_CHECKING:
-    from qwen_triage.engine.matcher import CompiledPack
+    from qwen_triage.engine.compiled import CompiledPack
     from qwen_triage.preflight.machine.nvml import GpuProbe
 
 

@@ -35,7 +35,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from qwen_triage import visible_devices
 
 from qwen_triage.rulepack.actions import CheckPort, ChooseLayout, FreePort
-from qwen_triage.preflight.findings import CheckFinding, act, ev, finding, fix, load_classes, to_report
+from qwen_triage.engine.check_finding import CheckFinding, finding
+from qwen_triage.preflight.findings import act, ev, fix, load_classes, to_report
 from qwen_triage.preflight.doctor import check_model, merge_results, model_shape, plan_model, probe
 from qwen_triage.preflight.model.config import ModelConfig
 from qwen_triage.preflight.machine.nvml import GpuProbe, GpuSnapshot

@@ -61,7 +61,7 @@ from qwen_triage.runner.vllm.argv import VllmLaunch
 from qwen_triage.runner.vllm.diff import Change
 
 if TYPE_CHECKING:
-    from qwen_triage.engine.matcher import CompiledPack
+    from qwen_triage.engine.compiled import CompiledPack
     from qwen_triage.preflight.model.config import ModelConfig
 
 __all__ = ["EXIT_GAVE_UP", "EXIT_INTERRUPTED", "EXIT_MANUAL", "EXIT_READY", "EXIT_USAGE", "Deps", "Run",

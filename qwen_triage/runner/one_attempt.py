@@ -37,7 +37,7 @@ from qwen_triage.runner.vllm.argv import VllmLaunch
 from qwen_triage.runner.vllm.diff import Change
 
 if TYPE_CHECKING:
-    from qwen_triage.engine.matcher import CompiledPack
+    from qwen_triage.engine.compiled import CompiledPack
     from qwen_triage.live.session import LiveEvent
 
 # Outcomes after which the log is not triaged: the server worked, or the user stopped it.

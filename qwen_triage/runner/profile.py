@@ -114,7 +114,8 @@ class ProfileError(ValueError):
 
 
 def load_profile(path: str | Path) -> Profile:
-    from qwen_triage.rulepack.yamlload import RuleFileError, load_yaml
+    from qwen_triage.rulepack.errors import RuleFileError
+    from qwen_triage.rulepack.yamlload import load_yaml
 
     try:
         loaded = load_yaml(path)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from qwen_triage.authoring.lint import lint_paths
+from qwen_triage.authoring.lint.run import lint_paths
 from qwen_triage.cli.main import cli
 from qwen_triage.rulepack.actions import ACTION_TYPES
 

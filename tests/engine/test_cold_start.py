@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from qwen_triage.engine import warmup
-from qwen_triage.engine.matcher import CompiledPack
-from qwen_triage.engine.prefilter import BUILD_ENV, hyperscan_available
+from qwen_triage.engine.compiled import CompiledPack
+from qwen_triage.engine.detached import BUILD_ENV
+from qwen_triage.engine.prefilter import hyperscan_available
 from qwen_triage.engine.scanner import Scanner
 from qwen_triage.inputs.file import open_source
 from qwen_triage.rulepack.pack import LoadDeadline, load_pack

@@ -12,7 +12,9 @@ import random
 
 import pytest
 
-from qwen_triage.engine.matcher import DEFER_MAX, CompiledPack, Matcher
+from qwen_triage.engine.deferred import DEFER_MAX
+from qwen_triage.engine.compiled import CompiledPack
+from qwen_triage.engine.matcher import Matcher
 from qwen_triage.engine.sources import Block
 from qwen_triage.rulepack.pack import load_pack
 from tests.conftest import ROOT

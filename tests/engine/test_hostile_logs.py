@@ -19,7 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from qwen_triage.engine.matcher import CompiledPack, convert_fact
+from qwen_triage.engine.compiled import CompiledPack
+from qwen_triage.engine.facts import convert_fact
 from qwen_triage.engine.normalize import decode_line, normalize
 from qwen_triage.engine.sources import Block, iter_blocks, journal_blocks, raw_blocks
 from qwen_triage.inputs.source import InputError, Source

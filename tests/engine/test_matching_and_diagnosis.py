@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from qwen_triage.engine.scanner import Scanner
-from qwen_triage.engine.matcher import CompiledPack
+from qwen_triage.engine.compiled import CompiledPack
 from qwen_triage.rulepack.pack import load_pack
 from qwen_triage.inputs.source import Source
 from qwen_triage.inputs.file import open_source

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from qwen_triage.engine.matcher import CompiledPack
+from qwen_triage.engine.compiled import CompiledPack
 from qwen_triage.engine.scanner import Scanner
 from qwen_triage.engine.sources import Block
 from qwen_triage.inputs.source import Source

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from qwen_triage.engine import prefilter as prefilter_mod
-from qwen_triage.engine.matcher import CompiledPack
+from qwen_triage.engine.compiled import CompiledPack
 from qwen_triage.engine.normalize import decode_line, normalize
 from qwen_triage.engine.sources import iter_blocks
 from qwen_triage.inputs.file import open_source

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from qwen_triage.engine.matcher import CompiledPack
+from qwen_triage.engine.compiled import CompiledPack
 from qwen_triage.engine.scanner import scan_paths
 from qwen_triage.rulepack.pack import load_pack
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from qwen_triage.engine.matcher import CompiledPack
+from qwen_triage.engine.compiled import CompiledPack
 from qwen_triage.engine.scanner import scan_paths
 
 # --- a process name that starts like the driver -------------------------------------------------

@@ -22,7 +22,7 @@ def live_compiled():
 def only_live_rules():
     """fixtures/live/rules alone: results that do not move when the bundled pack grows."""
     from qwen_triage.engine.scanner import cache_dir
-    from qwen_triage.engine.matcher import CompiledPack
+    from qwen_triage.engine.compiled import CompiledPack
     from qwen_triage.rulepack.pack import load_pack
     from tests.live.helpers import RULES
 

@@ -8,10 +8,11 @@ from pathlib import Path
 from pydantic import TypeAdapter
 
 from qwen_triage.rulepack.actions import Action, Redownload
-from qwen_triage.preflight.findings import CheckFinding, act, ev, fix, to_report
+from qwen_triage.engine.check_finding import CheckFinding
+from qwen_triage.preflight.findings import act, ev, fix, to_report
 from qwen_triage.report.model import Diagnosis, Observation, Report, Stats, from_json
 from qwen_triage.rulepack.checks import bundled_checks
-from qwen_triage.rulepack.schema import Severity
+from qwen_triage.rulepack.severity import Severity
 from tests.rulepack.check_ids import used_in
 
 PACKAGE = Path(__file__).resolve().parents[2] / "qwen_triage" / "preflight"

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from qwen_triage.authoring.lint import lint_paths
+from qwen_triage.authoring.lint.run import lint_paths
 from qwen_triage.rulepack.catalogue import TemplateEntry
 from qwen_triage.rulepack.catalogue_map import CatalogueMap, load_catalogue_map, may_diagnose
 from qwen_triage.rulepack.errors import RuleFileError
-from qwen_triage.rulepack.pack import bundled_rules_dir, load_classes, load_pack
+from qwen_triage.rulepack.paths import bundled_rules_dir
+from qwen_triage.rulepack.pack import load_classes, load_pack
 
 FAMILY = """families:
   - id: eng-config

@@ -19,7 +19,8 @@ from tests.rulepack.check_ids import used_in
 
 @pytest.fixture(scope="module")
 def classes():
-    from qwen_triage.rulepack.pack import CLASSES_FILE, load_classes
+    from qwen_triage.rulepack.paths import CLASSES_FILE
+    from qwen_triage.rulepack.pack import load_classes
 
     return load_classes(bundled_rules_dir() / CLASSES_FILE)
 

@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from qwen_triage.rulepack.pack import bundled_rules_dir, load_classes
+from qwen_triage.rulepack.paths import bundled_rules_dir
+from qwen_triage.rulepack.pack import load_classes
 from tests.conftest import ROOT
 
 TAXONOMY = ROOT.parent / "shared" / "taxonomy.md"
@@ -32,7 +33,7 @@ def test_classes_match_taxonomy() -> None:
 
 
 def test_explains_has_no_cycle_and_names_known_classes() -> None:
-    from qwen_triage.authoring.lint import _class_cycles
+    from qwen_triage.authoring.lint.context import class_cycles as _class_cycles
 
     classes = load_classes(bundled_rules_dir() / "classes.yaml")
     assert _class_cycles(classes) == []

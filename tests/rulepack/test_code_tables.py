@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from qwen_triage.engine.correlate import Correlator
-from qwen_triage.engine.matcher import CompiledPack, Finding, Matcher
+from qwen_triage.engine.compiled import CompiledPack
+from qwen_triage.engine.finding import Finding
+from qwen_triage.engine.matcher import Matcher
 from qwen_triage.engine.sources import Block
 from qwen_triage.rulepack import pack as pack_module
 from qwen_triage.rulepack.codes import code_files, load_code_table, load_code_tables

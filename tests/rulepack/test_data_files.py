@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from qwen_triage.authoring.lint import lint_paths
+from qwen_triage.authoring.lint.run import lint_paths
 from qwen_triage.rulepack.pack import load_pack
 from qwen_triage.rulepack.stages import bundled_stages
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from qwen_triage.engine.matcher import CompiledPack
+from qwen_triage.engine.compiled import CompiledPack
 from qwen_triage.engine.scanner import scan_paths
 from qwen_triage.rulepack.errors import MAX_RULE_FILE_BYTES, RuleFileError
 from qwen_triage.rulepack.pack import load_pack
@@ -61,7 +61,7 @@ def test_item9_where_constraint_times_out_and_names_the_rule(tmp_path) -> None:
 
 
 def test_item9_lint_probes_where_constraints(tmp_path) -> None:
-    from qwen_triage.authoring.lint import lint_rule
+    from qwen_triage.authoring.lint.run import lint_rule
 
     d = tmp_path / "rules"
     d.mkdir()
@@ -72,7 +72,7 @@ def test_item9_lint_probes_where_constraints(tmp_path) -> None:
 
 
 def test_item9_bundled_where_constraints_pass_the_probe() -> None:
-    from qwen_triage.authoring.lint import probe_pattern
+    from qwen_triage.authoring.lint.probe import probe_pattern
 
     for lr in load_pack([]).rules:
         for field, constraint in lr.rule.match.where.items():

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from qwen_triage.engine.matcher import CompiledPack
+from qwen_triage.engine.compiled import CompiledPack
 from qwen_triage.engine.scanner import Scanner
 from qwen_triage.inputs.file import open_source
 from qwen_triage.rulepack.cache import KEEP_PER_KIND, Cache

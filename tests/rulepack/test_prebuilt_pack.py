@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from qwen_triage.rulepack.pack import bundled_files, bundled_rules_dir, load_pack, read_all
+from qwen_triage.rulepack.pack import bundled_files, load_pack, read_all
+from qwen_triage.rulepack.paths import bundled_rules_dir
 from qwen_triage.rulepack.prebuild import load_prebuilt
 from qwen_triage.rulepack.prebuilt import PREBUILT_ENV
 from tests.rulepack.test_rule_files import GOOD_RULE

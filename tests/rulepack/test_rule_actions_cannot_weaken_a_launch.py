@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from qwen_triage.authoring.lint import lint_paths
+from qwen_triage.authoring.lint.run import lint_paths
 from qwen_triage.engine.scanner import compile_pack
 from qwen_triage.engine.scanner import scan_paths
 from qwen_triage.rulepack.actions import SetArg, SetEnv, arg_edit_reason
@@ -102,7 +102,8 @@ def test_relaunch_applies_none_of_the_five(hostile, allow_rule_actions: bool) ->
 
 def test_untrusted_rules_change_nothing_even_when_safe(tmp_path: Path) -> None:
     """A contributed rule with an allow-listed edit is still only printed without --allow-rule-actions."""
-    from qwen_triage.report.model import Diagnosis, FixOut, Severity
+    from qwen_triage.report.model import Diagnosis, FixOut
+    from qwen_triage.rulepack.severity import Severity
 
     d = validate(Diagnosis, {
         "class": "memory.gpu_oom", "rule": "contrib.mem", "title": "t", "severity": Severity.error, "summary": "",
@@ -158,7 +159,8 @@ def test_a_pack_that_fills_cuda_visible_devices_from_a_fact_is_refused(tmp_path:
 
 @pytest.mark.parametrize(("value", "applied"), [("6,7", False), ("0,1,9", False), ("1,2", True), ("1,1", False)])
 def test_allowed_rule_actions_only_narrow_the_launchs_own_gpus(value: str, applied: bool) -> None:
-    from qwen_triage.report.model import Diagnosis, FixOut, Severity
+    from qwen_triage.report.model import Diagnosis, FixOut
+    from qwen_triage.rulepack.severity import Severity
 
     d = validate(Diagnosis, {
         "class": "hardware.xid_app", "rule": "contrib.gpus", "title": "t", "severity": Severity.error,

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from qwen_triage.rulepack.pack import load_pack, load_rule_file, load_classes, bundled_rules_dir
-from qwen_triage.rulepack.yamlload import RuleFileError
+from qwen_triage.rulepack.pack import load_pack, load_rule_file, load_classes
+from qwen_triage.rulepack.paths import bundled_rules_dir
+from qwen_triage.rulepack.errors import RuleFileError
 
 GOOD_RULE = """\
 rules:
@@ -118,7 +119,7 @@ def test_lint_reports_hostile_pattern_and_missing_literal(tmp_path) -> None:
 
 
 def test_bundled_pack_lints_clean() -> None:
-    from qwen_triage.authoring.lint import lint_paths
+    from qwen_triage.authoring.lint.run import lint_paths
 
     errors = [str(p) for p in lint_paths([]) if p.level == "error"]
     assert errors == []
@@ -127,7 +128,7 @@ def test_bundled_pack_lints_clean() -> None:
 @pytest.mark.parametrize("engine", ["hyperscan", "literal"])
 def test_bundled_examples_pass_with_each_prefilter(engine, request) -> None:
     """The session's compiled bundled pack under each prefilter (conftest: ``warm_cache``, ``compiled_literal``)."""
-    from qwen_triage.authoring.lint import test_examples
+    from qwen_triage.authoring.lint.examples import test_examples
 
     if engine == "hyperscan":
         pytest.importorskip("hyperscan")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from qwen_triage.engine.matcher import CompiledPack
+from qwen_triage.engine.compiled import CompiledPack
 from qwen_triage.engine.scanner import scan_paths
 from qwen_triage.rulepack.errors import RuleFileError
 from qwen_triage.rulepack.pack import load_pack

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from qwen_triage.authoring.lint import lint_fix_defaults
+from qwen_triage.authoring.lint.catalogue import lint_fix_defaults
 from qwen_triage.report.model import Diagnosis, validate
 from qwen_triage.rulepack.fix_defaults import FIX_DEFAULTS_FILE, bundled_fix_defaults, load_fix_defaults
-from qwen_triage.rulepack.pack import bundled_rules_dir, load_classes
-from qwen_triage.rulepack.yamlload import RuleFileError
+from qwen_triage.rulepack.paths import bundled_rules_dir
+from qwen_triage.rulepack.pack import load_classes
+from qwen_triage.rulepack.errors import RuleFileError
 from qwen_triage.runner.fixplan import class_defaults
 from qwen_triage.runner.vllm.argv import parse_vllm_argv
 

@@ -20,14 +20,8 @@ from qwen_triage.rulepack.actions import (
     StopProcess,
 )
 from qwen_triage.engine.scanner import scan_paths
-from qwen_triage.preflight.findings import (
-    CheckFinding,
-    act,
-    ev,
-    fix,
-    load_classes,
-    to_report,
-)
+from qwen_triage.engine.check_finding import CheckFinding
+from qwen_triage.preflight.findings import act, ev, fix, load_classes, to_report
 from qwen_triage.preflight.model.config import load_model_config
 from qwen_triage.preflight.machine.nvml import ReplayProbe
 from qwen_triage.report.model import Diagnosis
@@ -41,7 +35,7 @@ from qwen_triage.runner.layout import choose_layout, cpu_binding_env, cpu_groups
 from qwen_triage.runner.launch_checks import Machine, plan_context, plan_for, probe_machine
 from qwen_triage.runner.vllm.argv import parse_vllm_argv
 from qwen_triage.runner.vllm.diff import render_diff
-from qwen_triage.rulepack.schema import Severity
+from qwen_triage.rulepack.severity import Severity
 from tests.runner.helpers import CONFIG, VLLM_LOGS
 
 ROOT = Path(__file__).resolve().parents[2]

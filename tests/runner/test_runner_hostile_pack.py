@@ -17,7 +17,8 @@ import pytest
 
 from qwen_triage.engine.scanner import compile_pack
 from qwen_triage.rulepack.pack import load_pack
-from qwen_triage.runner.loop import Deps, Run
+from qwen_triage.runner.deps import Deps
+from qwen_triage.runner.loop import Run
 from qwen_triage.runner.profile import RunSettings
 from qwen_triage.runner.render import Printer
 from qwen_triage.runner.vllm.argv import parse_vllm_argv

@@ -22,7 +22,9 @@ import pytest
 
 from qwen_triage.runner.fixplan import attempt_key
 from qwen_triage.runner.runlog import read_journal
-from qwen_triage.runner.loop import Deps, Run, _Stop
+from qwen_triage.runner.deps import Deps
+from qwen_triage.runner.loop import Run
+from qwen_triage.runner.stops import _Stop
 from qwen_triage.runner.profile import RunSettings
 from qwen_triage.runner.render import Printer
 from qwen_triage.runner.vllm.argv import parse_vllm_argv

@@ -10,7 +10,7 @@ from qwen_triage.authoring.lint.check import Check
 from qwen_triage.authoring.lint.context import LintContext, fix_defaults_error
 from qwen_triage.authoring.lint.problem import Problem
 from qwen_triage.rulepack.schema import FailureClass
-from qwen_triage.rulepack.yamlload import RuleFileError
+from qwen_triage.rulepack.errors import RuleFileError
 
 
 def failed(check: Check, exc: RuleFileError) -> Problem:

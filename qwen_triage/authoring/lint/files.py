@@ -33,7 +33,8 @@ def _unknown_classes(check: Check, path: Path, classes: dict[str, FailureClass])
     its position; empty when the file fails for another reason (the loader's error then says why)."""
     from qwen_triage.authoring.suggest import CLASS_PLACEHOLDER
     from qwen_triage.rulepack.schema import RuleFile
-    from qwen_triage.rulepack.yamlload import RuleFileError, load_yaml
+    from qwen_triage.rulepack.errors import RuleFileError
+    from qwen_triage.rulepack.yamlload import load_yaml
 
     if not path.is_file():
         return []

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from qwen_triage.authoring.lint.examples import fires
-from qwen_triage.engine.matcher import CompiledPack
+from qwen_triage.engine.compiled import CompiledPack
 from qwen_triage.engine.normalize import WRAPPER_SAMPLES, normalize
 from qwen_triage.engine.origin import APP, KERNEL, SYSTEM_SOURCES, SYSTEMD, family
 from qwen_triage.engine.records import LineRecord

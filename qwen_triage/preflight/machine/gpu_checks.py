@@ -19,7 +19,8 @@ from qwen_triage.rulepack.actions import (
     SetEnv,
     StopProcess,
 )
-from qwen_triage.preflight.findings import CheckFinding, act, ev, finding, fix
+from qwen_triage.engine.check_finding import CheckFinding, finding
+from qwen_triage.preflight.findings import act, ev, fix
 from qwen_triage.preflight.machine.nvml import Gpu, GpuSnapshot
 from qwen_triage.preflight.machine.topology import kind
 from qwen_triage.report.model import FixOut

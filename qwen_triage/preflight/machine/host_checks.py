@@ -9,7 +9,8 @@ from qwen_triage.rulepack.actions import (
     SetEnv,
     UpgradeDriver,
 )
-from qwen_triage.preflight.findings import CheckFinding, act, ev, finding, fix
+from qwen_triage.engine.check_finding import CheckFinding, finding
+from qwen_triage.preflight.findings import act, ev, fix
 from qwen_triage.preflight.machine.nvml import GpuSnapshot, NvmlUnavailable
 from qwen_triage.preflight.machine.software import MIN_DRIVER, SoftwareInfo, cuda_gap
 from qwen_triage.preflight.machine.system import SystemInfo

@@ -21,7 +21,8 @@ from qwen_triage.preflight.model import gguf_check as ggufcheck
 from qwen_triage.preflight.model import safetensors_check as stcheck
 from qwen_triage.preflight.model.config_check import check_config, check_tokenizer
 from qwen_triage.preflight.model.scan_state import FileReport, ScanState
-from qwen_triage.preflight.findings import CheckFinding, act, ev, finding, fix, to_report
+from qwen_triage.engine.check_finding import CheckFinding, finding
+from qwen_triage.preflight.findings import act, ev, fix, to_report
 from qwen_triage.preflight.model.hashes import ChecksumFileError, ProgressStart, blob_digest, parse_sums, sha256_file
 from qwen_triage.preflight.output import PreflightOutput
 from qwen_triage.report.model import Diagnosis, Observation

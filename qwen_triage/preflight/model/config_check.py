@@ -12,7 +12,8 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from qwen_triage.rulepack.actions import Redownload
-from qwen_triage.preflight.findings import CheckFinding, act, ev, finding, fix
+from qwen_triage.engine.check_finding import CheckFinding, finding
+from qwen_triage.preflight.findings import act, ev, fix
 from qwen_triage.preflight.model import jsontext
 
 if TYPE_CHECKING:

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from qwen_triage.rulepack.actions import Redownload, UpgradePackage, VerifyFile
-from qwen_triage.preflight.findings import CheckFinding, act, ev, finding, fix
+from qwen_triage.engine.check_finding import CheckFinding, finding
+from qwen_triage.preflight.findings import act, ev, fix
 
 MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from qwen_triage.rulepack.actions import Redownload, VerifyFile
-from qwen_triage.preflight.findings import CheckFinding, act, ev, finding, fix
+from qwen_triage.engine.check_finding import CheckFinding, finding
+from qwen_triage.preflight.findings import act, ev, fix
 from qwen_triage.preflight.model.gguf_check import sniff
 from qwen_triage.preflight.model import jsontext
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from qwen_triage.preflight.findings import CheckFinding
+from qwen_triage.engine.check_finding import CheckFinding
 from qwen_triage.preflight.model import safetensors_check as stcheck
 
 

@@ -10,7 +10,8 @@ from collections.abc import Callable
 
 from qwen_triage.rulepack.actions import ChooseLayout, LowerMaxModelLen, SetArg
 from qwen_triage.preflight.plan import memory as mem
-from qwen_triage.preflight.findings import CheckFinding, act, ev, finding, fix
+from qwen_triage.engine.check_finding import CheckFinding, finding
+from qwen_triage.preflight.findings import act, ev, fix
 from qwen_triage.preflight.model.config import ModelConfig, QuantInfo
 from qwen_triage.preflight.plan.models import Layout, LayoutRef, Settings, label
 from qwen_triage.units import GiB

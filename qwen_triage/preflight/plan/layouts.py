@@ -14,7 +14,8 @@ from functools import partial
 from typing import Any
 
 from qwen_triage.preflight.plan import memory as mem
-from qwen_triage.preflight.findings import CheckFinding, to_report
+from qwen_triage.engine.check_finding import CheckFinding
+from qwen_triage.preflight.findings import to_report
 from qwen_triage.preflight.model.config import ModelConfig, QuantInfo
 from qwen_triage.preflight.plan.checks import (
     fewer_visible_finding,

@@ -41,15 +41,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field, model_validator
 
 from qwen_triage.runner.vllm.options import (
-    BUILTIN,
-    MODEL_NAMES,
-    TYPED_KINDS,
-    TYPED_NAMES,
-    TYPED_OPTIONS,
-    OptionTable,
-    human_int,
-    is_option,
+    BUILTIN, MODEL_NAMES, TYPED_KINDS, TYPED_NAMES, TYPED_OPTIONS, OptionTable, is_option,
 )
+from qwen_triage.units import parse_count as human_int
 
 DEFAULT_PORT = 8000
 CONFIG_FLAG = "--config"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from qwen_triage.authoring.lint import Problem, lint_paths
+from qwen_triage.authoring.lint.problem import Problem
+from qwen_triage.authoring.lint.run import lint_paths
 
 
 def quoted(text: str) -> str:

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from qwen_triage.authoring.lint import CHECKS, lint_paths
-from qwen_triage.rulepack.pack import bundled_rules_dir
+from qwen_triage.authoring.lint.registry import CHECKS
+from qwen_triage.authoring.lint.run import lint_paths
+from qwen_triage.rulepack.paths import bundled_rules_dir
 from tests.authoring.lint.rulefiles import ids, rule, rules_dir
 
 LEVEL = {c.id: c.level for c in CHECKS}

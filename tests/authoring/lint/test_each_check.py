@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from qwen_triage.authoring.lint import CHECKS, lint_paths
+from qwen_triage.authoring.lint.registry import CHECKS
+from qwen_triage.authoring.lint.run import lint_paths
 from tests.authoring.lint.rulefiles import ids, lint, rule, rules_dir
 
 DENIED = '- step: "preload the shim"\n        action: {type: set_env, name: LD_PRELOAD, value: /opt/x.so}'

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from qwen_triage.authoring.lint import CHECKS, chosen, unknown_selectors
+from qwen_triage.authoring.lint.registry import CHECKS
+from qwen_triage.authoring.lint.check import chosen, unknown_selectors
 from qwen_triage.cli.main import cli
 from tests.authoring.lint.rulefiles import ids, lint, rule, rules_dir
 
