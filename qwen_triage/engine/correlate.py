@@ -216,7 +216,9 @@ class Group:
         if self.best is not None:
             rule = self.best.rule.rule
             texts.append(fill(rule.explain or rule.title, facts))
-        texts = list(dict.fromkeys([*texts, *(redact_text(c.summary) for c in self.checks)]))
+        # a line the catalogue placed in a class a rule diagnosed is more evidence of that diagnosis, not a sentence of it
+        spoken = [c for c in self.checks if self.located or c.because is None]
+        texts = list(dict.fromkeys([*texts, *(redact_text(c.summary) for c in spoken)]))
         text = " ".join(texts[:MAX_SUMMARIES])
         if len(texts) > MAX_SUMMARIES:
             text += f" (and {len(texts) - MAX_SUMMARIES} more)"

@@ -14,6 +14,7 @@ diagnosis its symptom (engine.correlate).
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 LOCATED_KINDS = ("exception", "error")  # what says something failed; stalls and relays are not printed lines
 CATALOGUE = "catalogue"  # a diagnosis' `because` when the catalogue, not a rule, classed its line
 MAX_LOOKUPS = 50  # lines looked up per scan (the report lists at most as many)
+MAX_SOURCE_AT = 300  # characters of a line's head searched for a logger's `file.py:123`
+_SOURCE_IN_LINE = re.compile(r"(?<![\w/.-])(?P<file>[A-Za-z_][\w.-]{0,80}\.(?:py|cc|cpp|cu|c|h|hpp|go|rs)):\d{1,6}\b")
 RULE_TIMEOUT = 0.05  # seconds per rule pattern tried on a classed line (read_by_rule)
 
 
@@ -57,10 +60,16 @@ def bundled_index() -> CatalogueIndex:
 
 
 def hints_of(item: Item) -> Any:
+    """What the line's record says of where it came from: the frame that raised, the logger's ``file.py:123``
+    (a format the normaliser knows, else the first such name in the line: DeepSpeed's
+    ``[runner.py:248:_parse_hostfile]``), the program and library."""
     from qwen_triage.rulepack.catalogue_index import Hints
 
     rec = item.first
-    return Hints(file=rec.raised_in, source=rec.extra.get("source"), program=rec.program, library=rec.raised_by,
+    source = rec.extra.get("source")
+    if not source and (m := _SOURCE_IN_LINE.search(rec.text[:MAX_SOURCE_AT])):
+        source = m["file"]
+    return Hints(file=rec.raised_in, source=source, program=rec.program, library=rec.raised_by,
                  exception=item.exception)
 
 
@@ -117,13 +126,12 @@ def _printed_by(entry: TemplateEntry, family: Family | None, index: CatalogueInd
                      template=entry.template)
 
 
-def class_of(entry: TemplateEntry, family: Family | None, item_kind: str) -> tuple[str, str] | None:
+def class_of(entry: TemplateEntry, family: Family | None) -> tuple[str, str] | None:
     """The class and severity a located line means, or None: the pack's class for its template (a rule matched
-    its rendered example), else its family's; never for a warning or notice, nor for a raise read off an
-    error line that is no exception (or the reverse): the template must be the line's own kind."""
+    its rendered example), else its family's; never for a warning, notice or debug message."""
     from qwen_triage.rulepack.catalogue_map import may_diagnose
 
-    if not may_diagnose(entry) or (entry.kind == "raise") != (item_kind == "exception"):
+    if not may_diagnose(entry):
         return None
     if entry.class_:
         return entry.class_, family.severity if family is not None and family.class_ == entry.class_ else "error"
@@ -134,7 +142,7 @@ def class_of(entry: TemplateEntry, family: Family | None, item_kind: str) -> tup
 
 def _finding(item: Item, entry: TemplateEntry, family: Family | None, printed_by: PrintedBy,
              classes: dict[str, ClassSpec]) -> CheckFinding | None:
-    classed = class_of(entry, family, item.kind)
+    classed = class_of(entry, family)
     if classed is None or classed[0] not in classes:
         return None
     from qwen_triage.engine.check_finding import CheckFinding

@@ -125,3 +125,14 @@ def test_a_line_a_rule_reads_and_declines_is_located_never_classed(compiled, tmp
     assert report.diagnoses == []
     (u,) = report.unrecognised
     assert u.printed_by is not None and u.printed_by.family == "network"
+
+
+def test_a_placed_line_of_a_class_a_rule_diagnosed_is_more_evidence_of_that_diagnosis(compiled, tmp_path: Path) -> None:
+    flags = "ValueError: You can only use one of `--cpu`, `--multi_gpu`, `--tpu`, `--use_deepspeed`, `--use_fsdp` at a time.\n"
+    frob = "ValueError: Frobnication level (7) exceeds the frobnicator's limit 3.\n"
+    report = scan(compiled, tmp_path, HEAD + flags + frob, index(tmp_path))
+    (d,) = report.diagnoses  # one failure class, one diagnosis: the rule's
+    assert (d.class_, d.rule, d.because, d.printed_by) == ("config.bad_argument", "accelerate.launch-flags-conflict",
+                                                           None, None)
+    assert [e.line for e in d.evidence] == [2, 3] and "catalogue" not in d.summary
+    assert report.unrecognised == []
