@@ -10,11 +10,25 @@ from qwen_triage.cli.options import fail, pack_options
 from qwen_triage.inputs.helptext import KERNEL_WINDOW_SOURCES
 
 
+def _markdown(result) -> str:  # type: ignore[no-untyped-def]
+    from qwen_triage.bugreport.render import to_markdown
+
+    return to_markdown(result)
+
+
+def _json(result) -> str:  # type: ignore[no-untyped-def]
+    from qwen_triage.bugreport.render import to_json
+
+    return to_json(result)
+
+
+RENDERERS = {"markdown": _markdown, "json": _json}  # `--format` offers these names
+
 @click.command("report", short_help="One short, redacted file for a bug tracker: versions, doctor, triage.")
 @click.argument("logs", nargs=-1, type=click.Path(exists=True, dir_okay=False))
 @click.option("--journal", "units", multiple=True, metavar="UNIT", help="Triage this systemd unit's journal for this boot (repeatable).")
 @click.option("--kernel", is_flag=True, help=f"Triage the kernel log since boot ({KERNEL_WINDOW_SOURCES}).")
-@click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(list(RENDERERS)), default="markdown", show_default=True)
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), help="Write here (mode 0600) instead of stdout.")
 @click.option("--gpu-snapshot", type=click.Path(exists=True, dir_okay=False),
               help="Versions and GPUs from a recorded NVML snapshot (`doctor --record`) instead of this machine.")
@@ -29,7 +43,6 @@ def report(logs: tuple[str, ...], units: tuple[str, ...], kernel: bool, fmt: str
       qwen-triage report --journal vllm.service --kernel --format json
     """
     from qwen_triage.bugreport.collect import collect
-    from qwen_triage.bugreport.render import to_json, to_markdown
     from qwen_triage.engine.scanner import load_compiled
 
     probe = None
@@ -41,7 +54,7 @@ def report(logs: tuple[str, ...], units: tuple[str, ...], kernel: bool, fmt: str
                      gpu_probe=probe)
     from qwen_triage.report.formats import pick
 
-    text = pick(fmt, {"json": to_json, "markdown": to_markdown}, default="markdown")(result)
+    text = pick(fmt, RENDERERS, default="markdown")(result)
     if out_path is None:
         sys.stdout.write(text)
         return

@@ -17,7 +17,8 @@ from qwen_triage.interrupts import take_pending
 from qwen_triage.rulepack.errors import RuleFileError
 
 from qwen_triage.cli.options import engine_option, fail, format_option, pack_options, rules_option
-from qwen_triage.report.formats import write_format
+from qwen_triage.report.emit import FORMATS
+from qwen_triage.report.formats import JSONL, write_format
 from qwen_triage.exits import EXIT_CLEAN, EXIT_FOUND, Failure
 
 # Commands that live in their own subpackages, imported only when asked for, so
@@ -76,7 +77,7 @@ def cli() -> None:
 
 @cli.command()
 @click.argument("paths", nargs=-1)
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "jsonl"]), default="text",
+@click.option("--format", "fmt", type=click.Choice([*FORMATS, JSONL]), default="text",
               show_default=True, help="jsonl: one JSON report per input (with --jobs, or alone: one process).")
 @pack_options
 @click.option("--max-line", type=click.IntRange(256, 64 * 2**20), default=64 * 1024, show_default=True,
@@ -97,8 +98,8 @@ def scan(ctx: click.Context, paths: tuple[str, ...], fmt: str, rule_dirs: tuple[
     from qwen_triage.inputs.source import InputError
     from qwen_triage.inputs.file import open_source
 
-    if jobs is not None or fmt == "jsonl":
-        if fmt != "jsonl" and ctx.get_parameter_source("fmt") != click.core.ParameterSource.DEFAULT:
+    if jobs is not None or fmt == JSONL:
+        if fmt != JSONL and ctx.get_parameter_source("fmt") != click.core.ParameterSource.DEFAULT:
             fail("--jobs writes one JSON object per input: use --format jsonl")
         if follow:
             fail("--follow reads one stream; it does not go with --jobs / --format jsonl")

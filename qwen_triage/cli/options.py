@@ -8,6 +8,7 @@ from typing import NoReturn
 import click
 
 from qwen_triage.exits import EXIT_ERROR
+from qwen_triage.report.emit import FORMATS
 
 rules_option = click.option(
     "--rules",
@@ -16,9 +17,8 @@ rules_option = click.option(
     type=click.Path(file_okay=True, dir_okay=True),
     help="Extra rule directory (repeatable); QWEN_TRIAGE_RULES adds more (os.pathsep-separated).",
 )
-format_option = click.option(
-    "--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True
-)
+# the report's formats: the names of report/emit's renderers (plan, check-model and doctor render the same three)
+format_option = click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 engine_option = click.option(
     "--engine",
     type=click.Choice(["auto", "hyperscan", "literal"]),

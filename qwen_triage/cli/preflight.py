@@ -14,10 +14,9 @@ from typing import Any, NoReturn
 
 import click
 
-from qwen_triage.cli.options import fail
+from qwen_triage.cli.options import fail, format_option
 from qwen_triage.exits import Failure
 
-FORMATS = ("text", "json", "markdown")
 QUANT_CHOICES = ("none", "awq", "gptq", "gptq-int8", "fp8", "bitsandbytes")
 
 
@@ -27,11 +26,6 @@ def _finish(result: Any, fmt: str, show_all: bool = False) -> NoReturn:
     emit(result, fmt, sys.stdout, show_all=show_all)
     sys.stdout.flush()
     raise SystemExit(1 if result.diagnoses else 0)
-
-
-_format = click.option(
-    "--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="output format"
-)
 
 
 def _layout_options(f: Any) -> Any:
@@ -98,7 +92,7 @@ def _requested(tp: int | None, pp: int | None, dp: int | None) -> tuple[int, int
     "--nvidia-smi", "nvidia_smi", type=click.Path(dir_okay=False), help="`nvidia-smi -q -x` output instead of NVML"
 )
 @click.option("--all", "show_all", is_flag=True, help="list every layout, replicas included")
-@_format
+@format_option
 def plan(show_all: bool, fmt: str, **options: Any) -> None:
     """Which tensor x pipeline x data parallel layouts work for MODEL on N GPUs, and the `vllm serve` command."""
     from qwen_triage.preflight.plan.command import PlanOptions, run
@@ -124,7 +118,7 @@ def plan(show_all: bool, fmt: str, **options: Any) -> None:
     metavar="[FILE]",
     help="verify against a sha256sum-format FILE; alone: hash every weight file and print the sums",
 )
-@_format
+@format_option
 def check_model(path: str, sha256: str | None, fmt: str) -> None:
     """Check a model directory or file (safetensors, GGUF, config, tokenizer) without loading it."""
     from qwen_triage.cli.progress import hash_progress
@@ -164,7 +158,7 @@ def check_model(path: str, sha256: str | None, fmt: str) -> None:
 @_layout_options
 @click.option("--max-model-len", type=click.IntRange(16, None))
 @click.option("--gpu-memory-utilization", type=click.FloatRange(0.05, 1.0), default=0.9, show_default=True)
-@_format
+@format_option
 def doctor(snapshot: str | None, record: str | None, fmt: str, **probe_args: Any) -> None:
     """Probe GPUs, links, /dev/shm, driver and software; report findings and an inventory."""
     from qwen_triage.preflight.doctor import DoctorOptions, run

@@ -31,7 +31,6 @@ from qwen_triage.report.text import print_findings
 from qwen_triage.redact import mask_argv, mask_env
 from qwen_triage.textsafe import clean
 
-FORMATS = ("text", "json", "markdown")
 NCCL_GIB = round(NCCL_BYTES / GiB, 2)
 
 
@@ -358,20 +357,37 @@ def make_console(stream: IO[str]) -> Console:
     return Console(file=stream, width=None if is_tty else 160, highlight=False, soft_wrap=False, emoji=False)
 
 
-def emit(result: BaseModel, fmt: str, stream: IO[str], show_all: bool = False) -> None:
-    """A plan, check-model or doctor result in ``fmt``: its renderers, through the one switch (report/formats.py)."""
+def _markdown(result: BaseModel, _stream: IO[str], show_all: bool) -> str:
     markdown: dict[type, Callable[[], str]] = {
         PlanResult: lambda: md_plan(result, show_all),  # type: ignore[arg-type]
         CheckModelResult: lambda: md_check(result),  # type: ignore[arg-type]
         DoctorResult: lambda: md_doctor(result),  # type: ignore[arg-type]
     }
+    return markdown[type(result)]()
+
+
+def _text(result: BaseModel, stream: IO[str], show_all: bool) -> None:
     text: dict[type, Callable[[Console], None]] = {
         PlanResult: lambda c: text_plan(result, c, show_all),  # type: ignore[arg-type]
         CheckModelResult: lambda c: text_check(result, c),  # type: ignore[arg-type]
         DoctorResult: lambda c: text_doctor(result, c),  # type: ignore[arg-type]
     }
-    write_format(fmt, {
-        "json": json_renderer(lambda: to_json(result)),
-        "markdown": lambda _: markdown[type(result)](),
-        "text": lambda s: text[type(result)](make_console(s)),
-    }, stream)
+    text[type(result)](make_console(stream))
+
+
+def _json(result: BaseModel, stream: IO[str], _show_all: bool) -> str:
+    return json_renderer(lambda: to_json(result))(stream)
+
+
+# a preflight result in each of the report's formats (`--format`: report/emit.FORMATS; a test keeps them equal)
+RENDERERS: dict[str, Callable[[BaseModel, IO[str], bool], str | None]] = {
+    "text": _text,
+    "json": _json,
+    "markdown": _markdown,
+}
+
+
+def emit(result: BaseModel, fmt: str, stream: IO[str], show_all: bool = False) -> None:
+    """A plan, check-model or doctor result in ``fmt``: its renderers, through the one switch (report/formats.py)."""
+    write_format(fmt, {name: (lambda s, r=render: r(result, s, show_all)) for name, render in RENDERERS.items()},
+                 stream)

@@ -1,14 +1,20 @@
-"""A report written in the format asked for: its text, JSON and Markdown renderers for the one switch (report/formats.py)."""
+"""A report written in the format asked for: its renderers, one per format name, for the one switch (report/formats.py).
+
+:data:`RENDERERS` is the table; the names a command offers (``--format``) are its keys,
+:data:`FORMATS`. Light to import (the command line reads the names before any report exists):
+the model, rich and the Markdown writer are imported by the renderer that needs them.
+"""
 
 from __future__ import annotations
 
-from typing import IO
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import IO, TYPE_CHECKING
 
 from qwen_triage.report.formats import json_renderer, write_format
-from qwen_triage.report.model import Report
-from qwen_triage.report.summary import NO_DIAGNOSIS, stats_line
 
-FORMATS = ("text", "json", "markdown")
+if TYPE_CHECKING:
+    from qwen_triage.report.model import Report
 
 
 def plain_summary(report: Report) -> str | None:
@@ -19,6 +25,8 @@ def plain_summary(report: Report) -> str | None:
     observation, an unrecognised error, a note, an input with nothing in it (a test keeps
     the two byte-identical).
     """
+    from qwen_triage.report.summary import NO_DIAGNOSIS, stats_line
+
     if report.diagnoses or report.observations or report.unrecognised or report.notes or report.nothing_read:
         return None
     return f"No diagnosis: {NO_DIAGNOSIS}\n{stats_line(report.stats)}\n"
@@ -43,15 +51,23 @@ def _text(report: Report, stream: IO[str]) -> str | None:
     return None
 
 
-def _markdown(report: Report) -> str:
+def _markdown(report: Report, _stream: IO[str]) -> str:
     from qwen_triage.report.markdown import to_markdown
 
     return to_markdown(report)
 
 
+def _json(report: Report, stream: IO[str]) -> str:
+    return json_renderer(report.to_json)(stream)
+
+
+RENDERERS: Mapping[str, Callable[[Report, IO[str]], str | None]] = {
+    "text": _text,
+    "json": _json,
+    "markdown": _markdown,
+}
+FORMATS = tuple(RENDERERS)  # what `--format` offers for a report
+
+
 def emit_report(report: Report, fmt: str, stream: IO[str] | None = None) -> None:
-    write_format(fmt, {
-        "json": json_renderer(report.to_json),
-        "markdown": lambda _: _markdown(report),
-        "text": lambda s: _text(report, s),
-    }, stream)
+    write_format(fmt, {name: partial(render, report) for name, render in RENDERERS.items()}, stream)

@@ -17,6 +17,8 @@ from typing import IO, TypeVar
 
 Renderer = Callable[[IO[str]], "str | None"]
 
+JSONL = "jsonl"  # `scan`'s stream of reports (engine/batch.py): one JSON report per input, one per line
+
 
 R = TypeVar("R")
 
