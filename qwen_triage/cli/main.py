@@ -94,102 +94,38 @@ def scan(ctx: click.Context, paths: tuple[str, ...], fmt: str, rule_dirs: tuple[
          max_line: int, follow: bool, fail_on: str, jobs: int | None) -> None:
     """Triage logs: files (plain or gzip), or stdin when no path or `-` is given."""
     from qwen_triage.cli.progress import scan_progress
-    from qwen_triage.engine.scanner import Scanner, load_compiled
-    from qwen_triage.inputs.source import InputError
-    from qwen_triage.inputs.file import open_source
+    from qwen_triage.engine.scan import ScanOptions, run
 
-    if jobs is not None or fmt == JSONL:
+    per_input = jobs is not None or fmt == JSONL
+    if per_input:
         if fmt != JSONL and ctx.get_parameter_source("fmt") != click.core.ParameterSource.DEFAULT:
             fail("--jobs writes one JSON object per input: use --format jsonl")
         if follow:
             fail("--follow reads one stream; it does not go with --jobs / --format jsonl")
-        _scan_batch(paths, rule_dirs, engine, max_line, jobs)
-    compiled = load_compiled(rule_dirs, _engine_for(engine, paths))
-    from qwen_triage.rulepack.stray import stray_rules_warning
-
-    stray = stray_rules_warning(compiled.pack, Path.cwd())  # a rule added to a clone, not installed
-    if stray:
-        click.echo(stray, err=True)
+    options = ScanOptions(paths=paths, rule_dirs=rule_dirs, engine=engine, max_line=max_line,
+                          fail_on=fail_on, per_input=per_input, jobs=jobs)
     if follow:
         try:
             follow_mod = importlib.import_module("qwen_triage.live.follow")
         except ModuleNotFoundError:
             fail("--follow is not available in this installation")
-        sys.exit(follow_mod.follow_scan(list(paths) or ["-"], compiled, fmt, max_line=max_line))
-    try:
-        # a directory is its files (torchrun's --log-dir tree, one log per host): one report over all of them
-        paths = tuple(f for p in paths for f in (_directory_files(p) if os.path.isdir(p) else (p,)))
-        sources = [open_source(p, i) for i, p in enumerate(paths or ("-",))]
-    except InputError as exc:
-        fail(str(exc))
-    if paths == () and sys.stdin.isatty():
-        click.echo("qwen-triage: reading logs from the terminal (stdin); end with Ctrl-D", err=True)
-    scanner = Scanner(compiled, max_line=max_line)
-    try:
-        with scan_progress(sources) as on_block:
-            for source in sources:
-                for _ in scanner.scan_source(source, on_block):
-                    pass
-    except InputError as exc:
-        fail(str(exc))
-    except KeyboardInterrupt:
+        sys.exit(follow_mod.follow_scan(options, fmt, note=_note))
+    result = run(options, out=sys.stdout, progress=scan_progress, note=_note)
+    if result.batch is not None:
+        from qwen_triage.engine.batch import summary
+
+        click.echo(summary(result.batch), err=True)
+    if result.interrupted:
         click.echo("qwen-triage: interrupted; report covers what was read", err=True)
-    report = scanner.report()
-    from qwen_triage.report.emit import emit_report
+    if result.report is not None:
+        from qwen_triage.report.emit import emit_report
 
-    emit_report(report, fmt)
-    failed = bool(report.diagnoses) or (fail_on == "unrecognised" and bool(report.unrecognised))
-    sys.exit(EXIT_FOUND if failed else EXIT_CLEAN)
-
+        emit_report(result.report, fmt)
+    sys.exit(result.exit_status)
 
 
-
-def _directory_files(path: str) -> list[str]:
-    """A directory's regular files, recursively, sorted (inputs.file.expand_inputs); an empty one is an error."""
-    from qwen_triage.inputs.file import expand_inputs
-
-    files = expand_inputs([path])
-    if not files:
-        fail(f"{path}: a directory with no files")
-    return files
-
-
-def _engine_for(engine: str, paths: tuple[str, ...]) -> str:
-    """A small scan never waits for Hyperscan to compile (the literal prefilter runs at once); a big one
-    compiles first, as that pays back within the run (engine.prefilter.engine_for_input)."""
-    if engine != "auto":
-        return engine
-    from qwen_triage.engine.prefilter import engine_for_input
-
-    total = 0
-    for p in paths:
-        try:
-            st = os.stat(p)
-        except OSError:
-            continue  # the scan itself says why
-        total += st.st_size * (8 if p.endswith(".gz") else 1)  # gzip: about what a log compresses by
-    return engine_for_input(engine, total)
-
-
-def _scan_batch(paths: tuple[str, ...], rule_dirs: tuple[str, ...], engine: str, max_line: int,
-                jobs: int | None) -> None:
-    """`scan --jobs N` / `--format jsonl`: many saved logs, one report per input (engine/batch.py)."""
-    from qwen_triage.engine.scanner import load_compiled
-    from qwen_triage.engine.batch import BatchError, run_batch, summary
-    from qwen_triage.inputs.file import expand_inputs
-    from qwen_triage.inputs.source import InputError
-
-    compiled = load_compiled(rule_dirs, engine)  # a broken rule file stops here, before any worker starts
-    try:
-        files = expand_inputs(paths or ("-",))
-        stats = run_batch(files, sys.stdout, jobs=1 if jobs is None else jobs,
-                          rule_dirs=rule_dirs, engine=engine, max_line=max_line, compiled=compiled)
-    except (BatchError, InputError) as exc:
-        fail(str(exc))
-    except KeyboardInterrupt:
-        fail("interrupted")
-    click.echo(summary(stats), err=True)
-    sys.exit(stats.exit_status)
+def _note(line: str) -> None:
+    click.echo(line, err=True)
 
 
 @cli.command()
@@ -393,19 +329,14 @@ def rules_suggest(paths: tuple[str, ...], rule_dirs: tuple[str, ...], engine: st
                   out_path: str | None) -> None:
     """Draft a rule for each error line no rule explains (fill in the class, then lint and test)."""
     from qwen_triage.authoring.suggest import draft_rules, render
-    from qwen_triage.engine.scanner import Scanner, load_compiled
+    from qwen_triage.engine.scanner import load_compiled, scan_paths
     from qwen_triage.inputs.source import InputError
-    from qwen_triage.inputs.file import open_source
 
-    compiled = load_compiled(rule_dirs, engine)
-    scanner = Scanner(compiled)
     try:
-        for i, p in enumerate(paths):
-            for _ in scanner.scan_source(open_source(p, i)):
-                pass
+        report = scan_paths(list(paths), load_compiled(rule_dirs, engine))
     except InputError as exc:
         fail(str(exc))
-    drafts = draft_rules(scanner.report().unrecognised, prefix)
+    drafts = draft_rules(report.unrecognised, prefix)
     if not drafts:
         click.echo("qwen-triage: no unrecognised error lines: nothing to suggest", err=True)
         sys.exit(EXIT_CLEAN)

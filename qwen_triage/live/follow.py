@@ -23,11 +23,10 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 from qwen_triage.inputs.file import FileFollower, is_gzip
 from qwen_triage.inputs.registry import LiveSource, live
-from qwen_triage.inputs.source import MAX_LINE
+from qwen_triage.engine.scan import ScanOptions, compiled_for
 
 if TYPE_CHECKING:
     from qwen_triage.live.session import LiveInput, LiveSession
-    from qwen_triage.engine.compiled import CompiledPack
 
 INTERVAL = 0.2
 QUIET_AFTER = 0.5  # seconds without new bytes after which an open multi-line record is complete
@@ -151,13 +150,16 @@ def stop_signals() -> Iterator[Callable[[], bool]]:
             signal.signal(sig, h)
 
 
-def follow_scan(paths: list[str], compiled: "CompiledPack", fmt: str, max_line: int = MAX_LINE) -> int:
-    """`qwen-triage scan --follow`: live diagnoses on stderr, the report on stdout at the end."""
+def follow_scan(options: ScanOptions, fmt: str, note: Callable[[str], None] = lambda _: None) -> int:
+    """`qwen-triage scan --follow`: live diagnoses on stderr, the report on stdout at the end; ``note`` takes
+    remarks before the follow starts (rule files the pack does not hold)."""
     from qwen_triage.exits import EXIT_CLEAN, EXIT_ERROR, EXIT_FOUND
     from qwen_triage.report.emit import emit_report
     from qwen_triage.live.live_report import LiveReporter, Sink
     from qwen_triage.live.session import LiveSession
 
+    compiled = compiled_for(options, note)
+    paths = list(options.paths) or ["-"]
     for p in paths:
         if p != "-" and Path(p).expanduser().is_dir():
             print(f"qwen-triage: {p}: is a directory", file=sys.stderr)
@@ -166,7 +168,7 @@ def follow_scan(paths: list[str], compiled: "CompiledPack", fmt: str, max_line: 
             print(f"qwen-triage: {p}: compressed files do not grow; use `qwen-triage scan {p}`", file=sys.stderr)
             return EXIT_ERROR
     reporter = LiveReporter(Sink(2))
-    session = LiveSession(compiled, on_event=reporter.event, max_line=max_line)
+    session = LiveSession(compiled, on_event=reporter.event, max_line=options.max_line)
     loop = FollowLoop(session, note=reporter.note)
     for p in paths:
         if p == "-":

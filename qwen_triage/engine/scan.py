@@ -1,0 +1,159 @@
+"""``qwen-triage scan``: saved logs to one report, or one report per input (``--jobs``, ``--format jsonl``).
+
+The command line parses the options, calls :func:`run`, renders the report and exits with
+:attr:`ScanResult.exit_status`; everything between — which prefilter a scan of this size wants,
+directories as their files, opening the inputs, the scan loop, what counts as failing — is here.
+``scan --follow`` reads growing files and is :func:`qwen_triage.live.follow.follow_scan`, which
+compiles the pack with :func:`compiled_for` as a one-shot scan does.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+from qwen_triage.exits import EXIT_CLEAN, EXIT_FOUND, Failure
+from qwen_triage.inputs.source import MAX_LINE, InputError, Source
+
+if TYPE_CHECKING:
+    from qwen_triage.engine.batch import BatchStats
+    from qwen_triage.engine.compiled import CompiledPack
+    from qwen_triage.report.model import Report
+
+OnBlock = Callable[[Source], None]
+Progress = Callable[[list[Source]], AbstractContextManager[OnBlock | None]]
+"""the command line's progress display: given the opened inputs, a context yielding a per-block callback"""
+
+
+@dataclass(frozen=True)
+class ScanOptions:
+    """``qwen-triage scan``'s options, as the command line gives them."""
+
+    paths: tuple[str, ...] = ()
+    """files (plain or gzip), directories (their files, recursively) or ``-``; none: stdin"""
+    rule_dirs: tuple[str, ...] = ()
+    engine: str = "auto"
+    max_line: int = MAX_LINE
+    fail_on: str = "diagnosis"
+    """``diagnosis``: a diagnosis fails the scan; ``unrecognised``: error lines no rule explains do too"""
+    per_input: bool = False
+    """one report per input, as JSON lines in input order (``--jobs`` / ``--format jsonl``)"""
+    jobs: int | None = None
+    """worker processes for ``per_input`` (0: every CPU; None: one)"""
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    """One report (``report``), or the per-input run's counts (``batch``; the reports went to ``out``)."""
+
+    exit_status: int
+    report: Report | None = None
+    batch: BatchStats | None = None
+    interrupted: bool = False
+    """Ctrl-C came: the report covers what was read"""
+
+
+def run(options: ScanOptions, *, out: IO[str] | None = None, progress: Progress | None = None,
+        note: Callable[[str], None] = lambda _: None) -> ScanResult:
+    """Scan ``options.paths``. ``out`` takes the per-input reports as they come; ``note`` takes one-line remarks
+    for stderr. Unreadable input or a bad rule file raises :class:`~qwen_triage.exits.Failure`."""
+    if options.per_input:
+        return _per_input(options, sys.stdout if out is None else out)
+    compiled = compiled_for(options, note)
+    try:
+        sources = _open(options.paths)
+    except InputError as exc:
+        raise Failure(str(exc)) from None
+    if not options.paths and sys.stdin.isatty():
+        note("qwen-triage: reading logs from the terminal (stdin); end with Ctrl-D")
+    from qwen_triage.engine.scanner import Scanner
+
+    scanner = Scanner(compiled, max_line=options.max_line)
+    interrupted = False
+    try:
+        with (progress or _no_progress)(sources) as on_block:
+            for source in sources:
+                for _ in scanner.scan_source(source, on_block):
+                    pass
+    except InputError as exc:
+        raise Failure(str(exc)) from None
+    except KeyboardInterrupt:
+        interrupted = True
+    report = scanner.report()
+    failed = bool(report.diagnoses) or (options.fail_on == "unrecognised" and bool(report.unrecognised))
+    return ScanResult(exit_status=EXIT_FOUND if failed else EXIT_CLEAN, report=report, interrupted=interrupted)
+
+
+def compiled_for(options: ScanOptions, note: Callable[[str], None]) -> CompiledPack:
+    """The compiled pack for a scan of ``options.paths`` (the prefilter their size wants); ``note`` is told of
+    rule files in this directory the pack does not hold (a rule added to a clone, not installed)."""
+    from qwen_triage.engine.scanner import load_compiled
+    from qwen_triage.rulepack.stray import stray_rules_warning
+
+    compiled = load_compiled(options.rule_dirs, engine_for(options.engine, options.paths))
+    stray = stray_rules_warning(compiled.pack, Path.cwd())
+    if stray:
+        note(stray)
+    return compiled
+
+
+def engine_for(engine: str, paths: tuple[str, ...]) -> str:
+    """A small scan never waits for Hyperscan to compile (the literal prefilter runs at once); a big one
+    compiles first, as that pays back within the run (engine.prefilter.engine_for_input)."""
+    if engine != "auto":
+        return engine
+    from qwen_triage.engine.prefilter import engine_for_input
+
+    total = 0
+    for p in paths:
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue  # the scan itself says why
+        total += st.st_size * (8 if p.endswith(".gz") else 1)  # gzip: about what a log compresses by
+    return engine_for_input(engine, total)
+
+
+def _open(paths: tuple[str, ...]) -> list[Source]:
+    """The inputs, opened; a directory is its files (torchrun's --log-dir tree, one log per host), one report
+    over all of them; an empty one is an error."""
+    from qwen_triage.inputs.file import expand_inputs, open_source
+
+    files: list[str] = []
+    for p in paths:
+        if not os.path.isdir(p):
+            files.append(p)
+            continue
+        inside = expand_inputs([p])
+        if not inside:
+            raise Failure(f"{p}: a directory with no files")
+        files += inside
+    return [open_source(p, i) for i, p in enumerate(files or ["-"])]
+
+
+def _no_progress(_sources: list[Source]) -> AbstractContextManager[OnBlock | None]:
+    return nullcontext(None)
+
+
+def _per_input(options: ScanOptions, out: IO[str]) -> ScanResult:
+    """Many saved logs, one report per input written to ``out`` (engine/batch.py)."""
+    from qwen_triage.engine.batch import BatchError, run_batch
+    from qwen_triage.engine.scanner import load_compiled
+    from qwen_triage.inputs.file import expand_inputs
+
+    compiled = load_compiled(options.rule_dirs, options.engine)  # a broken rule file stops here, before any worker
+    try:
+        files = expand_inputs(options.paths or ("-",))
+        stats = run_batch(files, out, jobs=1 if options.jobs is None else options.jobs, rule_dirs=options.rule_dirs,
+                          engine=options.engine, max_line=options.max_line, compiled=compiled)
+    except (BatchError, InputError) as exc:
+        raise Failure(str(exc)) from None
+    except KeyboardInterrupt:
+        raise Failure("interrupted") from None
+    return ScanResult(exit_status=stats.exit_status, batch=stats)
+
