@@ -130,7 +130,7 @@ class CatalogueIndex:
             blob = _build(raw)
             self._take(blob)
             if cache is not None and cache.write(name, blob):
-                cache.prune("catalogue-", keep=name)
+                cache.prune("catalogue-", keep=name, keep_newest=1)  # ~30 MB each: one older catalogue at most
         assert self._keys is not None
         return self._keys
 
