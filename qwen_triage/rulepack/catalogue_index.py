@@ -22,6 +22,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,7 @@ INDEX_FORMAT = b"1"  # of the built index kept in the cache
 MAX_LINE = 2000  # characters of a line that are looked up (a template's regex runs on them)
 TIMEOUT = 0.05  # seconds per regex search: a template's pattern is data, and the line comes from outside
 MAX_CANDIDATES = 400  # templates confirmed per line at most (the most specific first)
+LINE_BUDGET = 0.25  # seconds of regex confirmation per line: a hostile line costs at most this
 MIN_LITERAL = 12  # letters of literal words a template must share with the line to locate it
 MIN_WORDS = 2
 # A short template locates a line only where it is most of the line: `unexpected error` or `CUDA runtime error:
@@ -101,6 +103,7 @@ class CatalogueIndex:
         self._catalogue: Catalogue | None = None
         self.lookups = 0
         self.skipped = 0  # catalogue lines that could not be read (too long, not JSON, no words)
+        self.cut_short = 0  # lookups that ran out of LINE_BUDGET
 
     # -- reading ----------------------------------------------------------------------------------------
 
@@ -209,7 +212,11 @@ class CatalogueIndex:
                     candidates.append(t)
         candidates.sort(key=lambda t: _rank(t, hints), reverse=True)
         out: list[TemplateEntry] = []
+        deadline = time.perf_counter() + LINE_BUDGET
         for t in candidates[:MAX_CANDIDATES]:
+            if time.perf_counter() > deadline:
+                self.cut_short += 1
+                break
             pattern = t.pattern()
             if pattern is False:
                 continue

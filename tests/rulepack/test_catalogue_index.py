@@ -95,3 +95,14 @@ def test_a_catalogue_that_is_absent_or_broken_locates_nothing(tmp_path: Path) ->
     (tmp_path / "catalogue" / "bad.jsonl.gz").write_bytes(b"not gzip")
     index = CatalogueIndex(tmp_path)
     assert index.lookup("ValueError: anything at all here") is None and index.skipped == 1
+
+
+def test_a_hostile_line_is_cut_and_its_confirmation_bounded(tmp_path: Path, monkeypatch) -> None:
+    from qwen_triage.rulepack import catalogue_index
+
+    index = catalogue(tmp_path)
+    line = "ValueError: " + " ".join(["Total number attention heads must divisible tensor parallel size"] * 2000)
+    assert index.lookup(line) is None  # the words are all there, the sentence is not (and only MAX_LINE is read)
+    monkeypatch.setattr(catalogue_index, "LINE_BUDGET", -1.0)  # a line whose budget is spent confirms nothing more
+    heads = "ValueError: Total number of attention heads (40) must be divisible by tensor parallel size (6)."
+    assert index.lookup(heads) is None and index.cut_short == 1
