@@ -15,7 +15,7 @@ Leaf module: the standard library only.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from typing import Any, Callable, overload
 
 _METHODS = ("search", "match", "fullmatch", "sub", "subn", "finditer", "findall", "split", "scanner")
 
@@ -47,8 +47,15 @@ class LazyPattern:
         return f"lazy({self.pattern!r})"
 
 
-def lazy(pattern: str | bytes, flags: int = 0) -> LazyPattern:
-    """``re.compile(pattern, flags)``, deferred to the first use."""
+@overload
+def lazy(pattern: str, flags: int = 0) -> re.Pattern[str]: ...
+@overload
+def lazy(pattern: bytes, flags: int = 0) -> re.Pattern[bytes]: ...
+
+
+def lazy(pattern: str | bytes, flags: int = 0) -> Any:
+    """``re.compile(pattern, flags)``, deferred to the first use; typed as the pattern it stands for, since every
+    method and attribute it answers with is the compiled pattern's own."""
     return LazyPattern(pattern, flags)
 
 

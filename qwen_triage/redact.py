@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from qwen_triage.lazyre import lazy
 
@@ -181,7 +181,7 @@ def _mask_word(m: re.Match[str]) -> str:
     return f"{m['name']} {MASK}"
 
 
-def redact_tree(value: object) -> object:
+def redact_tree(value: Any) -> Any:
     """Every string in a JSON-like value (dicts, lists) through :func:`redact_text`; keys stay."""
     if isinstance(value, str):
         return redact_text(value)

@@ -24,8 +24,8 @@ from qwen_triage.rulepack.checks import CheckSpec, bundled_checks
 from qwen_triage.rulepack.pack import RulePack
 
 
-def _by_class(pack: RulePack) -> dict[str, list]:  # type: ignore[type-arg]
-    grouped: dict[str, list] = defaultdict(list)  # type: ignore[type-arg]
+def _by_class(pack: RulePack) -> dict[str, list]:
+    grouped: dict[str, list] = defaultdict(list)
     for lr in pack.rules:
         grouped[lr.rule.class_].append(lr)
     return grouped
@@ -44,7 +44,7 @@ def _severities(spec: CheckSpec) -> str:
     return "/".join(s.value for s in spec.severities)
 
 
-def _check_json(spec: CheckSpec) -> dict:  # type: ignore[type-arg]
+def _check_json(spec: CheckSpec) -> dict:
     return {
         "kind": "check",
         "id": spec.id,

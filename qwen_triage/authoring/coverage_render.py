@@ -8,6 +8,8 @@ cleaned of control characters before they reach a terminal.
 
 from __future__ import annotations
 
+from typing import Any
+
 import json
 
 from qwen_triage.authoring.coverage import Coverage, stage_of, summary
@@ -28,18 +30,18 @@ def coverage_json(cov: Coverage) -> str:
 
 def coverage_text(cov: Coverage, *, limit: int = 0) -> str:
     """The summary, each module's share, then every template no rule knows, grouped by module."""
-    s = summary(cov)
+    s: dict[str, Any] = summary(cov)
     out = [
         f"{s['templates']} message templates in {s['files']} files: {s['covered']} known to the pack "
         f"({100 * s['share']:.1f} %), {s['benign']} more known benign",
     ]
-    for note in s["notes"]:  # type: ignore[attr-defined]
+    for note in s["notes"]:
         out.append(f"note: {note}")
     if s["skipped_count"]:
         out.append(f"{s['skipped_count']} file(s) skipped (too large, binary or not parsed; JSON lists them)")
     out.append("")
     out.append("by module, start-up paths first:")
-    for module, row in s["by_module"].items():  # type: ignore[attr-defined]
+    for module, row in s["by_module"].items():
         out.append(f"  {clean(module):<44} {row['covered']:>5}/{row['templates']:<5} {100 * row['share']:5.1f} %"
                    f"  [{row['stage']}]")
     missing = [r for r in cov.results if r.rule is None and not r.benign]

@@ -120,15 +120,15 @@ def evaluate(root: Path, compiled: CompiledPack) -> EvalResult:
         )
     healthy = [r for r in results if not r.expect]
     inferred = [r for r in results if r.inferred]
-    correct = sum(r.correct for r in results)
+    right = sum(1 for r in results if r.correct)
     return EvalResult(
         cases=len(results),
-        correct=correct,
-        accuracy=round(correct / len(results), 4) if results else 0.0,
+        correct=right,
+        accuracy=round(right / len(results), 4) if results else 0.0,
         healthy_cases=len(healthy),
         healthy_with_diagnoses=sum(1 for r in healthy if r.got),
         inferred_cases=len(inferred),
-        inferred_correct=sum(r.correct for r in inferred),
+        inferred_correct=sum(1 for r in inferred if r.correct),
         silent=sum(r.silent for r in results),
         per_class=per_class,
         misses=[r for r in results if not r.correct],

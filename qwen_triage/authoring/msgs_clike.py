@@ -290,7 +290,7 @@ def clike_templates(text: str, rel: str, *, go: bool = False) -> Iterator[Templa
 
 
 def _site(toks: list[_Tok], i: int, name: str, start: int, rel: str, function: str, line_of, go: bool
-          ) -> Template | None:  # type: ignore[no-untyped-def]
+          ) -> Template | None:
     line = line_of(toks[start].pos)
     args, _end = _args(toks, i + 1)
     if not args:
@@ -317,7 +317,7 @@ def _site(toks: list[_Tok], i: int, name: str, start: int, rel: str, function: s
                     return None
                 return _make(rel, line, name, concat, text_of(concat), "panic: " if kind == "panic" else "", function)
             fmt, hints = got
-        parts = printf_parts(fmt, hints, go=True) if kind == "panic" or name not in ("errors.New", "slog.Error", "slog.Warn",
+        parts: list[str | Field] = printf_parts(fmt, hints, go=True) if kind == "panic" or name not in ("errors.New", "slog.Error", "slog.Warn",
                                                                   "slog.ErrorContext", "slog.WarnContext",
                                                                   "log.Fatal", "panic") else [fmt]
         prefix, suffix = "", ""
@@ -333,12 +333,12 @@ def _site(toks: list[_Tok], i: int, name: str, start: int, rel: str, function: s
             return None
         got = _message(args) or _inner_format(args[0])
         if got is None:
-            parts = _concat_parts(args[0])
-            return _make(rel, line, "throw", parts, text_of(parts), "", function) if parts else None
+            concat = _concat_parts(args[0])
+            return _make(rel, line, "throw", concat, text_of(concat), "", function) if concat else None
         fmt, hints = got
         # a plain literal is the message itself; only a format call's literal holds conversions
-        parts = printf_parts(fmt, hints) if hints or not _format_arg(args[0]) else [fmt]
-        return _make(rel, line, "throw", parts, fmt, "", function)
+        thrown: list[str | Field] = printf_parts(fmt, hints) if hints or not _format_arg(args[0]) else [fmt]
+        return _make(rel, line, "throw", thrown, fmt, "", function)
     if name in C_CALLS:
         prefix, kind = C_CALLS[name]
         if name in ("fprintf",) and _hint(args[0]) != "stderr":

@@ -71,7 +71,7 @@ class _Visitor(ast.NodeVisitor):
         self.scopes.pop()
         self.funcs.pop()
 
-    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+    visit_AsyncFunctionDef = visit_FunctionDef
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         self.local_classes.add(node.name)
@@ -187,7 +187,7 @@ def _parts(node: ast.expr, depth: int, scope: dict[str, ast.expr] | None = None)
                         continue
                 spec = ""
                 if isinstance(v.format_spec, ast.JoinedStr):
-                    spec = "".join(x.value for x in v.format_spec.values if isinstance(x, ast.Constant))
+                    spec = "".join(str(x.value) for x in v.format_spec.values if isinstance(x, ast.Constant))
                 conv = {115: "s", 114: "r", 97: "a"}.get(v.conversion, "")
                 out.append(Field(_spec_conv(spec) or conv or "s", _hint(v.value)))
         return out
@@ -199,11 +199,13 @@ def _parts(node: ast.expr, depth: int, scope: dict[str, ast.expr] | None = None)
         hints = [_hint(e) for e in right.elts] if isinstance(right, ast.Tuple) else [_hint(right)]
         return printf_parts(left[0], hints)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left = _parts(node.left, depth + 1, scope)
-        right = _parts(node.right, depth + 1, scope)
-        if left is None and right is None:
+        head = _parts(node.left, depth + 1, scope)
+        tail = _parts(node.right, depth + 1, scope)
+        if head is None and tail is None:
             return None
-        return (left or [Field("s", _hint(node.left))]) + (right or [Field("s", _hint(node.right))])
+        unknown_head: list[str | Field] = [Field("s", _hint(node.left))]
+        unknown_tail: list[str | Field] = [Field("s", _hint(node.right))]
+        return (head or unknown_head) + (tail or unknown_tail)
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format"
             and isinstance(node.func.value, ast.Constant) and isinstance(node.func.value.value, str)):
         return _format_parts(node.func.value.value, node)

@@ -117,8 +117,12 @@ def collect(
     from qwen_triage.preflight.doctor import probe
     from qwen_triage.preflight.machine.software import probe_software
 
-    pack = compiled if not callable(compiled) else None
-    get_pack = (lambda: pack) if pack is not None else compiled  # type: ignore[assignment]
+    get_pack: Callable[[], CompiledPack]
+    if callable(compiled):
+        get_pack = compiled
+    else:
+        loaded = compiled
+        get_pack = lambda: loaded  # noqa: E731
     notes: list[str] = []
 
     sw = software() if software else probe_software(environ)

@@ -79,7 +79,7 @@ def check(kernel: bool, units: tuple[str, ...], files: tuple[str, ...], state_di
     sys.exit(code)
 
 
-def _check(kernel, units, files, state_dir, fmt, textfile, slurm_drain, slurm_resume, node_name, hold,  # type: ignore[no-untyped-def]
+def _check(kernel, units, files, state_dir, fmt, textfile, slurm_drain, slurm_resume, node_name, hold,
            max_bytes, timeout, max_output, class_patterns, from_end, rule_dirs, started, now, clear_patterns=()):
     from qwen_triage.fleet import npd
     from qwen_triage.fleet.check import CheckConfig, run_check, stored_result
@@ -176,7 +176,7 @@ def _check(kernel, units, files, state_dir, fmt, textfile, slurm_drain, slurm_re
     })()
 
 
-def clear_by_hand(state, patterns: tuple[str, ...]):  # type: ignore[no-untyped-def]
+def clear_by_hand(state, patterns: tuple[str, ...]):
     """Drop the active diagnoses whose class matches one of ``patterns``; the dropped ones.
 
     For a node repaired without a reboot (a GPU reset, a reseated cable): hardware classes are
@@ -202,13 +202,13 @@ def _age(now: float) -> float:
         return 0.0
 
 
-def _compile(rule_dirs: tuple[str, ...], deadline: float | None = None):  # type: ignore[no-untyped-def]
+def _compile(rule_dirs: tuple[str, ...], deadline: float | None = None):
     from qwen_triage.engine.scanner import compile_pack
 
     return compile_pack(rule_dirs, deadline=deadline)
 
 
-def _text(result, slurm_line: str) -> str:  # type: ignore[no-untyped-def]
+def _text(result, slurm_line: str) -> str:
     """The check for a person: every line through the one sanitiser, since sources, summaries, source errors
     and notes all carry text from outside (a ``--file`` path may hold terminal escapes)."""
     from qwen_triage.textsafe import clean

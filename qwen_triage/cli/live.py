@@ -12,7 +12,7 @@ from qwen_triage.inputs.helptext import SINCE_FORMS
 
 
 
-def _seconds_option(flag: str, default: float, help_text: str):  # type: ignore[no-untyped-def]
+def _seconds_option(flag: str, default: float, help_text: str):
     return click.option(
         flag, metavar="SECONDS", type=click.FloatRange(min=0), default=default, show_default=True, help=help_text
     )

@@ -28,7 +28,7 @@ engine_option = click.option(
 )
 
 
-def pack_options(command):  # type: ignore[no-untyped-def]
+def pack_options(command):
     """``--rules`` and ``--engine``: every command that compiles the rule pack takes both."""
     return rules_option(engine_option(command))
 

@@ -17,7 +17,7 @@ BIG_INPUT = 16 * 2**20  # below this a scan takes well under a second
 BIG_HASH = 256 * 2**20  # below this hashing a file takes well under a second
 
 
-def _bar(label: str):  # type: ignore[no-untyped-def]
+def _bar(label: str):
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 

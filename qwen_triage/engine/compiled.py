@@ -196,8 +196,8 @@ class CompiledPack:
         users: list[list[tuple[int, str]]] = [[] for _ in patterns]
         for r in rules:
             for role, group in (("any", r.any_ids), ("all", r.all_ids), ("unless", r.unless_ids)):
-                for p in dict.fromkeys(group):
-                    users[p].append((r.index, role))
+                for pattern_id in dict.fromkeys(group):
+                    users[pattern_id].append((r.index, role))
         regexes = LazyRegexes(patterns)
         multiline = frozenset(p for r in rules if r.rule.match.multiline for p in (*r.any_ids, *r.all_ids))
         prefilter = build_prefilter(patterns, engine, cache_dir, multiline)

@@ -42,7 +42,7 @@ from qwen_triage.rulepack.templates import OPTIONAL_PART, PLACEHOLDER
 from qwen_triage.redact import redact_text, redact_tree
 from qwen_triage.report.model import Diagnosis, Evidence, FixOut, Observation, Relayed, Symptom
 from qwen_triage.rulepack.severity import Severity, Status
-from qwen_triage.rulepack.spec import ClassSpec as FailureClass
+from qwen_triage.rulepack.spec import ClassSpec
 
 if TYPE_CHECKING:
     from qwen_triage.engine.check_finding import CheckFinding
@@ -258,7 +258,7 @@ class Group:
 class Correlator:
     """Groups findings of both kinds and orders them into diagnoses and observations."""
 
-    def __init__(self, classes: dict[str, FailureClass]):
+    def __init__(self, classes: dict[str, ClassSpec]):
         self.classes = classes
         self.groups: dict[str, Group] = {}  # class id -> group (severity above info)
         self.observed: dict[str, Group] = {}  # rule id -> group (info)

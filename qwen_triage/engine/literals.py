@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 try:  # Python 3.11+
-    import re._constants as _c  # type: ignore[import-not-found]
-    import re._parser as _p  # type: ignore[import-not-found]
+    import re._constants as _c
+    import re._parser as _p
 except ImportError:  # pragma: no cover - older layouts
-    import sre_constants as _c  # type: ignore[no-redef]
-    import sre_parse as _p  # type: ignore[no-redef]
+    import sre_constants as _c
+    import sre_parse as _p
 
 MIN_LITERAL = 3
 
@@ -32,7 +32,7 @@ class Required:
         return min((len(a) for a in self.alternatives), default=0)
 
 
-def _seq_literals(items: list) -> list[frozenset[str]]:  # type: ignore[type-arg]
+def _seq_literals(items: list) -> list[frozenset[str]]:
     """Required literal sets of a parsed sequence (each set: one of these must occur)."""
     found: list[frozenset[str]] = []
     run: list[str] = []
@@ -57,7 +57,7 @@ def _seq_literals(items: list) -> list[frozenset[str]]:  # type: ignore[type-arg
                 found.extend(_seq_literals(list(sub)))
         elif op is _c.BRANCH:
             _, branches = av
-            per_branch = []
+            per_branch: list[frozenset[str]] = []
             for br in branches:
                 lits = _seq_literals(list(br))
                 if not lits:

@@ -50,7 +50,7 @@ def expanded_size(pattern: str) -> int:
 
     repeats = {sc.MAX_REPEAT, sc.MIN_REPEAT, getattr(sc, "POSSESSIVE_REPEAT", sc.MAX_REPEAT)}
 
-    def size(items, depth: int = 0) -> int:  # type: ignore[no-untyped-def]
+    def size(items, depth: int = 0) -> int:
         total = 0
         for op, av in items:
             if depth > 50:
@@ -178,7 +178,7 @@ def _widen(pattern: str) -> bytes:
     dropped = {sc.AT, sc.ASSERT, sc.ASSERT_NOT}
     ignorecase = sc.SRE_FLAG_IGNORECASE
 
-    def klass(items, ci: bool) -> bytes:  # type: ignore[no-untyped-def]
+    def klass(items, ci: bool) -> bytes:
         if ci:
             return _ANY_RUN
         parts = []
@@ -191,7 +191,7 @@ def _widen(pattern: str) -> bytes:
                 return _ANY_RUN  # negated, a category (\d, \w: Unicode-wide), non-ASCII, a newline
         return b"[" + b"".join(parts) + b"]"
 
-    def seq(items, ci: bool, depth: int) -> bytes:  # type: ignore[no-untyped-def]
+    def seq(items, ci: bool, depth: int) -> bytes:
         if depth > 100:
             raise _Unwidenable
         out = []
@@ -240,7 +240,7 @@ def _widen(pattern: str) -> bytes:
     return widened
 
 
-def _google_re2():  # type: ignore[no-untyped-def]
+def _google_re2():
     try:
         import re2  # noqa: PLC0415 - google-re2, a dependency where it has wheels
     except Exception:  # noqa: BLE001 - missing, or a build that does not load
@@ -274,7 +274,7 @@ class _LiteralFinder:
 class _RE2Lines:
     """The two RE2 passes (see above): lines holding a literal, then the patterns each may match."""
 
-    def __init__(self, re2, entries: dict[int, tuple[bytes | None, list[bytes]]],  # type: ignore[no-untyped-def]
+    def __init__(self, re2, entries: dict[int, tuple[bytes | None, list[bytes]]],
                  fallback: _LiteralFinder):
         """``entries``: pattern id -> (widened pattern or None, its literals as RE2 expressions).
 
@@ -301,7 +301,7 @@ class _RE2Lines:
         self.fallback = fallback
 
     @staticmethod
-    def _options(re2, size: int):  # type: ignore[no-untyped-def]
+    def _options(re2, size: int):
         options = re2.Options()
         options.encoding = re2.Options.Encoding.LATIN1  # bytes are bytes: logs need not be UTF-8
         # Too small a budget sends the regex to RE2's NFA (100 times slower) and starves the set;
@@ -433,7 +433,7 @@ class NotCached(Exception):
     """The private cache holds no Hyperscan database for these patterns (the argument: its key)."""
 
 
-def _hs_plan(hyperscan, patterns: list[str], multiline: frozenset[int]):  # type: ignore[no-untyped-def]
+def _hs_plan(hyperscan, patterns: list[str], multiline: frozenset[int]):
     """(expressions, flags, cache key) of a pack's database: cheap, no compiling."""
     exprs = [_hs_one_line(p) if i in multiline else _hs_expression(p) for i, p in enumerate(patterns)]
     flags = hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_ALLOWEMPTY | hyperscan.HS_FLAG_MULTILINE
@@ -527,7 +527,7 @@ class HyperscanPrefilter:
             self.fallback = LiteralPrefilter(sub, frozenset(n for n, i in enumerate(self.bad) if i in multiline))
             self._fallback_ids = self.bad
 
-    def _load_cached(self, cache_dir: Path | None, key: str):  # type: ignore[no-untyped-def]
+    def _load_cached(self, cache_dir: Path | None, key: str):
         """The database stored for ``key``, when the private cache holds it and its digest checks out."""
         from qwen_triage.rulepack.cache import Cache, digest
 

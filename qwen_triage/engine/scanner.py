@@ -12,6 +12,7 @@ from qwen_triage.engine.correlate import Correlator, evidence_of
 from qwen_triage.engine.hang import HangTracker, join_cause, to_report
 from qwen_triage.engine.unrecognised import Collector, Item, template_of
 from qwen_triage.redact import redact_text
+from qwen_triage.engine.check_finding import CheckFinding
 from qwen_triage.engine.compiled import CompiledPack
 from qwen_triage.engine.finding import Finding
 from qwen_triage.engine.matcher import Matcher
@@ -158,7 +159,7 @@ class Scanner:
         """Classes found so far (diagnoses and their symptoms)."""
         return len(self.correlator.groups)
 
-    def first_at(self, severities: Iterable[object]) -> Finding | None:
+    def first_at(self, severities: Iterable[object]) -> Finding | CheckFinding | None:
         """The first finding of the first class found at one of ``severities`` (a live run's fatal line)."""
         wanted = tuple(severities)
         for group in self.correlator.groups.values():
@@ -219,7 +220,7 @@ class Scanner:
         for d in disabled:
             notes.append(f"rule {d.rule} was disabled: its pattern timed out on {d.where}")
         for p in self.unrecognised.benign:
-            if getattr(p, "disabled_at", None):
+            if p.disabled_at:
                 notes.append(f"known-benign pattern {p.pattern.pattern[:80]!r} was disabled: it timed out on "
                              f"{p.disabled_at}")
         screened = getattr(self.compiled.prefilter, "screened", ())

@@ -33,11 +33,21 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from qwen_triage.lazyre import lazy
 from qwen_triage.redact import redact_text
 from qwen_triage.engine.records import LineRecord
+
+
+class BenignPattern(Protocol):
+    """A known-benign template as the collector runs it (engine.compiled.GuardedPattern: a search under the
+    confirm timeout, disabled after one timeout, which ``disabled_at`` says for the report)."""
+
+    pattern: Any
+    disabled_at: str | None
+
+    def search(self, text: str) -> object: ...
 
 MAX_TEMPLATES = 200
 TAIL_LINES = 50  # heartbeats this close to the end of an input are where it stopped
@@ -265,7 +275,7 @@ MIN_BEATS = 3  # a heartbeat repeated this often, at the end of the input, is a 
 class Collector:
     """Signals of one scan, deduplicated by template; the benign ones and a traceback's structure dropped."""
 
-    benign: tuple[re.Pattern[str], ...] = ()
+    benign: tuple[BenignPattern, ...] = ()
     stages: dict[str, dict] = field(default_factory=dict)  # stage id -> its data (rank, label, resets, hint…)
     items: dict[str, Item] = field(default_factory=dict)
     dropped: int = 0  # distinct templates beyond MAX_TEMPLATES

@@ -526,7 +526,7 @@ def rule_patterns(rule: RuleSpec, buffer_size: int) -> list[str]:
     if m.all:
         if m.window >= buffer_size:
             raise Unexpressible(f"`all` window {m.window} needs more than bufferSize {buffer_size} lines")
-        patterns = npd_all_patterns(m.all, m.window)
+        patterns = npd_all_patterns(list(m.all), m.window)
     else:
         for n, source in enumerate(m.any, 1):
             try:

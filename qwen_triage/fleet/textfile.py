@@ -68,7 +68,7 @@ def render(result: CheckResult, up: bool | None = None) -> str:
         if key in seen:
             continue
         seen.add(key)
-        diag.append(({"class": d.class_, "severity": d.severity, "rule": d.rule, "source": d.source}, 1))
+        diag.append(({"class": d.class_, "severity": d.severity, "rule": d.rule, "source": d.source}, 1.0))
     family("diagnosis", "gauge", "Active qwen-triage diagnosis on this node (1 while it is active).", diag)
     family("last_check_timestamp_seconds", "gauge", "When the last qwen-triage check ran, in Unix time.",
            [({}, round(result.checked_at, 3))])

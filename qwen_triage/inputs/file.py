@@ -27,7 +27,7 @@ import stat
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, BinaryIO, Callable, Generator, Iterable, Iterator
 
 from qwen_triage.inputs.base import Chunk, Reader, totals
 from qwen_triage.inputs.source import InputError, Opened, Source, sniff
@@ -135,7 +135,7 @@ class FileReader(Reader):
             os.close(fd)
         return None
 
-    def read(self, prev: SourceState | None, budget: int, deadline: float, boot_id: str) -> Iterator[Chunk]:
+    def read(self, prev: SourceState | None, budget: int, deadline: float, boot_id: str = "") -> Iterator[Chunk]:
         from qwen_triage.inputs.position import SourceState
 
         cur = prev.file if prev is not None else None
@@ -205,7 +205,7 @@ class FileReader(Reader):
         self.state = SourceState(kind="file", file=cur, lines_total=total + self.lines,
                                  bytes_total=total_bytes + self.bytes)
 
-    def _read_fd(self, fd: int, cur: FileCursor, budget: int, deadline: float) -> Iterator[Chunk]:
+    def _read_fd(self, fd: int, cur: FileCursor, budget: int, deadline: float) -> Generator[Chunk, None, bool]:
         """Read from cur.offset; advance cur past whole lines only. Returns True at the end of the file."""
         head = grow_head(fd, cur)
         kind = sniff(head)  # the journal's JSON saved to a file is read as journal entries
@@ -430,14 +430,14 @@ def _decompressed(raw: BinaryIO) -> Opened:
 
     Closing is the caller's: stdin stays open; a file is closed by :func:`_open_file`'s ``close``.
     """
-    buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[arg-type]
+    buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[type-var]
     try:
         head = buffered.peek(2)[:2]
     except (OSError, ValueError):
         head = b""
     if head == GZIP_MAGIC:
         return Opened(stream=_Stepwise(gzip.GzipFile(fileobj=buffered)), raw=raw)  # type: ignore[arg-type]
-    return Opened(stream=buffered, raw=raw)  # type: ignore[arg-type]
+    return Opened(stream=buffered, raw=raw)
 
 
 class _Stepwise:

@@ -221,7 +221,7 @@ class JournalReader(Reader):
             super().__init__(key=f"journal:{name}", label=f"journal:{name}", via="journalctl")
         self.unit = None if unit is None else self.label.split(":", 1)[1]
 
-    def read(self, prev: SourceState | None, budget: int, deadline: float, boot_id: str) -> Iterator[Chunk]:
+    def read(self, prev: SourceState | None, budget: int, deadline: float, boot_id: str = "") -> Iterator[Chunk]:
         cursor = prev.cursor if prev is not None and prev.kind == "journal" else None
         total, total_bytes = totals(prev, "journal")
         binary = journal_tool_path()
@@ -254,7 +254,7 @@ class JournalReader(Reader):
     _cursor: str | None = None
     _silent = False  # the last run of journalctl was stopped before it printed anything or exited
 
-    def _run(self, cmd: list[str], budget: int, deadline: float, total: int):  # type: ignore[no-untyped-def]
+    def _run(self, cmd: list[str], budget: int, deadline: float, total: int):
         """Run journalctl, yield chunks of whole entries; returns (exit status, stderr tail, stopped early)."""
         errf = tempfile.TemporaryFile()
         try:

@@ -153,9 +153,10 @@ class KmsgReader(Reader):
         # `via` names the file actually read: a fire drill's QWEN_TRIAGE_KMSG file must never pass for /dev/kmsg
         super().__init__(key="kernel", label="kernel", via=self.path)
 
-    def read(self, prev: SourceState | None, budget: int, deadline: float, boot_id: str) -> Iterator[Chunk]:
-        same = prev is not None and prev.kind == "kmsg" and prev.boot_id == boot_id and prev.kmsg_seq is not None
-        last = prev.kmsg_seq if same and prev is not None else -1
+    def read(self, prev: SourceState | None, budget: int, deadline: float, boot_id: str = "") -> Iterator[Chunk]:
+        last = -1
+        if prev is not None and prev.kind == "kmsg" and prev.boot_id == boot_id and prev.kmsg_seq is not None:
+            last = prev.kmsg_seq
         total, total_bytes = totals(prev)
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -224,9 +225,10 @@ class DmesgReader(Reader):
     def __init__(self) -> None:
         super().__init__(key="kernel", label="kernel", via="dmesg")
 
-    def read(self, prev: SourceState | None, budget: int, deadline: float, boot_id: str) -> Iterator[Chunk]:
-        same = prev is not None and prev.kind == "dmesg" and prev.boot_id == boot_id and prev.dmesg_ts is not None
-        last = prev.dmesg_ts if same and prev is not None else -1.0
+    def read(self, prev: SourceState | None, budget: int, deadline: float, boot_id: str = "") -> Iterator[Chunk]:
+        last = -1.0
+        if prev is not None and prev.kind == "dmesg" and prev.boot_id == boot_id and prev.dmesg_ts is not None:
+            last = prev.dmesg_ts
         total, total_bytes = totals(prev)
         try:
             cp = subprocess.run(["dmesg"], capture_output=True, timeout=max(0.5, deadline - time.monotonic()),
@@ -275,3 +277,4 @@ def kernel_reader() -> Reader:
         return JournalReader(None)
     if os.access(KMSG_PATH, os.R_OK):
         return KmsgReader()
+    return DmesgReader()  # the last resort: dmesg reads the ring buffer where /dev/kmsg is closed to this user

@@ -34,6 +34,7 @@ from qwen_triage.live.stall import (
 
 if TYPE_CHECKING:
     from qwen_triage.engine.compiled import CompiledPack
+    from qwen_triage.live.session import LiveInput
     from qwen_triage.live.session import LiveEvent, LiveSession
 
 SETTLE, STDOUT, STDERR, QUIET = 0, 1, 2, 3  # SETTLE: release pending findings; QUIET: the output paused
@@ -78,7 +79,7 @@ class TriageFeed:
         self.stages = StageTracker(table=table)
         self.last = LastLines(heartbeat=table.heartbeat)
         self.session: LiveSession | None = None
-        self._input = None
+        self._input: LiveInput | None = None
         self._plain: dict[int, LineSplitter] = {}
         self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
         self._backlog = 0

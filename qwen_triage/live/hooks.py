@@ -18,7 +18,7 @@ class Hooks:
         self.notes: list[str] = []
         self._warned: set[str] = set()
 
-    def call(self, fn: Callable | None, *args: object) -> None:  # type: ignore[type-arg]
+    def call(self, fn: Callable | None, *args: object) -> None:
         """``fn(*args)``; an exception in it is noted once and does not stop the run."""
         if fn is None:
             return

@@ -14,7 +14,7 @@ import os
 import shutil
 import threading
 import time
-from typing import TYPE_CHECKING, Callable
+from typing import Callable, Literal, TYPE_CHECKING
 
 from qwen_triage.live.pump import same_target, write_all
 
@@ -105,7 +105,7 @@ class LiveReporter:
 
         self._console()
 
-    def _console(self):  # type: ignore[no-untyped-def]
+    def _console(self):
         from rich.console import Console
 
         return Console(
@@ -118,13 +118,13 @@ class LiveReporter:
             soft_wrap=not self.boxed,
         )
 
-    def _render(self, *renderables) -> str:  # type: ignore[no-untyped-def]
+    def _render(self, *renderables) -> str:
         console = self._console()
         for r in renderables:
             console.print(r)
-        return console.file.getvalue()  # type: ignore[attr-defined]
+        return console.file.getvalue()
 
-    def _rule(self, title: str, style: str = "bold magenta"):  # type: ignore[no-untyped-def]
+    def _rule(self, title: str, style: str = "bold magenta"):
         from rich.rule import Rule
         from rich.text import Text
 
@@ -162,7 +162,7 @@ class LiveReporter:
         def safe(text: str) -> str:  # log text: no secret, no control character
             return clean(redact_text(text))
 
-        fold = "fold" if self.boxed else None  # off a terminal nothing is folded (nor cropped: soft wrap)
+        fold: Literal["fold"] | None = "fold" if self.boxed else None  # off a terminal nothing is folded (nor cropped: soft wrap)
         body: list[Text] = [Text(safe(stall.describe()), style="bold")]
         if stall.stage is not None:
             since = f" (for {stall.stage_since:.0f} s)" if stall.stage_since is not None else ""
@@ -201,4 +201,4 @@ class LiveReporter:
         console = self._console()
         console.print(self._rule(title))
         print_text(report, console, shown=self.shown, boxed=self.boxed)
-        self.sink.write_block(console.file.getvalue())  # type: ignore[attr-defined]
+        self.sink.write_block(console.file.getvalue())

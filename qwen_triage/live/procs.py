@@ -196,7 +196,7 @@ def parent_death_preexec() -> "Callable[[], None] | None":
     return preexec
 
 
-def stop_helper(proc: subprocess.Popen, grace: float = 5.0) -> None:  # type: ignore[type-arg]
+def stop_helper(proc: subprocess.Popen, grace: float = 5.0) -> None:
     """Stop a helper we started (the journal's reader): SIGTERM, SIGKILL after ``grace`` seconds; reaped either way."""
     if proc.poll() is None:
         proc.terminate()

@@ -60,7 +60,7 @@ def grow_pipe(fd: int) -> None:
     try:
         import fcntl
 
-        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)  # type: ignore[attr-defined]
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
     except (OSError, AttributeError, ImportError):
         pass
 
@@ -120,7 +120,7 @@ class _Out:
             self.twin.last = last
 
 
-def _kernel_tee():  # type: ignore[no-untyped-def]
+def _kernel_tee():
     """libc's tee(2) (Python wraps splice, not tee): ``tee(src, dst, size, flags)``, -1 on error; None without."""
     if not hasattr(os, "splice"):
         return None

@@ -132,13 +132,13 @@ def _supervise(command: list[str], supervisor: list[Any], early: list[int], *, l
     return status
 
 
-def _how(sup) -> str:  # type: ignore[no-untyped-def]
+def _how(sup) -> str:
     from qwen_triage.live.procs import describe_returncode
 
     return describe_returncode(sup.returncode) + (f" (stopped: {sup.stop_reason})" if sup.stop_reason else "")
 
 
-def _write_report(report, path: Path) -> None:  # type: ignore[no-untyped-def]
+def _write_report(report, path: Path) -> None:
     from qwen_triage.report.markdown import to_markdown
 
     text = to_markdown(report) if path.suffix.lower() in (".md", ".markdown") else report.to_json() + "\n"

@@ -17,6 +17,7 @@ from typing import Callable, Iterator
 
 from qwen_triage.engine.scanner import Scanner
 from qwen_triage.live.lines import LineSplitter, Lines
+from qwen_triage.engine.check_finding import CheckFinding
 from qwen_triage.engine.compiled import CompiledPack
 from qwen_triage.engine.finding import Finding
 from qwen_triage.report.model import Diagnosis, Observation, Report
@@ -78,7 +79,7 @@ class LiveSession:
         self.inputs: list[LiveInput] = []
         self.notes: list[str] = []
         self.announced: dict[str, int] = {}  # class id -> diagnosis number (or 0 for a symptom)
-        self.fatal: Finding | None = None  # first critical/error finding, once certain
+        self.fatal: Finding | CheckFinding | None = None  # first critical/error finding, once certain
         self.finished = False
 
     # -- inputs -------------------------------------------------------------

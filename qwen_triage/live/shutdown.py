@@ -70,11 +70,11 @@ class ProcessTree:
         for pid, t in list(self._tracked.items()):
             if pid in found:
                 continue
-            st = procs.proc_stat(pid)
-            if st is None or st.starttime != t.starttime:
+            now = procs.proc_stat(pid)
+            if now is None or now.starttime != t.starttime:
                 del self._tracked[pid]
-            elif not st.zombie:
-                found[pid] = (pid, st.pgrp, False)
+            elif not now.zombie:
+                found[pid] = (pid, now.pgrp, False)
         return sorted(found.values())
 
     # -- stopping ---------------------------------------------------------------

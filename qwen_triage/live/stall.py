@@ -42,7 +42,7 @@ class StageTable:
         self._prefilter = None
 
     @property
-    def prefilter(self):  # type: ignore[no-untyped-def]
+    def prefilter(self):
         """The engine's prefilter over the stage patterns (Hyperscan where installed): one pass per block."""
         if self._prefilter is None:
             from qwen_triage.engine.prefilter import build_prefilter
@@ -89,7 +89,7 @@ class StageState:
 class StageTracker:
     """The stage of a launch, from the lines it prints."""
 
-    def __init__(self, clock=time.monotonic, table: StageTable | None = None):  # type: ignore[no-untyped-def]
+    def __init__(self, clock=time.monotonic, table: StageTable | None = None):
         self.clock = clock
         self.current: StageState | None = None
         self.table = table if table is not None else bundled_table()
@@ -171,7 +171,7 @@ class Stall:
 class StallWatchdog:
     """Reports once per silence longer than ``seconds`` (a new line re-arms it)."""
 
-    def __init__(self, seconds: float | None, clock=time.monotonic):  # type: ignore[no-untyped-def]
+    def __init__(self, seconds: float | None, clock=time.monotonic):
         self.seconds = seconds
         self.clock = clock
         self.last_activity = clock()

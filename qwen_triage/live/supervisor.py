@@ -52,6 +52,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
+from qwen_triage.engine.check_finding import CheckFinding
 from qwen_triage.live import procs
 from qwen_triage.live.feed import STDERR, STDOUT, TriageFeed
 from qwen_triage.live.hooks import Hooks
@@ -204,6 +205,7 @@ class Supervisor:
             self._guard = OrphanGuard(self.env[procs.RUN_MARKER]).start()
             preexec = procs.parent_death_preexec()
         if self.log_path is not None:
+            log_fd: int | None
             log_fd, self.log_path = open_log(self.log_path, self.log_exclusive)
         else:
             log_fd = spool()
@@ -307,7 +309,7 @@ class Supervisor:
             self.stop()
 
     @property
-    def _link(self):  # type: ignore[no-untyped-def]
+    def _link(self):
         """The pump's link (None when no pump runs); the pump's tests look at it."""
         return self.passthrough.link if self.passthrough is not None else None
 
@@ -322,9 +324,13 @@ class Supervisor:
         """--kill-on-fatal: the diagnosis is certain and fatal; stop the child unless it is stopping or gone."""
         if self.tree.stopper is not None or self.returncode is not None or session.fatal is None:
             return
-        rule = session.fatal.rule.rule
-        self.hooks.note(f"--kill-on-fatal: stopping the child: [{rule.severity.value}] {rule.title}", report=True)
-        self.request_stop(signal.SIGTERM, reason=f"kill-on-fatal: {rule.id}")
+        fatal = session.fatal
+        if isinstance(fatal, CheckFinding):  # a line classed by where it was printed (the catalogue)
+            severity, title, rule_id = fatal.severity, fatal.title, fatal.rule
+        else:
+            severity, title, rule_id = fatal.rule.rule.severity, fatal.rule.rule.title, fatal.rule.rule.id
+        self.hooks.note(f"--kill-on-fatal: stopping the child: [{severity.value}] {title}", report=True)
+        self.request_stop(signal.SIGTERM, reason=f"kill-on-fatal: {rule_id}")
 
     def _watch(self) -> None:
         """The stall watchdog's ticks, and a look for new descendants every :data:`SCAN_EVERY`."""

@@ -39,7 +39,7 @@ from qwen_triage.preflight.machine.smi import PastedDataError, pasted_snapshot
 from qwen_triage.preflight.machine.software import SoftwareInfo, probe_software
 from qwen_triage.preflight.machine.system import SystemInfo, gpu_numa_node, probe_system
 from qwen_triage.report.model import Diagnosis, Observation
-from qwen_triage.rulepack.schema import FailureClass
+from qwen_triage.rulepack.spec import ClassSpec
 
 
 class Inventory(BaseModel):
@@ -70,7 +70,7 @@ class DoctorInputError(ValueError):
 
 
 def check_model(
-    model: str | None, classes: dict[str, FailureClass] | None = None
+    model: str | None, classes: dict[str, ClassSpec] | None = None
 ) -> tuple[CheckModelResult | None, list[str]]:
     """``check-model`` on ``model`` when it is a path on this machine; otherwise a note says why not."""
     if not model:
@@ -100,7 +100,7 @@ def plan_model(
     compute_capabilities: list[str] | None = None,
     requested: tuple[int, int, int] | None = None,
     model_ref: str | None = None,
-    classes: dict[str, FailureClass] | None = None,
+    classes: dict[str, ClassSpec] | None = None,
     **settings: Any,
 ) -> tuple[PlanResult | None, list[str]]:
     """``plan`` for ``gpus`` devices of ``gpu_mem_bytes``; ``settings`` are :func:`plan_layouts`'s launch settings
@@ -128,7 +128,7 @@ def plan_on_gpus(
     gpus: PlanGpus,
     *,
     requested: tuple[int, int, int] | None = None,
-    classes: dict[str, FailureClass] | None = None,
+    classes: dict[str, ClassSpec] | None = None,
     **settings: Any,
 ) -> tuple[PlanResult | None, list[str]]:
     """``plan`` for ``model`` on ``gpus`` (:func:`~qwen_triage.preflight.plan.gpus.gpus_to_plan`'s choice)."""
@@ -180,7 +180,7 @@ def probe(
     statvfs: Callable[[str], Any] | None = None,
     software: Callable[[], SoftwareInfo] | None = None,
     check_files: bool = True,
-    classes: dict[str, FailureClass] | None = None,
+    classes: dict[str, ClassSpec] | None = None,
 ) -> DoctorResult:
     """Probe this machine (or, given ``nvidia_smi``/``topo``/a replaying ``gpu_probe``, another one).
 

@@ -127,8 +127,8 @@ def text_plan(result: PlanResult, c: Console, show_all: bool = False) -> None:
     if result.recommended:
         r = result.recommended
         c.print(f"[bold green]Recommended[/bold green]  {label(r)}: {escape(r.why)}")
-        x = result.layout(r.tp, r.pp, r.dp)
-        for t in x.tradeoffs if x else []:
+        shown = result.layout(r.tp, r.pp, r.dp)
+        for t in shown.tradeoffs if shown else []:
             c.print(f"   - {escape(t)}")
         c.print(f"   [bold]{escape(_command_line(result))}[/bold]")
     if result.alternatives:
@@ -269,8 +269,8 @@ def md_plan(result: PlanResult, show_all: bool = False) -> str:
         r = result.recommended
         command = md_escape(_command_line(result), code=True)
         out += ["", f"**Recommended:** {label(r)} — {r.why}", "", "```sh", command, "```"]
-        x = result.layout(r.tp, r.pp, r.dp)
-        out += [f"- {t}" for t in (x.tradeoffs if x else [])]
+        shown = result.layout(r.tp, r.pp, r.dp)
+        out += [f"- {t}" for t in (shown.tradeoffs if shown else [])]
     if result.alternatives:
         out += ["", "**Other layouts:**", ""]
         out += [f"- {label(a)}: {a.why}" for a in result.alternatives]

@@ -21,7 +21,7 @@ import json
 import math
 from dataclasses import dataclass, field, fields, is_dataclass
 from enum import Enum
-from typing import Any, TypeVar
+from typing import Any, Callable, TypeVar
 
 from qwen_triage import __version__
 from qwen_triage.rulepack.severity import Severity
@@ -293,11 +293,13 @@ class Report:
         return [d.class_ for d in self.diagnoses]
 
 
-@functools.cache
-def _adapter(kind: type) -> Any:
+def _make_adapter(kind: Any) -> Any:
     from pydantic import TypeAdapter
 
     return TypeAdapter(kind)
+
+
+_adapter: Callable[[Any], Any] = functools.cache(_make_adapter)  # one TypeAdapter per type
 
 
 class _NotPlain(Exception):
@@ -334,7 +336,7 @@ def to_json(obj: Any, indent: int | None = 2) -> str:
     except _NotPlain:
         kind = type(obj[0]) if isinstance(obj, list) and obj else type(obj)
         adapter = _adapter(list[kind]) if isinstance(obj, list) else _adapter(kind)  # type: ignore[valid-type]
-        return adapter.dump_json(obj, by_alias=True, indent=indent).decode()  # type: ignore[no-any-return]
+        return adapter.dump_json(obj, by_alias=True, indent=indent).decode()
     separators = (",", ": ") if indent is not None else (",", ":")
     return json.dumps(data, indent=indent, ensure_ascii=False, separators=separators)
 
@@ -349,11 +351,11 @@ def to_dict(obj: Any) -> Any:
 
 def validate(kind: type[T], data: Any) -> T:
     """A report object from JSON-ready data (``class`` or ``class_``), checked against the contract."""
-    return _adapter(kind).validate_python(data)  # type: ignore[no-any-return]
+    return _adapter(kind).validate_python(data)
 
 
 def from_json(kind: type[T], text: str | bytes) -> T:
-    return _adapter(kind).validate_json(text)  # type: ignore[no-any-return]
+    return _adapter(kind).validate_json(text)
 
 
 def json_schema() -> dict[str, Any]:

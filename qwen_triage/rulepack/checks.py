@@ -111,7 +111,7 @@ def _checked(
         return {}, list(getattr(exc, "all_errors", [exc]))
     out = []
     for i, c in enumerate(checks.values()):
-        named = [(("class",), c.class_)]
+        named: list[tuple[tuple[str, ...], str]] = [(("class",), c.class_)]
         named += [(("variants", k, "class"), v.class_) for k, v in c.variants.items() if v.class_]
         for where, class_id in named:
             if class_id not in class_ids:

@@ -218,7 +218,7 @@ class RuleSpec:
     def shown(self) -> dict[str, Any]:
         """What ``rules show`` prints: the YAML-equivalent mapping, defaults left out."""
         out = self.to_dict()
-        defaults = {"status": "stable", "references": [], "extract": {}, "explain": None, "fix": [], "table": None,
+        defaults: dict[str, Any] = {"status": "stable", "references": [], "extract": {}, "explain": None, "fix": [], "table": None,
                     "floor": False, "relay": False}
         for key, value in defaults.items():
             if out.get(key) == value or (isinstance(value, list) and out.get(key) == ()):
@@ -228,8 +228,10 @@ class RuleSpec:
             # the rows a code table gave are the table's (rules/codes/): shown by name, not as ~100 rows
             table["rows"] = [r for r in table["rows"] if "code_table" not in (r.get("facts") or {})]
         match = out["match"]
-        for key, value in (("any", ()), ("all", ()), ("unless", ()), ("where", {}), ("window", 200), ("count", 1), ("multiline", False), ("unless_after", False),
-                           ("raised_module", ()), ("raised_exception", ())):
+        match_defaults: tuple[tuple[str, Any], ...] = (
+            ("any", ()), ("all", ()), ("unless", ()), ("where", {}), ("window", 200), ("count", 1), ("multiline", False),
+            ("unless_after", False), ("raised_module", ()), ("raised_exception", ()))
+        for key, value in match_defaults:
             if match.get(key) == value:
                 match.pop(key)
         return out

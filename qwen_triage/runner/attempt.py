@@ -314,7 +314,7 @@ class DetachedServer:
 # --- triage ------------------------------------------------------------------------------
 
 
-def kernel_window(since: float, until: float, run=subprocess.run) -> tuple[bytes | None, str]:  # type: ignore[no-untyped-def]
+def kernel_window(since: float, until: float, run=subprocess.run) -> tuple[bytes | None, str]:
     """The kernel log between two wall-clock times (:mod:`qwen_triage.inputs.kernel`): (text or journal JSON,
     how it was read)."""
     got = kernel_log.read_window(kernel_log.Window(since, until), run)

@@ -73,7 +73,7 @@ from qwen_triage.runner.vllm.edit import apply_edits, rule_edit_reason
 from qwen_triage.units import bounded_int, port_number
 
 LaunchEdit = SetArg | RemoveArg | SetEnv | UnsetEnv
-_ACTION = TypeAdapter(Action)
+_ACTION: TypeAdapter[Any] = TypeAdapter(Action)
 _PLACEHOLDER = re.compile(r"<[^>]*>|^lower$|\{\w+\}")
 MIN_GPU_UTIL = 0.3
 MAX_GPU_UTIL = 0.98
@@ -234,7 +234,7 @@ def concretize(action: Any, launch: VllmLaunch, env: Mapping[str, str], ctx: Pla
             raise NotConcrete(f"--gpu-memory-utilization is already {cur:g}")
         return [SetArg(type="set_arg", arg="--gpu-memory-utilization", value=f"{new:g}")], None
     if isinstance(action, LowerMaxModelLen):
-        cur = launch.max_model_len if launch.max_model_len and launch.max_model_len > 0 else ctx.model_max_len
+        limit = launch.max_model_len if launch.max_model_len and launch.max_model_len > 0 else ctx.model_max_len
         if action.to is not None:
             if _placeholder(action.to):
                 raise NotConcrete(f"no value for {action.to} in the diagnosis")
@@ -242,14 +242,14 @@ def concretize(action: Any, launch: VllmLaunch, env: Mapping[str, str], ctx: Pla
                 new = int(action.to) if action.to.isdigit() and len(action.to) <= 12 else int(float(action.to))
             except (ValueError, OverflowError):
                 raise NotConcrete(f"not a length: {action.to!r}") from None
-        elif cur:
-            new = cur // 2
+        elif limit:
+            new = limit // 2
         else:
             raise NotConcrete("the current --max-model-len is unknown")
         if new < 16:
             raise NotConcrete(f"--max-model-len {new} would be useless")
-        if cur is not None and new >= cur:
-            raise NotConcrete(f"--max-model-len is already {cur}")
+        if limit is not None and new >= limit:
+            raise NotConcrete(f"--max-model-len is already {limit}")
         return [SetArg(type="set_arg", arg="--max-model-len", value=str(new))], None
     if isinstance(action, ExcludeGpu):
         if not action.gpu.strip():  # `gpu: "[[{pci}]]"` on a line that did not say which GPU

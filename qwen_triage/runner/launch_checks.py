@@ -241,7 +241,7 @@ def plan_context(machine: Machine | None, shape: ModelConfig | None, base_env: M
     from qwen_triage.runner.fixplan import PlanContext
     from qwen_triage.runner.layout import choose_layout
 
-    def replan(launch: VllmLaunch, env: dict[str, str]):  # type: ignore[no-untyped-def]
+    def replan(launch: VllmLaunch, env: dict[str, str]):
         assert machine is not None and shape is not None
         m = machine.seen_through({**base_env, **env}.get(visible_devices.ENV))
         plan = plan_for(shape, m, launch)

@@ -64,7 +64,7 @@ def settings_from(command: list[str], opts: Mapping[str, Any]) -> RunSettings:
     )
 
 
-def _gpu_probe(opts: Mapping[str, Any], env: Mapping[str, str]):  # type: ignore[no-untyped-def]
+def _gpu_probe(opts: Mapping[str, Any], env: Mapping[str, str]):
     from qwen_triage.runner.layout import is_cpu_build
 
     if opts.get("gpu_snapshot"):
@@ -125,7 +125,7 @@ def _main(command: list[str], opts: Mapping[str, Any], out: Printer, stop: threa
 
     rule_dirs, engine = tuple(opts.get("rule_dirs") or ()), str(opts.get("engine") or "auto")
 
-    def compiled():  # type: ignore[no-untyped-def]
+    def compiled():
         from qwen_triage.engine.scanner import load_compiled
 
         return load_compiled(rule_dirs, engine)  # exits 2 on a broken rule pack

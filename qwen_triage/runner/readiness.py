@@ -172,7 +172,8 @@ def gpu_usage(
     if snap is None:
         return GpuUsage(checked=False, detail="no NVML: per-GPU memory not checked")
     by_index = {g.index: g for g in snap.gpus}
-    busy, idle = [], []
+    busy: list[int] = []
+    idle: list[int] = []
     for i in gpus:
         g = by_index.get(i)
         if g is None:

@@ -124,7 +124,7 @@ class Journal:
             name = change.get("name", "")
             if is_secret_flag(name) or (change.get("kind") == "env" and is_secret_env(name)):
                 change.update({k: MASK for k in ("before", "after") if change.get(k)})
-        data = redact_tree(data)  # type: ignore[assignment]  # notes, facts, proofs: whatever came from a log
+        data = redact_tree(data)  # notes, facts, proofs: whatever came from a log
         line = (json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)

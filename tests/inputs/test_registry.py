@@ -55,6 +55,19 @@ def test_the_kernel_reader_by_name_follows_the_kmsg_override(tmp_path: Path, mon
     assert reader.state is not None and reader.state.kmsg_seq == 7
 
 
+def test_without_a_journal_or_a_readable_kmsg_the_kernel_is_read_with_dmesg(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The last resort of kernel_reader: it used to fall off its end and return None (found by mypy)."""
+    import qwen_triage.inputs.kernel as kernel
+
+    monkeypatch.delenv("QWEN_TRIAGE_JOURNALCTL", raising=False)
+    monkeypatch.delenv("QWEN_TRIAGE_KMSG", raising=False)
+    monkeypatch.setattr(kernel, "journal_tool_path", lambda: None)
+    monkeypatch.setattr(kernel, "KMSG_PATH", str(tmp_path / "no-kmsg"))
+    reader = build("kernel")
+    assert isinstance(reader, kernel.DmesgReader) and reader.via == "dmesg"
+
+
 def test_a_process_reader_reads_the_file_its_stdout_goes_to_even_after_a_rename(tmp_path: Path) -> None:
     log = tmp_path / "out.log"
     code = "import sys, time; print('ready', flush=True); time.sleep(60)"

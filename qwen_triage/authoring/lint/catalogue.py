@@ -9,7 +9,7 @@ from pathlib import Path
 from qwen_triage.authoring.lint.check import Check
 from qwen_triage.authoring.lint.context import LintContext, fix_defaults_error
 from qwen_triage.authoring.lint.problem import Problem
-from qwen_triage.rulepack.schema import FailureClass
+from qwen_triage.rulepack.spec import ClassSpec
 from qwen_triage.rulepack.errors import RuleFileError
 
 
@@ -57,7 +57,7 @@ CHECKS = (
 )
 
 
-def lint_fix_defaults(path: Path, classes: dict[str, FailureClass]) -> list[Problem]:
+def lint_fix_defaults(path: Path, classes: dict[str, ClassSpec]) -> list[Problem]:
     """The runner's per-class fix defaults: schema (actions from the vocabulary), class ids exist."""
     exc = fix_defaults_error(path, classes)
     return [failed(CHECKS[2], exc)] if exc is not None else []

@@ -69,7 +69,7 @@ def parse_levels(pairs: Iterable[str]) -> list[tuple[str, Level]]:
         selector, _, level = pair.partition("=")
         if level not in LEVELS or not selector:
             raise ValueError(f"{pair!r}: give ID=LEVEL, LEVEL one of {', '.join(LEVELS)}")
-        out.append((selector, level))  # type: ignore[arg-type]
+        out.append((selector, level))
     return out
 
 

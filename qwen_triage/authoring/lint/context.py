@@ -18,7 +18,7 @@ from qwen_triage.rulepack.fix_defaults import FIX_DEFAULTS_FILE
 from qwen_triage.rulepack.codes import CodeTables, code_files, load_code_tables
 from qwen_triage.rulepack.pack import LoadedRule, RulePack, load_classes, load_rule_file, rule_files
 from qwen_triage.rulepack.paths import bundled_rules_dir
-from qwen_triage.rulepack.schema import FailureClass
+from qwen_triage.rulepack.spec import ClassSpec
 from qwen_triage.rulepack.errors import RuleFileError
 
 
@@ -35,7 +35,7 @@ class DataFile:
 class LintContext:
     paths: list[Path]
     base: Path
-    classes: dict[str, FailureClass] | None = None
+    classes: dict[str, ClassSpec] | None = None
     classes_error: RuleFileError | None = None
     cycles: list[list[str]] = field(default_factory=list)
     fix_defaults_error: RuleFileError | None = None
@@ -116,7 +116,7 @@ def load_context(paths: list[Path], base: Path | None = None) -> LintContext:
     return ctx
 
 
-def class_cycles(classes: dict[str, FailureClass]) -> list[list[str]]:
+def class_cycles(classes: dict[str, ClassSpec]) -> list[list[str]]:
     """Every `explains` cycle of the catalogue (a root cause must not explain itself)."""
     cycles = []
     state: dict[str, int] = {}
@@ -147,7 +147,7 @@ def _bundled_rules() -> list[LoadedRule]:
         return []  # linted on its own (`rules lint` without paths) it says why
 
 
-def fix_defaults_error(path: Path, classes: dict[str, FailureClass]) -> RuleFileError | None:
+def fix_defaults_error(path: Path, classes: dict[str, ClassSpec]) -> RuleFileError | None:
     from qwen_triage.rulepack.fix_defaults import load_fix_defaults
 
     try:
@@ -157,7 +157,7 @@ def fix_defaults_error(path: Path, classes: dict[str, FailureClass]) -> RuleFile
     return None
 
 
-def _data_files(directories: list[Path], classes: dict[str, FailureClass]) -> Iterator[DataFile]:
+def _data_files(directories: list[Path], classes: dict[str, ClassSpec]) -> Iterator[DataFile]:
     from functools import partial
 
     from qwen_triage.rulepack.benign import BENIGN_FILE, load_benign

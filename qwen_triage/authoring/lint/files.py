@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,7 +11,7 @@ from qwen_triage.authoring.lint.check import Check
 from qwen_triage.authoring.lint.context import LintContext
 from qwen_triage.authoring.lint.problem import Problem
 from qwen_triage.rulepack.pack import LoadedRule
-from qwen_triage.rulepack.schema import FailureClass
+from qwen_triage.rulepack.spec import ClassSpec
 
 
 def _file_invalid(check: Check, ctx: LintContext) -> Iterator[Problem]:
@@ -28,7 +30,7 @@ def _class_unknown(check: Check, ctx: LintContext) -> Iterator[Problem]:
         yield from _unknown_classes(check, path, ctx.classes or {})
 
 
-def _unknown_classes(check: Check, path: Path, classes: dict[str, FailureClass]) -> list[Problem]:
+def _unknown_classes(check: Check, path: Path, classes: dict[str, ClassSpec]) -> list[Problem]:
     """Every rule (and table row) of a schema-valid file whose class is not in the catalogue, each with
     its position; empty when the file fails for another reason (the loader's error then says why)."""
     from qwen_triage.authoring.suggest import CLASS_PLACEHOLDER
@@ -45,7 +47,7 @@ def _unknown_classes(check: Check, path: Path, classes: dict[str, FailureClass])
         return []
     out = []
     for i, rule in enumerate(parsed.rules if parsed else ()):
-        wanted = [(("rules", i, "class"), rule.class_)]
+        wanted: list[tuple[tuple[str | int, ...], Any]] = [(("rules", i, "class"), rule.class_)]
         wanted += [(("rules", i, "table", "rows", r, "class"), row.class_)
                    for r, row in enumerate(rule.table.rows if rule.table else ()) if row.class_ is not None]
         for where, cid in wanted:

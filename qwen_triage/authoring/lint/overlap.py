@@ -6,6 +6,8 @@ made (every rule that fired on each example), so no pattern is compiled or match
 
 from __future__ import annotations
 
+from typing import Any
+
 from collections import defaultdict
 from collections.abc import Hashable, Iterator
 
@@ -15,7 +17,7 @@ from qwen_triage.authoring.lint.problem import Problem
 from qwen_triage.rulepack.pack import LoadedRule
 
 
-def triggers(lr: LoadedRule) -> list[Hashable]:
+def triggers(lr: LoadedRule) -> list[tuple[Any, ...]]:
     """What makes the rule fire, as comparable keys: each `any` pattern alone (any one fires it), or the
     whole `all` set with its window, each with what else limits the lines it accepts (sources, `where`,
     `count`, `multiline`, `unless`). Rules with one key in common fire on the same lines."""

@@ -63,7 +63,7 @@ def probe_pattern(pattern: str, examples: list[str], full: bool = False) -> str 
     return None
 
 
-def _cpu_seconds(run, probe: str) -> float | None:  # type: ignore[no-untyped-def]
+def _cpu_seconds(run, probe: str) -> float | None:
     """The CPU this thread spent on one probe; None once it has spent PROBE_TIMEOUT of CPU.
 
     Decided by work, not by the clock: the regex engine's only limit is wall time, so a probe cut

@@ -21,11 +21,11 @@ from qwen_triage.authoring.lint.variants import LONG_WORDS
 from qwen_triage.rulepack.pack import LoadedRule
 
 try:  # Python 3.11+
-    import re._constants as _c  # type: ignore[import-not-found]
-    import re._parser as _p  # type: ignore[import-not-found]
+    import re._constants as _c
+    import re._parser as _p
 except ImportError:  # pragma: no cover - older layouts
-    import sre_constants as _c  # type: ignore[no-redef]
-    import sre_parse as _p  # type: ignore[no-redef]
+    import sre_constants as _c
+    import sre_parse as _p
 
 CORE_MIN = 3  # words: a core shorter than this is rarely what identifies a failure
 _WORD = re.compile(r"\S+")
@@ -43,7 +43,7 @@ def literal_runs(pattern: str) -> list[str]:
     return out
 
 
-def _runs(items: list, out: list[str]) -> None:  # type: ignore[type-arg]
+def _runs(items: list, out: list[str]) -> None:
     run: list[str] = []
     for op, av in items:
         if op is _c.LITERAL:

@@ -201,7 +201,7 @@ def _on_messages(lines: list[_Line], change: Callable[[str], str]) -> str:
 
 
 @lru_cache(maxsize=4096)
-def _compiled(pattern: str):  # type: ignore[no-untyped-def]
+def _compiled(pattern: str):
     return compile_pattern(pattern)
 
 
@@ -228,9 +228,9 @@ def drift_variants(lr: LoadedRule, example: str, lines: list[_Line] | None = Non
         text = _on_messages(lines, change)
         if text != same:
             yield Variant("drift", name, text)
-    text = _extra_word(lr, lines)
-    if text is not None:
-        yield Variant("drift", f"a word added inside a matched phrase of more than {LONG_WORDS} words", text)
+    added = _extra_word(lr, lines)
+    if added is not None:
+        yield Variant("drift", f"a word added inside a matched phrase of more than {LONG_WORDS} words", added)
 
 
 def variants(lr: LoadedRule, example: str) -> Iterator[Variant]:

@@ -320,7 +320,7 @@ def _memory_health(snap: GpuSnapshot, at: str) -> list[CheckFinding]:
 
 def _p2p(snap: GpuSnapshot, at: str, iommu: str | None) -> list[CheckFinding]:
     """Peer-to-peer between the cards, as NVML reports it against the links they have."""
-    topo, p2p = snap.topology, snap.p2p
+    topo, p2p = snap.topology or [], snap.p2p or []
     out: list[CheckFinding] = []
     n = len(topo)
     pairs = [(a, b) for a in range(n) for b in range(a + 1, n)]

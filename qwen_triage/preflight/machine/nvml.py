@@ -240,7 +240,7 @@ class PynvmlProbe:
             )
         ecc_mode = opt(N.nvmlDeviceGetEccMode, h)
         remap = opt(N.nvmlDeviceGetRemappedRows, h)
-        procs = []
+        procs: list[Any] = []
         for getter in (N.nvmlDeviceGetComputeRunningProcesses, N.nvmlDeviceGetGraphicsRunningProcesses):
             for p in opt(getter, h) or []:
                 if any(q.pid == p.pid for q in procs):

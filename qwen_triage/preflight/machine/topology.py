@@ -104,26 +104,26 @@ def place(n_gpus: int, tp: int, n_groups: int, matrix: list[list[str]] | None, b
         # Index order last, so ties keep the natural order.
         return (top, worsts.count(top), total, [i for g in groups for i in g])
 
-    best = [default, cost(default)]
+    best_groups, best_cost = default, cost(default)
     visits = 0
 
     def search(chosen: list[tuple[int, ...]], free: list[int], floor: int) -> None:
-        nonlocal visits
+        nonlocal visits, best_groups, best_cost
         visits += 1
         if visits > budget:
             return
         if len(chosen) == n_groups:
             c = cost(chosen)
-            if c < best[1]:
-                best[0], best[1] = list(chosen), c
+            if c < best_cost:
+                best_groups, best_cost = list(chosen), c
             return
         for group in itertools.combinations(free, tp):
             if group[0] < floor:
                 continue
-            if rank(worst_link(matrix, group)[0]) > best[1][0]:
+            if rank(worst_link(matrix, group)[0]) > best_cost[0]:
                 continue
             rest = [g for g in free if g not in group]
             search(chosen + [group], rest, group[0])
 
     search([], list(range(n_gpus)), 0)
-    return Placement(best[0], matrix)
+    return Placement(best_groups, matrix)

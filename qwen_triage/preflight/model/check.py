@@ -26,7 +26,7 @@ from qwen_triage.preflight.findings import act, ev, fix, to_report
 from qwen_triage.preflight.model.hashes import ChecksumFileError, ProgressStart, blob_digest, parse_sums, sha256_file
 from qwen_triage.preflight.output import PreflightOutput
 from qwen_triage.report.model import Diagnosis, Observation
-from qwen_triage.rulepack.schema import FailureClass
+from qwen_triage.rulepack.spec import ClassSpec
 from qwen_triage.preflight.model import jsontext
 
 _SHARD = re.compile(r"^(?P<stem>.+)-(?P<no>\d{5})-of-(?P<count>\d{5})\.(?P<ext>safetensors|bin)$")
@@ -285,10 +285,10 @@ def _check_weight_files(st: ScanState, st_files: list[Path], gguf_files: list[Pa
             st.findings += findings
             if header is None:
                 continue
-            if kind == "safetensors":
-                st.headers[p.name] = header
-            else:
+            if isinstance(header, ggufcheck.GgufHeader):
                 st.findings += ggufcheck.info_findings(p, header)
+            else:
+                st.headers[p.name] = header
     for p in pt_files:
         st.file(p.name, "pytorch", p.stat().st_size, detail="PyTorch pickle: presence checked only")
 
@@ -341,7 +341,7 @@ def inspect_model(
     sha256_list: str | Path | None = None,
     hash_files: bool = False,
     progress: ProgressStart | None = None,
-    classes: dict[str, FailureClass] | None = None,
+    classes: dict[str, ClassSpec] | None = None,
 ) -> CheckModelResult:
     """Check a model directory or a single weights file. Raises :class:`ModelPathError` on bad input."""
     root = Path(path).expanduser()

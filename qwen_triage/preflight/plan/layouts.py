@@ -29,7 +29,7 @@ from qwen_triage.preflight.plan.checks import (
 from qwen_triage.preflight.plan.models import Layout, LayoutRef, PlanModel, PlanResult, Settings
 from qwen_triage.preflight.machine.topology import Placement, describe, kind, place
 from qwen_triage.units import GiB
-from qwen_triage.rulepack.schema import FailureClass
+from qwen_triage.rulepack.spec import ClassSpec
 
 __all__ = ["Layout", "LayoutRef", "PlanResult", "command_for", "plan_layouts"]
 
@@ -366,7 +366,7 @@ def plan_layouts(
     requested: tuple[int, int, int] | None = None,
     model_ref: str | None = None,
     detected_gpus: int | None = None,
-    classes: dict[str, FailureClass] | None = None,
+    classes: dict[str, ClassSpec] | None = None,
     memory_known: bool = True,
 ) -> PlanResult:
     """Plan every layout of ``model_cfg`` on ``gpus`` cards of ``gpu_mem_bytes`` each.

@@ -70,7 +70,7 @@ def layer_bytes(model: ModelConfig, layer: int, tp: int, linear_b: float, dense_
     q_out = model.num_heads * hd / tp
     kv_out = kv_heads_per_rank(model, tp) * hd
     linear = h * q_out + 2 * h * kv_out + q_out * h  # q, k, v, o
-    other = 2 * h  # input and post-attention norms
+    other: float = 2 * h  # input and post-attention norms
     if model.qkv_bias:
         other += q_out + 2 * kv_out
     if model.qk_norm:
