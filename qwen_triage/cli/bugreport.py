@@ -10,13 +10,13 @@ from qwen_triage.cli.options import fail, pack_options
 from qwen_triage.inputs.helptext import KERNEL_WINDOW_SOURCES
 
 
-def _markdown(result) -> str:  # type: ignore[no-untyped-def]
+def _markdown(result) -> str:
     from qwen_triage.bugreport.render import to_markdown
 
     return to_markdown(result)
 
 
-def _json(result) -> str:  # type: ignore[no-untyped-def]
+def _json(result) -> str:
     from qwen_triage.bugreport.render import to_json
 
     return to_json(result)
