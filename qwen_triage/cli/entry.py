@@ -17,5 +17,7 @@ def main() -> None:
         from qwen_triage.cli.main import main as command_line
     except KeyboardInterrupt:  # Ctrl-C before the command line exists: 128+SIGINT, as any later Ctrl-C
         print("Aborted!", file=sys.stderr)
-        sys.exit(130)
+        from qwen_triage.exits import EXIT_INTERRUPTED
+
+        sys.exit(EXIT_INTERRUPTED)
     command_line()

@@ -9,10 +9,10 @@ import time
 
 import click
 
+from qwen_triage.exits import EXIT_OK, EXIT_PROBLEM, EXIT_UNKNOWN
 from qwen_triage.inputs.helptext import KERNEL_CHECK_SOURCES
 from qwen_triage.report.formats import pick
 
-EXIT_OK, EXIT_PROBLEM, EXIT_UNKNOWN = 0, 1, 2
 
 
 STATE_ENV = "QWEN_TRIAGE_STATE"  # the state directory, as the Slurm wrapper's setting of the same name

@@ -19,7 +19,7 @@ from qwen_triage.rulepack.errors import RuleFileError
 from qwen_triage.cli.options import engine_option, fail, format_option, pack_options, rules_option
 from qwen_triage.report.emit import FORMATS
 from qwen_triage.report.formats import JSONL, write_format
-from qwen_triage.exits import EXIT_CLEAN, EXIT_FOUND, Failure
+from qwen_triage.exits import EXIT_CLEAN, EXIT_FOUND, EXIT_INTERRUPTED, Failure
 
 # Commands that live in their own subpackages, imported only when asked for, so
 # that `scan` starts fast and a broken optional part cannot take it down.
@@ -472,7 +472,7 @@ def main() -> None:
         status = exc.code
         if status == EXIT_FOUND and take_pending() == signal.SIGINT:
             # click's "Aborted!" after a Ctrl-C no command handled itself: 128+SIGINT, not "a diagnosis"
-            status = 128 + signal.SIGINT
+            status = EXIT_INTERRUPTED
     except BrokenPipeError:
         # `qwen-triage scan … | head` closing the pipe is not an error
         sys.stderr.close()

@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 import click
 
 from qwen_triage.cli.options import fail, format_option
-from qwen_triage.exits import Failure
+from qwen_triage.exits import EXIT_CLEAN, EXIT_FOUND, Failure
 
 QUANT_CHOICES = ("none", "awq", "gptq", "gptq-int8", "fp8", "bitsandbytes")
 
@@ -25,7 +25,7 @@ def _finish(result: Any, fmt: str, show_all: bool = False) -> NoReturn:
 
     emit(result, fmt, sys.stdout, show_all=show_all)
     sys.stdout.flush()
-    raise SystemExit(1 if result.diagnoses else 0)
+    raise SystemExit(EXIT_FOUND if result.diagnoses else EXIT_CLEAN)
 
 
 def _layout_options(f: Any) -> Any:
@@ -137,7 +137,7 @@ def check_model(path: str, sha256: str | None, fmt: str) -> None:
         for f in result.files:
             if f.sha256:
                 click.echo(f"{f.sha256}  {f.name}")
-        raise SystemExit(1 if result.diagnoses else 0)
+        raise SystemExit(EXIT_FOUND if result.diagnoses else EXIT_CLEAN)
     _finish(result, fmt)
 
 

@@ -13,6 +13,8 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from qwen_triage.exits import killed_by
+
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 # Put in a child's environment: every descendant inherits it, so a daemon that double-forked into a
@@ -126,7 +128,7 @@ def describe_wait_status(status: int) -> tuple[int, str]:
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         core = " (core dumped)" if os.WCOREDUMP(status) else ""
-        return 128 + sig, f"was killed by signal {sig} ({signal_name(sig)}){core}"
+        return killed_by(sig), f"was killed by signal {sig} ({signal_name(sig)}){core}"
     if os.WIFEXITED(status):
         code = os.WEXITSTATUS(status)
         return code, f"exited with status {code}"
@@ -135,7 +137,7 @@ def describe_wait_status(status: int) -> tuple[int, str]:
 
 def exit_status(returncode: int) -> int:
     """Popen.returncode -> the shell's convention: 128+N when killed by signal N."""
-    return 128 - returncode if returncode < 0 else returncode
+    return killed_by(-returncode) if returncode < 0 else returncode
 
 
 def describe_returncode(returncode: int) -> str:

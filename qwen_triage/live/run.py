@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from qwen_triage.exits import killed_by
 from qwen_triage.interrupts import deliver_pending
 
 FORWARD_AND_STOP = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
@@ -73,7 +74,7 @@ def _supervise(command: list[str], supervisor: list[Any], early: list[int], *, l
     compiled = load_compiled(rule_dirs, engine)  # exits 2 on a bad rule pack, before anything runs
     if early:
         _say(f"{signal.Signals(early[0]).name} before {command[0]!r} started: not started")
-        return 128 + early[0]
+        return killed_by(early[0])
     log = Path(log_path).expanduser() if log_path else default_log_path(command)
     out, err = Sink.pair(1, 2)
     reporter = LiveReporter(err, quiet=quiet)

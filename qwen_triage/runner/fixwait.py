@@ -12,7 +12,8 @@ import time
 from qwen_triage.runner.deps import Deps
 from qwen_triage.runner.fixplan import FixPlan, verified
 from qwen_triage.runner.profile import RunSettings
-from qwen_triage.runner.stops import EXIT_GAVE_UP, EXIT_MANUAL, _Stop, interrupted
+from qwen_triage.exits import EXIT_GAVE_UP, EXIT_MANUAL
+from qwen_triage.runner.stops import _Stop, interrupted
 
 
 def manual_steps(plan: FixPlan) -> list[str]:

@@ -48,15 +48,8 @@ from qwen_triage.runner.one_attempt import AttemptRunner
 from qwen_triage.runner.profile import RunSettings
 from qwen_triage.runner.render import command_text
 from qwen_triage.runner.runlog import AttemptRecord, Journal, RunRecord
-from qwen_triage.runner.stops import (
-    EXIT_GAVE_UP,
-    EXIT_INTERRUPTED,
-    EXIT_MANUAL,
-    EXIT_READY,
-    EXIT_USAGE,
-    _Stop,
-    interrupted,
-)
+from qwen_triage.exits import EXIT_GAVE_UP, EXIT_INTERRUPTED, EXIT_MANUAL, EXIT_READY, EXIT_USAGE
+from qwen_triage.runner.stops import _Stop, interrupted
 from qwen_triage.runner.vllm.argv import VllmLaunch
 from qwen_triage.runner.vllm.diff import Change
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from qwen_triage.interrupts import deliver_pending
-from qwen_triage.runner.stops import EXIT_USAGE
+from qwen_triage.exits import EXIT_USAGE
 from qwen_triage.runner.deps import Deps
 from qwen_triage.runner.loop import Run, default_paths
 from qwen_triage.runner.profile import (

@@ -1,4 +1,4 @@
-"""How a relaunch run ends: its exit statuses and the exception that carries one out of the loop.
+"""How a relaunch run ends: the exception that carries its exit status (qwen_triage/exits.py) out of the loop.
 
 A module of its own so the loop, the attempt runner and the fix waiter can all
 end the run the same way without importing one another.
@@ -6,11 +6,7 @@ end the run the same way without importing one another.
 
 from __future__ import annotations
 
-EXIT_READY = 0
-EXIT_GAVE_UP = 1
-EXIT_USAGE = 2
-EXIT_MANUAL = 3
-EXIT_INTERRUPTED = 130
+from qwen_triage.exits import EXIT_INTERRUPTED
 
 
 class _Stop(Exception):
