@@ -359,6 +359,13 @@ def decide(states: list[RankState], root_cause: int | None = None) -> Verdict:
         return found(s, f"rank {s.rank} {said} while every other rank the logs show timed out waiting "
                         f"in a collective: it never entered it", op=op,
                      seq=max(waiting_seqs) if waiting_seqs else None)
+    suspects, note = _suspects(states, silent, bool(waited))
+    return Verdict(None, suspects, states, False, note + note_rc)
+
+
+def _suspects(states: list[RankState], silent: list[RankState], waited: bool) -> tuple[list[tuple[int, str]], str]:
+    """When no rank stands out: the silent ones, those that raised or were killed, each with why; else every
+    rank. And the note that says the logs cannot decide."""
     suspects: list[tuple[int, str]] = []
     for s in silent:
         suspects.append((s.rank, "printed no timeout and no error while others waited"))
@@ -367,14 +374,12 @@ def decide(states: list[RankState], root_cause: int | None = None) -> Verdict:
             suspects.append((s.rank, f"raised {s.error}"))
         elif s.exitcode not in (None, 0, SIGTERM, 1) and not s.waited:
             suspects.append((s.rank, f"exit code {s.exitcode}"))
-    if not suspects:
-        why = "every rank that reported timed out waiting" if waited else "the ranks' lines do not say"
-        suspects = [(s.rank, why) for s in states]
-        note = ("the logs cannot decide: every rank joined and none finished"
-                if waited and not silent else "the logs cannot decide which rank stopped first")
-    else:
-        note = "the logs cannot decide between the suspects"
-    return Verdict(None, suspects, states, False, note + note_rc)
+    if suspects:
+        return suspects, "the logs cannot decide between the suspects"
+    why = "every rank that reported timed out waiting" if waited else "the ranks' lines do not say"
+    note = ("the logs cannot decide: every rank joined and none finished"
+            if waited and not silent else "the logs cannot decide which rank stopped first")
+    return [(s.rank, why) for s in states], note
 
 
 def _others(states: list[RankState], culprit: RankState) -> str:

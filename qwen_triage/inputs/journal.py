@@ -30,7 +30,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import IO, Any, Generator, Iterator
 
 from qwen_triage.inputs.base import Chunk, Reader, totals
 from qwen_triage.inputs.position import SourceState
@@ -285,31 +285,18 @@ class JournalReader(Reader):
                 received = received or bool(data)
                 eof = not data
                 if data and skipping:
-                    nl = data.find(b"\n")
-                    dropped = len(data) if nl < 0 else nl + 1
-                    self.bytes += dropped
+                    data, dropped = self._rest_of_skipped(data)
                     spent += dropped
-                    if nl < 0:
+                    skipping = data is None
+                    if data is None:
                         continue
-                    skipping = False
-                    self.lines += 1
-                    data = data[nl + 1 :]
                 if data:
                     nl = data.rfind(b"\n")
                     if nl >= 0:
                         whole = len(buf) + nl + 1
                     buf += data
-                    if len(buf) - whole > MAX_ENTRY:
-                        # one entry longer than any message the engine reads (journald itself splits lines at
-                        # 48 KiB; this came through the native protocol): skip it, keep its cursor, go on
-                        yield from self._entries(buf, whole, total)
-                        cursor = _CURSOR_RE.search(bytes(buf[whole : whole + HEAD]))
-                        if cursor:
-                            self._cursor = cursor[1].decode("utf-8", "replace")
-                        self.notes.append(f"{self.label}: a journal entry of more than {MAX_ENTRY} bytes was "
-                                          "skipped (over the line limit); reading went on after it")
-                        self.bytes += len(buf) - whole
-                        spent += len(buf) - whole
+                    if len(buf) - whole > MAX_ENTRY:  # an entry over the line limit
+                        spent += yield from self._skip_overlong(buf, whole, total)
                         buf.clear()
                         whole = 0
                         skipping = True
@@ -326,18 +313,33 @@ class JournalReader(Reader):
                 if eof:
                     break
         finally:
-            if stopped or proc.poll() is None:
-                proc.kill()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
-            proc.stdout.close()
-            errf.seek(0)
-            err = errf.read(4096).decode("utf-8", "replace").strip().splitlines()
-            errf.close()
+            err = _reap(proc, errf, kill=stopped)
         self._silent = waited_out and not received
-        return proc.returncode, (err[-1] if err else ""), stopped
+        return proc.returncode, err, stopped
+
+    def _rest_of_skipped(self, data: bytes) -> tuple[bytes | None, int]:
+        """``data`` after the end of an entry being skipped (None: the entry goes on past it), and the bytes
+        dropped."""
+        nl = data.find(b"\n")
+        dropped = len(data) if nl < 0 else nl + 1
+        self.bytes += dropped
+        if nl < 0:
+            return None, dropped
+        self.lines += 1
+        return data[nl + 1 :], dropped
+
+    def _skip_overlong(self, buf: bytearray, whole: int, total: int) -> Generator[Chunk, None, int]:
+        """One entry longer than any message the engine reads (journald itself splits lines at 48 KiB; this came
+        through the native protocol) after the whole entries of ``buf``: those are yielded, it is skipped, its
+        cursor kept, reading goes on after it. Returns the bytes skipped."""
+        yield from self._entries(buf, whole, total)
+        cursor = _CURSOR_RE.search(bytes(buf[whole : whole + HEAD]))
+        if cursor:
+            self._cursor = cursor[1].decode("utf-8", "replace")
+        self.notes.append(f"{self.label}: a journal entry of more than {MAX_ENTRY} bytes was "
+                          "skipped (over the line limit); reading went on after it")
+        self.bytes += len(buf) - whole
+        return len(buf) - whole
 
     def _entries(self, buf: bytearray, whole: int, total: int) -> Iterator[Chunk]:
         """The whole entries at the start of ``buf`` as one chunk; the cursor of the last one kept."""
@@ -362,3 +364,20 @@ def cursor_time(cursor: str) -> str | None:
     if not m:
         return None
     return f"@{int(m[1], 16) // 1_000_000}"
+
+
+def _reap(proc: subprocess.Popen[bytes], errf: IO[bytes], kill: bool) -> str:
+    """Stop ``proc`` (when told to, or still running), wait for it a moment, close its output; the last line it
+    wrote to ``errf``, its stderr."""
+    if kill or proc.poll() is None:
+        proc.kill()
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+    assert proc.stdout is not None
+    proc.stdout.close()
+    errf.seek(0)
+    err = errf.read(4096).decode("utf-8", "replace").strip().splitlines()
+    errf.close()
+    return err[-1] if err else ""

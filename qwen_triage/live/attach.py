@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from qwen_triage.inputs.registry import live
 from qwen_triage.inputs.helptext import JOURNAL_TOOL
@@ -31,6 +31,7 @@ from qwen_triage.live import procs
 
 if TYPE_CHECKING:
     from qwen_triage.engine.compiled import CompiledPack
+    from qwen_triage.live.follow import FollowLoop
 
 
 def run_line(cmdline: list[str]) -> str:
@@ -160,81 +161,39 @@ def attach_main(pid: int, compiled: "CompiledPack", fmt: str, new_only: bool = F
     """The `attach` command. Exit status like `scan`; 2 when nothing can be read."""
     from qwen_triage.exits import EXIT_CLEAN, EXIT_ERROR, EXIT_FOUND
     from qwen_triage.report.emit import emit_report
-    from qwen_triage.inputs.journal import journal_tool_available, pid_command
-    from qwen_triage.live.systemd_journal import unit_exit
+    from qwen_triage.inputs.journal import journal_tool_available
     from qwen_triage.live.follow import FollowLoop, stop_signals
     from qwen_triage.live.live_report import LiveReporter, Sink
     from qwen_triage.live.session import LiveSession
 
-    def say(msg: str) -> None:
-        print(f"qwen-triage: {msg}", file=sys.stderr)
-
     if procs.proc_stat(pid) is None:
-        say(f"no process {pid}")
+        _say(f"no process {pid}")
         return EXIT_ERROR
     try:
         watch = ProcessWatch(pid)
     except ProcessLookupError:
-        say(f"no process {pid}")
+        _say(f"no process {pid}")
         return EXIT_ERROR
-    targets = [inspect_fd(pid, 1), inspect_fd(pid, 2)]
     unit, user = unit_of(pid)
-    plan = plan_attach(targets, unit, journal_tool_available())
-    cmdline = cmdline_of(pid)
+    plan = plan_attach([inspect_fd(pid, 1), inspect_fd(pid, 2)], unit, journal_tool_available())
     if not plan.readable:
-        for m in plan.messages:
-            say(m)
-        say(f"nothing of process {pid} ({watch.known[pid].name}) can be read from here.")
-        say("start it under qwen-triage next time, which shows and saves its output and triages it live:")
-        print(f"  {run_line(cmdline)}", file=sys.stderr)
-        if unit:
-            print(f"  (or, as the systemd unit it runs in: qwen-triage journal {unit})", file=sys.stderr)
+        _say_unreadable(pid, watch.known[pid].name, plan, unit)
         return EXIT_ERROR
 
     reporter = LiveReporter(Sink(2))
     session = LiveSession(compiled, on_event=reporter.event)
     loop = FollowLoop(session, note=reporter.note)
-    for m in plan.messages:
-        reporter.note(m)
-    for t in plan.files:
-        loop.add(live("file", t.path, name=t.name, from_end=new_only, by_name=False, note=reporter.note))
-        reporter.note(f"following {t.name} (fd {t.fd} of process {pid})")
-    jproc: subprocess.Popen[bytes] | None = None
-    if plan.journal:
-        started = _start_time(pid)
-        since = None if new_only or started is None else f"@{int(started)}"
-        cmd = pid_command(pid, unit=unit, user=user, since=since)
-        try:
-            src = live("journal", cmd, f"journal:{unit or f'_PID={pid}'}")
-        except OSError as exc:
-            say(f"cannot run {JOURNAL_TOOL}: {exc.strerror}")
-            return EXIT_ERROR
-        jproc = src.proc
-        loop.add(src)
-        reporter.note(f"following the journal: {shlex.join(cmd)}")
+    try:
+        jproc = _follow(loop, plan, pid, unit, user, new_only, reporter.note)
+    except OSError as exc:
+        _say(f"cannot run {JOURNAL_TOOL}: {exc.strerror}")
+        return EXIT_ERROR
     reporter.note(f"attached to {pid} ({watch.known[pid].name}); Ctrl-C detaches and prints the summary")
-
-    ended_at: list[float] = []
-
-    def tick() -> None:
-        for p, name, how in watch.poll():
-            if p == pid and how is None and unit:
-                how = unit_exit(unit, pid, user=user)
-            what = how or "ended (its exit status was collected by its parent before it could be read)"
-            who = "the attached process" if p == pid else "child process"
-            text = f"{who} {p} ({name}) {what}"
-            reporter.note(text)
-            session.notes.append(text)
-        if watch.main_gone and not ended_at:
-            ended_at.append(time.monotonic())
-
-    def should_stop() -> bool:
-        # after the process is gone, give the journal a moment to deliver its last lines
-        return bool(ended_at) and time.monotonic() - ended_at[0] > (1.0 if jproc is not None else 0.0)
-
+    # after the process is gone, give the journal a moment to deliver its last lines
+    ending = _Ending(watch, pid, unit, user, reporter.note, session.notes, linger=1.0 if jproc is not None else 0.0)
     with stop_signals() as stop_requested:
         try:
-            loop.run(should_stop=lambda: stop_requested() or should_stop(), on_tick=tick)
+            loop.run(should_stop=lambda: stop_requested() or ending.over(), on_tick=ending.tick)
             if stop_requested():
                 session.notes.append(f"detached from {pid} while it was still running")
             else:
@@ -249,6 +208,71 @@ def attach_main(pid: int, compiled: "CompiledPack", fmt: str, new_only: bool = F
     reporter.note("summary follows", always=True)
     emit_report(report, fmt)
     return EXIT_FOUND if report.diagnoses else EXIT_CLEAN
+
+
+def _say(msg: str) -> None:
+    print(f"qwen-triage: {msg}", file=sys.stderr)
+
+
+def _say_unreadable(pid: int, name: str, plan: AttachPlan, unit: str | None) -> None:
+    """Why nothing of the process can be read, and how to start it so that it can be, next time."""
+    for m in plan.messages:
+        _say(m)
+    _say(f"nothing of process {pid} ({name}) can be read from here.")
+    _say("start it under qwen-triage next time, which shows and saves its output and triages it live:")
+    print(f"  {run_line(cmdline_of(pid))}", file=sys.stderr)
+    if unit:
+        print(f"  (or, as the systemd unit it runs in: qwen-triage journal {unit})", file=sys.stderr)
+
+
+def _follow(loop: FollowLoop, plan: AttachPlan, pid: int, unit: str | None, user: bool, new_only: bool,
+            note: Callable[[str], None]) -> subprocess.Popen[bytes] | None:
+    """Add what ``plan`` says can be read to ``loop``: the files the process writes, its journal stream (whose
+    reader process is returned, to be stopped at the end). OSError when the journal's tool cannot run."""
+    from qwen_triage.inputs.journal import pid_command
+
+    for m in plan.messages:
+        note(m)
+    for t in plan.files:
+        loop.add(live("file", t.path, name=t.name, from_end=new_only, by_name=False, note=note))
+        note(f"following {t.name} (fd {t.fd} of process {pid})")
+    if not plan.journal:
+        return None
+    started = _start_time(pid)
+    since = None if new_only or started is None else f"@{int(started)}"
+    cmd = pid_command(pid, unit=unit, user=user, since=since)
+    src = live("journal", cmd, f"journal:{unit or f'_PID={pid}'}")
+    loop.add(src)
+    note(f"following the journal: {shlex.join(cmd)}")
+    return src.proc
+
+
+class _Ending:
+    """Says when the attached process and its children end (the unit's exit status where systemd has it), and
+    when to stop: ``linger`` seconds after the attached process is gone."""
+
+    def __init__(self, watch: ProcessWatch, pid: int, unit: str | None, user: bool, note: Callable[[str], None],
+                 notes: list[str], linger: float):
+        self.watch, self.pid, self.unit, self.user = watch, pid, unit, user
+        self.note, self.notes, self.linger = note, notes, linger
+        self.ended_at: float | None = None
+
+    def tick(self) -> None:
+        from qwen_triage.live.systemd_journal import unit_exit
+
+        for p, name, how in self.watch.poll():
+            if p == self.pid and how is None and self.unit:
+                how = unit_exit(self.unit, self.pid, user=self.user)
+            what = how or "ended (its exit status was collected by its parent before it could be read)"
+            who = "the attached process" if p == self.pid else "child process"
+            text = f"{who} {p} ({name}) {what}"
+            self.note(text)
+            self.notes.append(text)
+        if self.watch.main_gone and self.ended_at is None:
+            self.ended_at = time.monotonic()
+
+    def over(self) -> bool:
+        return self.ended_at is not None and time.monotonic() - self.ended_at > self.linger
 
 
 def _start_time(pid: int) -> float | None:

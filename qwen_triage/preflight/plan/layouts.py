@@ -11,6 +11,7 @@ sequence, because vLLM refuses to start otherwise.
 from __future__ import annotations
 
 from functools import partial
+from collections.abc import Callable
 from typing import Any
 
 from qwen_triage.preflight.plan import memory as mem
@@ -394,28 +395,15 @@ def plan_layouts(
         topology = None
 
     evaluate = partial(_evaluate, model, s, gpus, topology, memory_known)
-    layouts = [
-        evaluate(tp, pp, dp)
-        for tp in range(1, gpus + 1)
-        for pp in range(1, gpus // tp + 1)
-        for dp in range(1, gpus // (tp * pp) + 1)
-    ]
+    layouts = [evaluate(tp, pp, dp) for tp, pp, dp in _shapes(gpus)]
     recommended, launch_len, fit_findings = _recommend(model, source, layouts, gpus, s)
     findings += fit_findings
     command: list[str] = []
     env: dict[str, str] = {}
-    if recommended is not None:
+    if recommended is not None:  # the `vllm serve` line and its environment
         command = command_for(model_name_ref, recommended, s, dtype_arg, quant_arg, launch_len)
         env = _launch_env(layouts, recommended, gpus, detected_gpus)
-
-    full = next((x for x in layouts if (x.tp, x.pp, x.dp) == (gpus, 1, 1)), None)
-    if full is not None and full.refused and gpus > 1:
-        notes.append(f"TP {gpus} on all {gpus} GPUs is impossible: " + "; ".join(full.reasons))
-
-    if requested is not None:
-        findings += requested_findings(model, source, requested, layouts, gpus, recommended, evaluate)
-    if detected_gpus is not None and detected_gpus < gpus:
-        findings.append(fewer_visible_finding(gpus, detected_gpus))
+    findings += _judged(model, source, layouts, gpus, evaluate, recommended, requested, detected_gpus, notes)
 
     diagnoses, observations = to_report(findings, classes)
     shown, kv_total, overhead = _plan_model(model, s)
@@ -442,6 +430,32 @@ def plan_layouts(
         observations=observations,
         notes=notes,
     )
+
+
+def _shapes(gpus: int) -> list[tuple[int, int, int]]:
+    """Every (tp, pp, dp) whose product fits on ``gpus``, smallest TP first."""
+    return [
+        (tp, pp, dp)
+        for tp in range(1, gpus + 1)
+        for pp in range(1, gpus // tp + 1)
+        for dp in range(1, gpus // (tp * pp) + 1)
+    ]
+
+
+def _judged(model: ModelConfig, source: str, layouts: list[Layout], gpus: int, evaluate: Callable[..., Layout],
+            recommended: LayoutRef | None, requested: tuple[int, int, int] | None, detected_gpus: int | None,
+            notes: list[str]) -> list[CheckFinding]:
+    """What the plan says beyond its layouts: TP on every GPU when it is impossible (a note), the problems of the
+    layout the user means to launch, fewer GPUs visible than planned for."""
+    full = next((x for x in layouts if (x.tp, x.pp, x.dp) == (gpus, 1, 1)), None)
+    if full is not None and full.refused and gpus > 1:
+        notes.append(f"TP {gpus} on all {gpus} GPUs is impossible: " + "; ".join(full.reasons))
+    findings: list[CheckFinding] = []
+    if requested is not None:
+        findings += requested_findings(model, source, requested, layouts, gpus, recommended, evaluate)
+    if detected_gpus is not None and detected_gpus < gpus:
+        findings.append(fewer_visible_finding(gpus, detected_gpus))
+    return findings
 
 
 def _fits_with(model: ModelConfig, tp: int, pp: int, s: Settings, quant: QuantInfo | None) -> str | None:
