@@ -11,20 +11,18 @@ never removes the class.
 
 from __future__ import annotations
 
-import re
-
+from qwen_triage.exits import EXIT_OK, EXIT_PROBLEM, EXIT_UNKNOWN
 from qwen_triage.fleet.check import CheckResult, node_level
 from qwen_triage.fleet.state import ActiveDiagnosis, acts_on_node
+from qwen_triage.textsafe import clean
 
-OK, NONOK, UNKNOWN = 0, 1, 2
 DEFAULT_MAX_OUTPUT = 80
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
-_SPACES = re.compile(r"\s+")
 
 
-def clean(text: str) -> str:
-    """One line of printable text: control characters (and line separators) become spaces."""
-    return _SPACES.sub(" ", _CONTROL.sub(" ", text)).strip()
+def one_line(text: str) -> str:
+    """The message as NPD shows it in a node condition: the one sanitiser's text (no escape sequence, control
+    character or bidi override: a log's words must not make the condition read differently), on one line."""
+    return " ".join(clean(text).split())
 
 
 def cut(text: str, limit: int) -> str:
@@ -52,7 +50,7 @@ def detail(d: ActiveDiagnosis) -> str:
 def message(result: CheckResult) -> str:
     if result.active:
         top = result.active[0]
-        text = f"{top.class_}: {clean(detail(top))}"
+        text = f"{top.class_}: {one_line(detail(top))}"
         others = {d.class_ for d in result.active[1:] if d.class_ != top.class_}
         if others:
             text += f" (+{len(others)} more)"
@@ -72,11 +70,11 @@ def sets_condition(d: ActiveDiagnosis) -> bool:
 def npd_output(result: CheckResult, max_output: int = DEFAULT_MAX_OUTPUT) -> tuple[int, str]:
     """(exit status, the one line to print) for node-problem-detector."""
     if result.status == "problem" and not any(sets_condition(d) for d in result.active):
-        return OK, cut(clean(f"ok: warning only: {message(result)}"), max_output)
-    code = NONOK if result.status == "problem" else UNKNOWN if result.status == "unknown" else OK
-    return code, cut(clean(message(result)), max_output)
+        return EXIT_OK, cut(one_line(f"ok: warning only: {message(result)}"), max_output)
+    code = EXIT_PROBLEM if result.status == "problem" else EXIT_UNKNOWN if result.status == "unknown" else EXIT_OK
+    return code, cut(one_line(message(result)), max_output)
 
 
 def npd_failure(reason: str, max_output: int = DEFAULT_MAX_OUTPUT) -> tuple[int, str]:
     """The check could not run at all (state locked, rules broken): Unknown, with why."""
-    return UNKNOWN, cut(clean(f"unknown: {reason}"), max_output)
+    return EXIT_UNKNOWN, cut(one_line(f"unknown: {reason}"), max_output)

@@ -67,6 +67,18 @@ def test_npd_line_is_bounded_one_line_and_clean(limit: int) -> None:
         assert line.startswith("node.kernel_panic: ")
 
 
+def test_npd_line_goes_through_the_one_sanitiser() -> None:
+    """A node condition is read in `kubectl describe node`: a bidi override in a log's words would make it read
+    differently from what it says, an escape sequence's parameters would show as text. The one sanitiser
+    (textsafe.clean) removes both, as it does for every terminal."""
+    from qwen_triage.textsafe import clean
+
+    title = "GPU \u202eevil\u202c fell off \u2066the bus\u2069 \x1b]0;owned\x07\x1b[31mred\x1b[0m"
+    _, line = npd.npd_output(result(diag(cls="node.kernel_panic", severity="critical", title=title)), max_output=200)
+    assert line == "node.kernel_panic: " + " ".join(clean(title).split())
+    assert not any(c in line for c in "\u202e\u202c\u2066\u2069\x1b") and "[31m" not in line and "owned" not in line
+
+
 def test_npd_cli_exit_codes_and_output(tmp_path: Path, boot, warm_cli) -> None:  # type: ignore[no-untyped-def]
     log = tmp_path / "k.log"
     log.write_text(QUIET)
