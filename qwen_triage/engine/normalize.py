@@ -205,15 +205,7 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
             rec.formats += ("timestamped",)
             return m["msg"]
     if " NCCL " in msg[:160] and (m := NCCL_LINE.match(msg)):
-        rec.host = rec.host or m["host"]
-        rec.pid = bounded_int(m["pid"])
-        rec.gpu = bounded_int(m["gpu"])
-        rec.level = level_name(m["level"])
-        rec.program = rec.program or "nccl"
-        rec.formats += ("nccl",)
-        if m["loc"]:
-            rec.extra["source"] = m["loc"]
-        return m["msg"]
+        return _nccl(rec, m)
     if c.isalnum() and ": kern: " in msg[:60] and (m := TALOS_KERN.match(msg)):
         _set_ts(rec, m["ts"])
         rec.host = m["host"]
@@ -229,60 +221,11 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
         rec.formats += ("dmesg-decode",)
         return m["msg"]
     if c == "[":
-        if m := MPI_TAG.match(msg):
-            rec.rank = bounded_int(m["rank"])
-            rec.formats += ("mpi",)
-            return m["msg"]
-        if m := DMESG.match(msg):
-            _set_ts(rec, m["ts"])
-            _claim_program(rec, "kernel")
-            rec.formats += ("dmesg",)
-            return m["msg"]
-        if m := DMESG_T.match(msg):
-            _set_ts(rec, m["ts"])
-            _claim_program(rec, "kernel")
-            rec.formats += ("dmesg-T",)
-            return m["msg"]
-        if m := TORCH_RANK.match(msg):
-            if m["rank"] is not None:
-                rec.rank = bounded_int(m["rank"])
-            else:
-                rec.local_rank = bounded_int(m["local"])
-            rec.formats += ("torch-rank",)
-            return m["msg"]
-        if m := GLOG.match(msg):
-            _set_ts(rec, m["ts"])
-            rec.level = level_name(m["level"])
-            rec.formats += ("glog",)
-            return m["msg"]
+        return _strip_bracketed(rec, msg)
     if c == "t" and (m := OLLAMA_LOGFMT.match(msg)):
-        _set_ts(rec, m["ts"])
-        rec.level = level_name(m["level"])
-        if m["src"]:
-            rec.extra["source"] = m["src"]
-        rec.formats += ("logfmt",)
-        rest = m["rest"]
-        if m["quoted"] and _LAST_VALUE.fullmatch(rest):
-            rest = rest[: rest.rindex('"')]
-        return rest.lstrip()
-    if c == "(" and msg.startswith("(pid=") and (m := RAY_PID.match(msg)):
-        rec.pid = bounded_int(m["pid"])
-        rec.host = rec.host or m["ip"]
-        rec.formats += ("ray",)
-        return m["msg"]
-    if c == "(" and (m := VLLM_PREFIX.match(msg)):
-        rec.process = m["proc"]
-        rec.pid = bounded_int(m["pid"])
-        rec.host = rec.host or m["ip"]
-        if m["rank"]:
-            rec.rank = bounded_int(m["rank"])
-        elif pp := VLLM_PP_TP.search(m["proc"]):
-            # the rank is pp * tp_size + tp, and the line does not give tp_size: the stage and TP rank only
-            rec.extra["pp_rank"], rec.extra["tp_rank"] = pp[1], pp[2]
-        elif g := GPU_IN_PROC.search(m["proc"]):
-            rec.rank = bounded_int(g[1])
-        rec.formats += ("vllm-process",)
-        return m["msg"]
+        return _logfmt(rec, m)
+    if c == "(":
+        return _strip_parenthesised(rec, msg)
     if c in "DIWEC" and (m := VLLM_LINE.match(msg)):
         _set_ts(rec, m["ts"])
         rec.level = level_name(m["level"])
@@ -305,6 +248,88 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
     if c.isalnum() and "| " in msg[:80] and (m := COMPOSE.match(msg)) and not rec.formats:
         rec.extra["container"] = m["container"]
         rec.formats += ("compose",)
+        return m["msg"]
+    return None
+
+
+def _nccl(rec: LineRecord, m: re.Match[str]) -> str:
+    """NCCL's own prefix: ``host:pid:tid [gpu] NCCL LEVEL`` (the host, process, GPU and level of the line)."""
+    rec.host = rec.host or m["host"]
+    rec.pid = bounded_int(m["pid"])
+    rec.gpu = bounded_int(m["gpu"])
+    rec.level = level_name(m["level"])
+    rec.program = rec.program or "nccl"
+    rec.formats += ("nccl",)
+    if m["loc"]:
+        rec.extra["source"] = m["loc"]
+    return m["msg"]
+
+
+def _strip_bracketed(rec: LineRecord, msg: str) -> str | None:
+    """The wrappers that open with ``[``: an MPI launcher's rank tag, the kernel's uptime and ``dmesg -T``
+    clock, torchrun's ``[rank N]:`` / ``[default0]:``, glog's bracketed header."""
+    if m := MPI_TAG.match(msg):
+        rec.rank = bounded_int(m["rank"])
+        rec.formats += ("mpi",)
+        return m["msg"]
+    if m := DMESG.match(msg):
+        _set_ts(rec, m["ts"])
+        _claim_program(rec, "kernel")
+        rec.formats += ("dmesg",)
+        return m["msg"]
+    if m := DMESG_T.match(msg):
+        _set_ts(rec, m["ts"])
+        _claim_program(rec, "kernel")
+        rec.formats += ("dmesg-T",)
+        return m["msg"]
+    if m := TORCH_RANK.match(msg):
+        if m["rank"] is not None:
+            rec.rank = bounded_int(m["rank"])
+        else:
+            rec.local_rank = bounded_int(m["local"])
+        rec.formats += ("torch-rank",)
+        return m["msg"]
+    if m := GLOG.match(msg):
+        _set_ts(rec, m["ts"])
+        rec.level = level_name(m["level"])
+        rec.formats += ("glog",)
+        return m["msg"]
+    return None
+
+
+def _logfmt(rec: LineRecord, m: re.Match[str]) -> str:
+    """Ollama's logfmt (``time=… level=… source=… msg="…"``): the message, unquoted when it is the last value."""
+    _set_ts(rec, m["ts"])
+    rec.level = level_name(m["level"])
+    if m["src"]:
+        rec.extra["source"] = m["src"]
+    rec.formats += ("logfmt",)
+    rest = m["rest"]
+    if m["quoted"] and _LAST_VALUE.fullmatch(rest):
+        rest = rest[: rest.rindex('"')]
+    return rest.lstrip()
+
+
+def _strip_parenthesised(rec: LineRecord, msg: str) -> str | None:
+    """The process prefixes that open with ``(``: Ray's ``(pid=N, ip=…)`` and vLLM's ``(Worker_TP1 pid=N)`` /
+    ``(VllmWorker rank=N pid=P)``, whose process name may carry the rank, or the PP stage and TP rank."""
+    if msg.startswith("(pid=") and (m := RAY_PID.match(msg)):
+        rec.pid = bounded_int(m["pid"])
+        rec.host = rec.host or m["ip"]
+        rec.formats += ("ray",)
+        return m["msg"]
+    if m := VLLM_PREFIX.match(msg):
+        rec.process = m["proc"]
+        rec.pid = bounded_int(m["pid"])
+        rec.host = rec.host or m["ip"]
+        if m["rank"]:
+            rec.rank = bounded_int(m["rank"])
+        elif pp := VLLM_PP_TP.search(m["proc"]):
+            # the rank is pp * tp_size + tp, and the line does not give tp_size: the stage and TP rank only
+            rec.extra["pp_rank"], rec.extra["tp_rank"] = pp[1], pp[2]
+        elif g := GPU_IN_PROC.search(m["proc"]):
+            rec.rank = bounded_int(g[1])
+        rec.formats += ("vllm-process",)
         return m["msg"]
     return None
 

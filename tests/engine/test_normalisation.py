@@ -151,14 +151,15 @@ def test_field_lookup_for_where() -> None:
 
 
 def _formats_the_normaliser_names() -> set[str]:
-    """Every format `_strip_layer` records, read from its source: a wrapper added there without a sample
-    would never be rendered by `rules lint`'s robustness check."""
+    """Every format the normaliser's wrappers record (`_strip_layer` and the helpers it hands a wrapper to), read
+    from its source: a wrapper added there without a sample would never be rendered by `rules lint`'s robustness
+    check."""
     import inspect
     import re
 
     from qwen_triage.engine import normalize as module
 
-    return set(re.findall(r'formats \+= \("([\w-]+)",\)', inspect.getsource(module._strip_layer)))
+    return set(re.findall(r'formats \+= \("([\w-]+)",\)', inspect.getsource(module)))
 
 
 def test_every_wrapper_has_a_sample() -> None:
