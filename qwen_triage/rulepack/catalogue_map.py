@@ -96,18 +96,19 @@ class CatalogueMap:
             pattern = self._files[family.id] = re.compile("|".join(f"(?:{glob_regex(g)})" for g in family.files))
         return pattern.fullmatch(path) is not None
 
+    def holds(self, f: Family, entry: "TemplateEntry") -> bool:
+        """Whether the family's program, files, exception, kind and level hold ``entry``."""
+        if f.program != entry.program or (f.kind is not None and f.kind != entry.kind):
+            return False
+        if f.exceptions and entry.exception not in f.exceptions:
+            return False
+        if f.levels and (entry.level or "") not in f.levels:
+            return False
+        return self._covers(f, entry.file)
+
     def family_of(self, entry: "TemplateEntry") -> Family | None:
-        """The first family whose program, files, exception, kind and level hold ``entry``; None when none does."""
-        for f in self.families:
-            if f.program != entry.program or (f.kind is not None and f.kind != entry.kind):
-                continue
-            if f.exceptions and entry.exception not in f.exceptions:
-                continue
-            if f.levels and (entry.level or "") not in f.levels:
-                continue
-            if self._covers(f, entry.file):
-                return f
-        return None
+        """The first family that holds ``entry``; None when none does."""
+        return next((f for f in self.families if self.holds(f, entry)), None)
 
 
 def may_diagnose(entry: "TemplateEntry") -> bool:

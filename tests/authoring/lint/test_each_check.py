@@ -17,6 +17,10 @@ CASES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
     "data-invalid": ((), {"benign_yaml": 'benign:\n  - pattern: "abc"\n    why: because\n    examples: ["xyz"]\n'}),
     "benign-backtracking": ((), {"benign_yaml": "benign:\n  - pattern: 'ERROR (a|aa)+$'\n    why: noise\n"
                                                 "    examples: ['ERROR aa']\n"}),
+    "data-map-unmatched": ((), {"catalogue__map_yaml": "families:\n  - id: nowhere\n    program: noprogram\n"
+                                                                "    label: nothing at all\n    files: ['x/**']\n"
+                                                                "    class: config.bad_argument\n    severity: error\n"
+                                                                "    why: a family of a program nobody ships\n"}),
     "file-invalid": ((rule(extra="    colour: red\n"),), {}),
     "class-unknown": ((rule(cls="nosuch.class"),), {}),
     "rule-id-duplicate": ((rule("vllm.port-in-use"),), {}),
