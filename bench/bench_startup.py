@@ -5,8 +5,10 @@
 
 Both run as fresh processes with the same interpreter, alternating, after one
 warm-up each (so the rule-pack cache and the OS file cache are warm, as they are
-for a user's second run). Prints the median wall time of each and the ratio; the
-target (issue 19) is a ratio at or under 3. The package's bytecode is compiled
+for a user's second run). Prints the median wall time and the median CPU time
+(user + system, from ``wait4``) of each, their ratios, and the load average: on a
+loaded machine wall time measures the queue, CPU time the work. The target
+(issue 31) is a ratio at or under 2.5. The package's bytecode is compiled
 first (:func:`installed_bytecode`), as an installed package has it: compiling our
 sources on every run is not start-up.
 Machines here are shared and noisy: read the ratio, not the milliseconds.
@@ -56,30 +58,40 @@ def startup_pair(tmp: str) -> tuple[list[str], list[str]]:
     return [sys.executable, "-m", "qwen_triage", "scan", str(log)], [sys.executable, "-m", "json.tool", str(tiny)]
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> float:
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall, CPU) seconds of one run of ``cmd``: CPU is the child's user + system time (``wait4``)."""
     t0 = time.perf_counter()
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
-    return time.perf_counter() - t0
+    child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    _pid, _status, usage = os.wait4(child.pid, 0)
+    child.returncode = 0  # reaped here: Popen must not wait for it again
+    return time.perf_counter() - t0, usage.ru_utime + usage.ru_stime
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=15)
     args = ap.parse_args()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     installed_bytecode()
     with tempfile.TemporaryDirectory() as tmp:
+        # A cache of its own: the user's is shared by every checkout and pack on the machine, and a run that
+        # finds another pack's Hyperscan database there scans with the literal prefilter (another figure).
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(Path(tmp, "cache"))}
         ours, base = startup_pair(tmp)
-        timed(ours, env), timed(base, env)  # warm-up: pack cache, OS caches
-        a: list[float] = []
-        b: list[float] = []
+        # warm-up: the pack cache and the Hyperscan database (compiled now, as a user's first run leaves it
+        # compiled in the background), the OS caches
+        timed(ours, {**env, "QWEN_TRIAGE_HS_BUILD": "inline"}), timed(base, env)
+        a: list[tuple[float, float]] = []
+        b: list[tuple[float, float]] = []
+        load = os.getloadavg()[0]
         for _ in range(args.runs):
             a.append(timed(ours, env))
             b.append(timed(base, env))
-    ma, mb = statistics.median(a), statistics.median(b)
-    print(f"qwen-triage scan (10 lines): {ma * 1000:7.1f} ms  (median of {args.runs})")
-    print(f"python -m json.tool:         {mb * 1000:7.1f} ms")
-    print(f"ratio: {ma / mb:.2f}x  (target <= 3x)")
+    load = max(load, os.getloadavg()[0])
+    print(f"load average (1 min, highest seen): {load:.1f} on {os.cpu_count()} CPUs")
+    for what, i in (("wall", 0), ("CPU", 1)):
+        ma, mb = statistics.median(r[i] for r in a), statistics.median(r[i] for r in b)
+        print(f"{what:4s}  qwen-triage scan (10 lines): {ma * 1000:6.1f} ms   python -m json.tool: {mb * 1000:6.1f} ms"
+              f"   ratio {ma / mb:.2f}x  (median of {args.runs}; target <= 2.5x)")
     return 0
 
 

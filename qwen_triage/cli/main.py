@@ -110,14 +110,21 @@ def scan(ctx: click.Context, paths: tuple[str, ...], fmt: str, rule_dirs: tuple[
         except ModuleNotFoundError:
             fail("--follow is not available in this installation")
         sys.exit(follow_mod.follow_scan(options, fmt, note=_note))
-    result = run(options, out=sys.stdout, progress=scan_progress, note=_note)
+    from qwen_triage.report.emit import clean_text_will_do
+
+    # a clean scan's text report is two lines its figures give: no report built (a small healthy log)
+    result = run(options, out=sys.stdout, progress=scan_progress, note=_note, figures_enough=clean_text_will_do(fmt))
     if result.batch is not None:
         from qwen_triage.engine.batch import summary
 
         click.echo(summary(result.batch), err=True)
     if result.interrupted:
         click.echo("qwen-triage: interrupted; report covers what was read", err=True)
-    if result.report is not None:
+    if result.figures is not None:
+        from qwen_triage.report.emit import emit_clean
+
+        emit_clean(result.figures)
+    elif result.report is not None:
         from qwen_triage.report.emit import emit_report
 
         emit_report(result.report, fmt)

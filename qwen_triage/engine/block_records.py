@@ -116,5 +116,14 @@ def quoted_source(block: Block, start: int, index: int, message: str, source_nam
     return False
 
 
+def may_be_quoted_source(data: bytes, start: int) -> bool:
+    """Whether :func:`quoted_source` could say yes for the line at ``start``: some line of the
+    ``MAX_SOURCE_LINES`` before it in the block holds ``File `` (a frame's message is part of its raw line; a
+    JSON-escaped quote is why the quote is left out). Cheap, on raw bytes: an indented line far from any
+    frame (uvicorn's ``INFO:     Application startup complete.``) need not be normalised to know."""
+    frame = data.rfind(b"File ", 0, start)
+    return frame >= 0 and data.count(b"\n", frame, start) <= MAX_SOURCE_LINES
+
+
 def _indent(message: str) -> int:
     return len(message) - len(message.lstrip())

@@ -213,3 +213,10 @@ class DeferredContext:
         """Settle every rule's kept lines of one input (or all): a live input goes on after a settle."""
         for ri, src in [k for k in self.kept if source_index is None or k[1] == source_index]:
             self.settle(self.c.rules[ri], src)
+
+    def drop_source(self, source_index: int | None = None) -> None:
+        """Forget the kept lines of an input that ended (or all): nothing will ask about them."""
+        for key in [k for k in self.kept if source_index is None or k[1] == source_index]:
+            del self.kept[key]
+        for src in [s for s in self.frames if source_index is None or s == source_index]:
+            del self.frames[src]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
 
 
-from qwen_triage.engine.block_records import assemble, quoted_source, record_of, record_start
+from qwen_triage.engine.block_records import assemble, may_be_quoted_source, quoted_source, record_of, record_start
 from qwen_triage.engine.compiled import CONFIRM_TIMEOUT, CompiledPack, CompiledRule
 from qwen_triage.engine.confirm import Confirmer, DisabledRule
 from qwen_triage.engine.deferred import DEFER_MAX, DEFER_MAX_LINE, DeferredContext
@@ -40,8 +40,8 @@ __all__ = ["CONFIRM_TIMEOUT", "DEFER_MAX", "CompiledPack", "CompiledRule", "Disa
            "Matcher", "convert_fact"]
 
 STAGE_LOOKBACK = 256 * 1024  # bytes before a heartbeat searched for the stage it repeats in
-# A traceback's source lines are indented by four: such a context line is matched at once, where it is
-# known whether it is quoted code (block_records.quoted_source), as it would be with nothing kept
+# A traceback's source lines are indented by four: such a context line near a frame is matched at once, where
+# it is known whether it is quoted code (block_records.quoted_source), as it would be with nothing kept
 SOURCE_INDENT = b"    "
 
 
@@ -122,7 +122,7 @@ class Matcher:
             raw = data[start : end if end >= 0 else len(data)]
             if (line_pids <= context_only or line_pids == frame_only) and len(raw) <= DEFER_MAX_LINE \
                     and not (block_may_span and may_span_raw(raw)) \
-                    and not (SOURCE_INDENT in raw and line_pids != frame_only):
+                    and not (SOURCE_INDENT in raw and line_pids != frame_only and may_be_quoted_source(data, start)):
                 deferrable[start] = raw  # normalised later, if ever
                 records[start] = (index, line_pids)  # no earlier line merges into a line after it
                 continue
@@ -199,10 +199,18 @@ class Matcher:
                 held[2].done = True
                 yield from self._on_line(held[0], held[1])
 
-    def finish(self, source_index: int | None = None) -> Iterator[Finding]:
-        """End of a source (or all): held records complete; pending findings whose veto never came are final."""
+    def finish(self, source_index: int | None = None, ended: bool = False) -> Iterator[Finding]:
+        """End of a source (or all): held records complete; pending findings whose veto never came are final.
+
+        ``ended``: the source is read to its end and never fed again (a saved file), so its kept context
+        lines are dropped unread: no rule can ask about them any more, and a healthy log's scan then
+        confirms nothing at all (nor imports the `regex` module to do it).
+        """
         yield from self.release_held(source_index)
         yield from self.vetoes.finish(source_index)
+        if ended:
+            self.context.drop_source(source_index)
+            return
         # A live input goes on after a settle: what kept lines leave (a veto, an `all` part) is kept as
         # matching them at once would have left it (each rule's newest ones only, so this is cheap).
         self.context.settle_source(source_index)

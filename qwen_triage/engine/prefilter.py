@@ -433,12 +433,29 @@ class NotCached(Exception):
     """The private cache holds no Hyperscan database for these patterns (the argument: its key)."""
 
 
-def _hs_plan(hyperscan, patterns: list[str], multiline: frozenset[int]):
-    """(expressions, flags, cache key) of a pack's database: cheap, no compiling."""
-    exprs = [_hs_one_line(p) if i in multiline else _hs_expression(p) for i, p in enumerate(patterns)]
-    flags = hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_ALLOWEMPTY | hyperscan.HS_FLAG_MULTILINE
-    key = hashlib.sha256(b"\0".join(exprs) + str(flags).encode() + hyperscan.__version__.encode()).hexdigest()[:32]
-    return exprs, flags, key
+def _hs_expressions(patterns: list[str], multiline: frozenset[int]) -> list[bytes]:
+    """Each pattern as the database compiles it."""
+    return [_hs_one_line(p) if i in multiline else _hs_expression(p) for i, p in enumerate(patterns)]
+
+
+def _hs_key(hyperscan, patterns: list[str], multiline: frozenset[int], flags: int) -> str:
+    """The cache key of a pack's database, known without building its expressions.
+
+    Building them walks every pattern character by character (:func:`_without_line_starts`): a tenth of a
+    warm 10-line scan. The key is what they are a function of instead: the patterns, which are multi-line,
+    and the code that turns a pattern into its expression (this module and engine.literals, by content).
+    """
+    from qwen_triage.engine import literals  # noqa: PLC0415 - imported above; here for its file
+
+    h = hashlib.sha256()
+    try:
+        for module_file in (__file__, literals.__file__):
+            h.update(Path(module_file).read_bytes())
+    except (OSError, TypeError):  # no source files (a frozen build): key on the expressions themselves
+        h.update(b"\0".join(_hs_expressions(patterns, multiline)))
+    for part in (*patterns, ",".join(map(str, sorted(multiline))), str(flags), hyperscan.__version__):
+        h.update(len(part.encode()).to_bytes(8, "little") + part.encode())
+    return h.hexdigest()[:32]
 
 
 def _hs_expression(pattern: str) -> bytes:
@@ -492,7 +509,8 @@ class HyperscanPrefilter:
         # A pattern of a multi-line record (an NVRM sentence, an OOM report) spans raw lines with
         # their prefixes in between: its prefilter is the literal that must sit on one line; the
         # matcher finds where the record starts and confirms the pattern on the joined record.
-        exprs, flags, key = _hs_plan(hyperscan, patterns, multiline)
+        flags = hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_ALLOWEMPTY | hyperscan.HS_FLAG_MULTILINE
+        key = _hs_key(hyperscan, patterns, multiline, flags)
         self.fallback: LiteralPrefilter | None = None
         self.screened: list[int] = []
         self.db = self._load_cached(cache_dir, key)
@@ -504,7 +522,7 @@ class HyperscanPrefilter:
             self.screened = screen_heavy(patterns, skip=multiline)
             ids, good = [], []
             bad: list[int] = list(self.screened)
-            for pid, expr in enumerate(exprs):
+            for pid, expr in enumerate(_hs_expressions(patterns, multiline)):
                 if pid in bad:
                     continue
                 try:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from qwen_triage.engine.batch import BatchStats
     from qwen_triage.engine.compiled import CompiledPack
     from qwen_triage.report.model import Report
+    from qwen_triage.report.summary import Figures
 
 OnBlock = Callable[[Source], None]
 Progress = Callable[[list[Source]], AbstractContextManager[OnBlock | None]]
@@ -54,14 +55,19 @@ class ScanResult:
     exit_status: int
     report: Report | None = None
     batch: BatchStats | None = None
+    figures: Figures | None = None
+    """a clean scan's figures, instead of its report, when the caller said they were enough"""
     interrupted: bool = False
     """Ctrl-C came: the report covers what was read"""
 
 
 def run(options: ScanOptions, *, out: IO[str] | None = None, progress: Progress | None = None,
-        note: Callable[[str], None] = lambda _: None) -> ScanResult:
+        note: Callable[[str], None] = lambda _: None, figures_enough: bool = False) -> ScanResult:
     """Scan ``options.paths``. ``out`` takes the per-input reports as they come; ``note`` takes one-line remarks
-    for stderr. Unreadable input or a bad rule file raises :class:`~qwen_triage.exits.Failure`."""
+    for stderr. Unreadable input or a bad rule file raises :class:`~qwen_triage.exits.Failure`.
+
+    ``figures_enough``: a scan that finds nothing at all gives its figures, not a report (``Scanner.clean_figures``:
+    a small healthy log's scan then never imports the correlator or the report model)."""
     if options.per_input:
         return _per_input(options, sys.stdout if out is None else out)
     compiled = compiled_for(options, note)
@@ -84,6 +90,9 @@ def run(options: ScanOptions, *, out: IO[str] | None = None, progress: Progress 
         raise Failure(str(exc)) from None
     except KeyboardInterrupt:
         interrupted = True
+    figures = scanner.clean_figures() if figures_enough else None
+    if figures is not None:
+        return ScanResult(exit_status=EXIT_CLEAN, figures=figures, interrupted=interrupted)
     report = scanner.report()
     failed = bool(report.diagnoses) or (options.fail_on == "unrecognised" and bool(report.unrecognised))
     return ScanResult(exit_status=EXIT_FOUND if failed else EXIT_CLEAN, report=report, interrupted=interrupted)

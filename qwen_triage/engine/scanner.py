@@ -6,31 +6,32 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
-from platformdirs import user_cache_dir
-
-from qwen_triage.engine.correlate import Correlator, evidence_of
 from qwen_triage.engine.hang import HangTracker, join_cause, to_report
 from qwen_triage.engine.unrecognised import Collector, Item, template_of
 from qwen_triage.redact import redact_text
-from qwen_triage.engine.check_finding import CheckFinding
 from qwen_triage.engine.compiled import CompiledPack
 from qwen_triage.engine.finding import Finding
 from qwen_triage.engine.matcher import Matcher
+from qwen_triage.report.summary import Figures
 from qwen_triage.rulepack.pack import RulePack, extra_rule_dirs, load_pack
-from qwen_triage.report.model import Diagnosis, DisabledRuleOut, InputOut, Observation, PrintedBy, Report, Stats, Unrecognised
 
 from qwen_triage.engine.sources import Block, chunk_blocks, decode, source_blocks
 from qwen_triage.inputs.source import MAX_LINE, TEXT, Source
 
 if TYPE_CHECKING:
+    from qwen_triage.engine.check_finding import CheckFinding
+    from qwen_triage.engine.correlate import Correlator
     from qwen_triage.engine.locate import Located
+    from qwen_triage.report.model import Diagnosis, Observation, PrintedBy, Report
     from qwen_triage.rulepack.catalogue_index import CatalogueIndex
 
 MAX_UNRECOGNISED = 50  # templates listed in a report; the rest are counted in a note
 
 
 def cache_dir() -> Path:
-    return Path(user_cache_dir("qwen-triage"))
+    from qwen_triage.rulepack.cache import user_cache_path
+
+    return user_cache_path()
 
 
 def compile_pack(
@@ -82,11 +83,20 @@ class Scanner:
         self.unrecognised = Collector(benign=compiled.benign_patterns(), stages={s["id"]: s for s in compiled.pack.stages})
         self.hang = HangTracker()
         self.matcher = Matcher(compiled, collector=self.unrecognised, hang=self.hang)
-        self.correlator = Correlator(compiled.pack.classes)
+        self._correlator: Correlator | None = None  # made by the first finding: a clean log never needs one
         self.max_line = max_line
         self.sources: list[Source] = []
         self.started = time.perf_counter()
         self.admit = admit
+
+    @property
+    def correlator(self) -> Correlator:
+        """The one correlator of this session (engine.correlate), made when first asked for."""
+        if self._correlator is None:
+            from qwen_triage.engine.correlate import Correlator
+
+            self._correlator = Correlator(self.compiled.pack.classes)
+        return self._correlator
 
     def _take(self, findings: Iterable[Finding]) -> Iterator[Finding]:
         """Feed findings to the correlator; yield those that open a new diagnosis."""
@@ -103,7 +113,7 @@ class Scanner:
             last = block
             if on_block is not None:
                 on_block(source)
-        yield from self._take(self.matcher.finish(source.index))
+        yield from self._take(self.matcher.finish(source.index, ended=True))  # a source is read once
         if last is not None:  # a per-rank file: its last line is its rank's, whatever it says
             self.hang.file_ended(source.name, last)
 
@@ -206,7 +216,33 @@ class Scanner:
                 placed[id(item)] = f.printed_by
         return placed
 
+    def clean_figures(self) -> Figures | None:
+        """The report's figures when they are all it would hold (no diagnosis, observation, unrecognised line,
+        hang, note, nor an input with nothing in it), without building it; else None (ask :meth:`report`).
+
+        A small healthy log's scan then never imports the correlator or the report model. Anything
+        this cannot tell cheaply answers None, so the report, built, says the same or more.
+        """
+        m = self.matcher
+        c = self._correlator
+        if c is not None and (c.groups or c.observed or c.relayed):
+            return None
+        if any(s.notes for s in self.sources) or m.stats.truncated or m.disabled_rules \
+                or any(getattr(p, "disabled_at", None) for p in self.unrecognised.benign) \
+                or getattr(self.compiled.prefilter, "screened", ()) or self.unrecognised.dropped:
+            return None
+        if (bool(self.sources) and all(s.empty for s in self.sources)) or self.hang.verdict(len(self.sources) > 1):
+            return None
+        if self.unrecognised.ordered() or self.unrecognised.stalls({s.index: s.lines_read for s in self.sources}):
+            return None
+        return Figures(lines=m.stats.lines, bytes=sum(s.bytes_read for s in self.sources),
+                       seconds=round(time.perf_counter() - self.started, 4), rules=len(self.compiled.rules),
+                       prefilter=self.compiled.prefilter.name)
+
     def report(self) -> Report:
+        from qwen_triage.engine.correlate import evidence_of
+        from qwen_triage.report.model import DisabledRuleOut, InputOut, Report, Stats, Unrecognised
+
         m = self.matcher
         notes = [n for s in self.sources for n in s.notes]  # an input cut short, empty or not text
         if m.stats.truncated:

@@ -7,6 +7,7 @@ the model, rich and the Markdown writer are imported by the renderer that needs 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import IO, TYPE_CHECKING
@@ -14,7 +15,8 @@ from typing import IO, TYPE_CHECKING
 from qwen_triage.report.formats import json_renderer, write_format
 
 if TYPE_CHECKING:
-    from qwen_triage.report.model import Report
+    from qwen_triage.report.model import Report, Stats
+    from qwen_triage.report.summary import Figures
 
 
 def plain_summary(report: Report) -> str | None:
@@ -25,11 +27,25 @@ def plain_summary(report: Report) -> str | None:
     observation, an unrecognised error, a note, an input with nothing in it (a test keeps
     the two byte-identical).
     """
-    from qwen_triage.report.summary import NO_DIAGNOSIS, stats_line
+    from qwen_triage.report.summary import clean_text
 
     if report.diagnoses or report.observations or report.unrecognised or report.notes or report.nothing_read:
         return None
-    return f"No diagnosis: {NO_DIAGNOSIS}\n{stats_line(report.stats)}\n"
+    return clean_text(report.stats)
+
+
+def clean_text_will_do(fmt: str, stream: IO[str] | None = None) -> bool:
+    """Whether a clean scan's report in ``fmt`` on ``stream`` (stdout) is :func:`plain_summary`'s two lines, which
+    its figures alone give (:func:`emit_clean`): text to a pipe or a file, not JSON, Markdown or a terminal."""
+    return fmt == "text" and not _isatty(stream or sys.stdout)
+
+
+def emit_clean(figures: Figures | Stats, stream: IO[str] | None = None) -> None:
+    """A clean scan's text from its figures alone, the report never built (``engine.scan.run`` with
+    ``figures_enough``): the bytes :func:`plain_summary` gives for its report."""
+    from qwen_triage.report.summary import clean_text
+
+    write_format("text", {"text": lambda _: clean_text(figures)}, stream)
 
 
 def _isatty(stream: IO[str]) -> bool:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple
 
-from qwen_triage.report.model import PrintedBy, Report, Stats, Unrecognised
+if TYPE_CHECKING:  # a clean scan's two lines are written without the report model (Figures)
+    from qwen_triage.report.model import PrintedBy, Report, Stats, Unrecognised
 
 NO_DIAGNOSIS = "nothing in these logs matches a known failure."
 NOTHING_READ = (
@@ -14,8 +16,27 @@ NOTHING_READ = (
 OBSERVATIONS = "not a cause on their own: notices, and lines that only relay an error printed before them"
 
 
-def stats_line(s: Stats) -> str:
+class Figures(NamedTuple):
+    """A clean scan's figures, before (and instead of) a report: what its stats line says.
+
+    A scan with nothing else to report (engine.scanner ``Scanner.clean_figures``) writes its two
+    lines from these, so a small healthy log never imports the report model.
+    """
+
+    lines: int
+    bytes: int
+    seconds: float
+    rules: int
+    prefilter: str
+
+
+def stats_line(s: Figures | Stats) -> str:
     return f"{s.lines} lines, {s.bytes} bytes in {s.seconds:.2f}s; {s.rules} rules ({s.prefilter} prefilter)"
+
+
+def clean_text(s: Figures | Stats) -> str:
+    """A report with nothing but its figures, as text (what rich would write to a pipe)."""
+    return f"No diagnosis: {NO_DIAGNOSIS}\n{stats_line(s)}\n"
 
 
 def stalled(report: Report) -> Unrecognised | None:

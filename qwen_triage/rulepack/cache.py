@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import sys
 from pathlib import Path
 
 from qwen_triage.atomicfile import write_atomic
@@ -23,6 +24,11 @@ KEEP_PER_KIND = 4  # entries of one kind kept beside the newest (several packs i
 
 
 def user_cache_path() -> Path:
+    """``$XDG_CACHE_HOME/qwen-triage`` (``~/.cache/qwen-triage``) on Linux, as platformdirs has it; platformdirs
+    itself elsewhere. Every scan asks, and on Linux the answer does not need the package imported."""
+    if sys.platform == "linux" and "ANDROID_ROOT" not in os.environ:
+        base = os.environ.get("XDG_CACHE_HOME", "")
+        return Path(base if base.strip() else os.path.expanduser("~/.cache")) / "qwen-triage"
     from platformdirs import user_cache_dir
 
     return Path(user_cache_dir("qwen-triage"))

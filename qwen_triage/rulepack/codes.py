@@ -23,10 +23,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from qwen_triage.rulepack.errors import RuleFileError
+from qwen_triage.rulepack.paths import CODES_DIR, code_files  # noqa: F401 - names this module has long given
 from qwen_triage.rulepack.severity import Severity
 from qwen_triage.rulepack.spec import RowSpec, table_value
 
-CODES_DIR = "codes"
 MAX_CODES = 1000  # a catalogue, not a dump: the biggest (cudaError_t) has ~140
 TABLE_NAME = r"^[a-z][a-z0-9_]{1,40}$"
 
@@ -90,12 +90,6 @@ class CodeTable(_Strict):
 
 
 CodeTables = dict[str, CodeTable]
-
-
-def code_files(rules_dir: Path) -> list[Path]:
-    """The table files of a rules directory (``codes/*.yaml``), sorted; none when it has no ``codes/``."""
-    d = rules_dir / CODES_DIR
-    return sorted(p for p in d.glob("*.y*ml") if p.suffix in (".yaml", ".yml")) if d.is_dir() else []
 
 
 def load_code_table(path: Path, classes: dict[str, Any], text: str | None = None) -> CodeTable:

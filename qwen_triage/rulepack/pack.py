@@ -22,9 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from qwen_triage.rulepack.catalogue_map import CATALOGUE_MAP_FILE
-from qwen_triage.rulepack.codes import CODES_DIR, CodeTables, code_files, load_code_tables, resolve_rows
 from qwen_triage.rulepack.errors import Position, RuleFileError
-from qwen_triage.rulepack.paths import CATALOGUE_DIR, CLASSES_FILE, bundled_rules_dir
+from qwen_triage.rulepack.paths import CATALOGUE_DIR, CLASSES_FILE, CODES_DIR, bundled_rules_dir, code_files
 from qwen_triage.rulepack.spec import ClassSpec, RuleSpec
 from qwen_triage.rulepack.trust import require_trusted
 
@@ -32,6 +31,7 @@ if TYPE_CHECKING:
     import regex
 
     from qwen_triage.rulepack.cache import Cache
+    from qwen_triage.rulepack.codes import CodeTables
 
 PACK_CACHE_FORMAT = 1
 MAX_RULE_FILES = 2000
@@ -123,6 +123,8 @@ def extra_rule_dirs(cli_dirs: tuple[str, ...] | list[str] = ()) -> list[Path]:
 
 def bundled_code_tables(classes: dict[str, ClassSpec]) -> CodeTables:
     """The bundled code tables (``rules/codes/``), validated against ``classes``."""
+    from qwen_triage.rulepack.codes import load_code_tables
+
     return load_code_tables(code_files(bundled_rules_dir()), classes)
 
 
@@ -163,6 +165,8 @@ def load_rule_file(path: Path, classes: dict[str, ClassSpec], text: str | None =
             rule.table.source = rule.table.source or tables[rule.table.codes[0]].source
 
             def code_rows(names: tuple[str, ...], own: tuple[Any, ...], tables: CodeTables = tables) -> tuple[Any, ...]:
+                from qwen_triage.rulepack.codes import resolve_rows
+
                 return resolve_rows(names, own, tables)
         for section in ("any", "all", "unless"):
             for j, pattern in enumerate(getattr(rule.match, section)):
@@ -480,6 +484,8 @@ def _load_pack_files(base: Path, files: list[Path], per_file: _FileCache | None 
 
     def code_tables() -> CodeTables:
         if not tables:
+            from qwen_triage.rulepack.codes import load_code_tables
+
             texts = {f: _text(f, contents[f]) for f in tables_files if f in contents}
             tables.append(load_code_tables(tables_files, classes, texts))
         return tables[0]
