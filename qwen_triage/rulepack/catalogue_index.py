@@ -34,6 +34,8 @@ from qwen_triage.rulepack.paths import CATALOGUE_DIR
 if TYPE_CHECKING:
     from qwen_triage.rulepack.catalogue import Catalogue, ProgramInfo, TemplateEntry
 
+INT_FIELD = r"(?:-?\d+)"  # authoring.msg_template.TYPE_REGEX["int"], as typed_regex wraps it
+NUMBER_FIELD = r"(?:-?\d+(?:\.\d+)?)"
 INDEX_FORMAT = b"1"  # of the built index kept in the cache
 MAX_LINE = 2000  # characters of a line that are looked up (a template's regex runs on them)
 TIMEOUT = 0.05  # seconds per regex search: a template's pattern is data, and the line comes from outside
@@ -78,7 +80,10 @@ class _Template:
             import regex
 
             try:
-                self.compiled = regex.compile(self.raw["regex"], regex.VERSION0)
+                # an integer placeholder takes any number: `requiring {int} GPUs` prints `4.0` when the value was a
+                # float (the extractor types by name; Python prints whatever it got)
+                text = str(self.raw["regex"]).replace(INT_FIELD, NUMBER_FIELD)
+                self.compiled = regex.compile(text, regex.VERSION0)
             except (regex.error, TypeError, RecursionError):
                 self.compiled = False
         return self.compiled

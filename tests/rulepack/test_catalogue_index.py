@@ -106,3 +106,13 @@ def test_a_hostile_line_is_cut_and_its_confirmation_bounded(tmp_path: Path, monk
     monkeypatch.setattr(catalogue_index, "LINE_BUDGET", -1.0)  # a line whose budget is spent confirms nothing more
     heads = "ValueError: Total number of attention heads (40) must be divisible by tensor parallel size (6)."
     assert index.lookup(heads) is None and index.cut_short == 1
+
+
+def test_an_integer_placeholder_takes_a_number_printed_as_a_float(tmp_path: Path) -> None:
+    from qwen_triage.authoring.msg_template import TYPE_REGEX
+    from qwen_triage.rulepack.catalogue_index import INT_FIELD
+
+    assert INT_FIELD == "(?:" + TYPE_REGEX["int"] + ")"  # the extractor's integer field, as the index widens it
+    index = catalogue(tmp_path)
+    found = index.lookup("ValueError: Total number of attention heads (40.0) must be divisible by tensor parallel size (6).")
+    assert found is not None and found.file == "eng/config/parallel.py"
