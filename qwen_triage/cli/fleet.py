@@ -1,32 +1,23 @@
-"""`qwen-triage check`: one incremental node check, for node-problem-detector, Prometheus and Slurm."""
+"""`qwen-triage check`: one incremental node check, for node-problem-detector, Prometheus and Slurm.
+
+The command parses, calls :func:`qwen_triage.fleet.node_check.run` and hands the result to its
+channels (fleet/channels.py): the node_exporter textfile and the Slurm drain when asked for, then
+the output format (``npd`` is node-problem-detector's channel; ``text`` and ``json`` are for people
+and scripts).
+"""
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
+from typing import Any
 
 import click
 
 from qwen_triage.exits import EXIT_OK, EXIT_PROBLEM, EXIT_UNKNOWN
 from qwen_triage.inputs.helptext import KERNEL_CHECK_SOURCES
 from qwen_triage.report.formats import pick
-
-
-
-STATE_ENV = "QWEN_TRIAGE_STATE"  # the state directory, as the Slurm wrapper's setting of the same name
-
-
-def default_state_dir() -> str:
-    if os.environ.get(STATE_ENV):
-        return os.environ[STATE_ENV]
-    if os.geteuid() == 0:
-        return "/var/lib/qwen-triage"
-    from platformdirs import user_state_dir
-
-    return user_state_dir("qwen-triage")
-
 
 @click.command("check", short_help="One incremental node check (node-problem-detector, node_exporter, Slurm).")
 @click.option("--kernel", is_flag=True, help=f"Read the kernel log ({KERNEL_CHECK_SOURCES}).")
@@ -61,135 +52,74 @@ def default_state_dir() -> str:
 @click.option("--clear", "clear_patterns", metavar="GLOB", multiple=True,
               help="After a repair without a reboot: let go of the active diagnoses whose class matches (e.g. "
                    "'hardware.*'); the lines already read stay read, new evidence raises them again.")
-def check(kernel: bool, units: tuple[str, ...], files: tuple[str, ...], state_dir: str | None, fmt: str,
-          textfile: str | None, slurm_drain: bool, slurm_resume: bool, node_name: str | None, hold: float,
-          max_bytes: int, timeout: float, max_output: int, class_patterns: tuple[str, ...], from_end: bool,
-          rule_dirs: tuple[str, ...], clear_patterns: tuple[str, ...]) -> None:
+def check(**params: Any) -> None:
     """Read what is new in the node's logs since the last check and report the active diagnoses.
 
     Exit status: 0 nothing active, 1 an active diagnosis, 2 could not check (as node-problem-detector reads it).
     """
     now = time.time()
     started = time.perf_counter() - _age(now)  # --timeout counts from the process start, imports included
-    code, text = _check(kernel, units, files, state_dir, fmt, textfile, slurm_drain, slurm_resume, node_name, hold,
-                        max_bytes, timeout, max_output, class_patterns, from_end, rule_dirs, started, now,
-                        clear_patterns)
+    code, text = _check(params, started, now)
     if text:
         click.echo(text)
     sys.exit(code)
 
 
-def _check(kernel, units, files, state_dir, fmt, textfile, slurm_drain, slurm_resume, node_name, hold,
-           max_bytes, timeout, max_output, class_patterns, from_end, rule_dirs, started, now, clear_patterns=()):
-    from qwen_triage.fleet import npd
-    from qwen_triage.fleet.check import CheckConfig, run_check, stored_result
-    from qwen_triage.inputs.base import Reader
-    from qwen_triage.inputs.registry import build
-    from qwen_triage.fleet.state import StateError, StateLocked, StateStore, read_boot_id
-    from qwen_triage.fleet.textfile import failure_text, render, write_textfile
+def _channels(params: dict[str, Any]) -> list:  # type: ignore[type-arg]
+    """The side channels asked for, in the order they act: the metrics first, then the drain."""
+    from qwen_triage.fleet.channels import build
 
-    def failed(reason: str) -> tuple[int, str]:
+    out = [build("textfile", path=params["textfile"])] if params["textfile"] else []
+    if params["slurm_drain"]:
+        out.append(build("slurm", node=params["node_name"], resume=params["slurm_resume"]))
+    return out
+
+
+def _check(params: dict[str, Any], started: float, now: float) -> tuple[int, str]:
+    from qwen_triage.fleet.channels import build
+    from qwen_triage.fleet.node_check import CheckFailed, CheckOptions, run
+
+    npd = build("npd", max_output=params["max_output"])
+    channels = _channels(params)
+    fmt = params["fmt"]
+    try:
+        if params["textfile"] and not params["textfile"].endswith(".prom"):
+            raise CheckFailed(f"--textfile {params['textfile']}: node_exporter reads *.prom files only")
+        if params["slurm_resume"] and not params["slurm_drain"]:
+            raise CheckFailed("--slurm-resume needs --slurm-drain")
+        result = run(CheckOptions(
+            started=started, now=now, kernel=params["kernel"], units=params["units"], files=params["files"],
+            from_end=params["from_end"], state_dir=params["state_dir"], hold=params["hold"],
+            max_bytes=params["max_bytes"], timeout=params["timeout"], rule_dirs=params["rule_dirs"],
+            clear=params["clear_patterns"]))
+    except CheckFailed as exc:
+        reason = str(exc)
         click.echo(f"qwen-triage: {reason}", err=True)
-        if textfile:
-            try:
-                write_textfile(textfile, failure_text(now))
-            except (OSError, ValueError) as exc:
-                click.echo(f"qwen-triage: cannot write {textfile}: {exc}", err=True)
+        _say_errors([ch.failed(reason, now) for ch in channels])
         return pick(fmt, {
-            "npd": lambda: npd.npd_failure(reason, max_output),
+            "npd": lambda: _status_and_text(npd.failed(reason, now)),
             "json": lambda: (EXIT_UNKNOWN, json.dumps({"status": "unknown", "errors": [reason]})),
             "text": lambda: (EXIT_UNKNOWN, ""),
         })()
-
-    if textfile and not textfile.endswith(".prom"):
-        return failed(f"--textfile {textfile}: node_exporter reads *.prom files only")
-    if slurm_resume and not slurm_drain:
-        return failed("--slurm-resume needs --slurm-drain")
-    readers: list[Reader] = []
-    if kernel:
-        readers.append(build("kernel"))
-    readers += [build("journal", u) for u in units]
-    readers += [build("file", f, from_end=from_end) for f in files]
-    if not readers and not clear_patterns:
-        return failed("nothing to check: give --kernel, --journal UNIT or --file PATH")
-    state_path = state_dir or default_state_dir()
-    store = StateStore(state_path)
-    try:
-        store.prepare()
-    except StateError as exc:
-        return failed(str(exc))
-    if not os.environ.get("XDG_CACHE_HOME"):
-        # The compiled rule pack (Hyperscan database) is cached beside the state: a check compiles it once
-        # (seconds), not on every run, even where the home directory is read-only or absent (containers).
-        os.environ["XDG_CACHE_HOME"] = os.path.join(state_path, "cache")
-    try:
-        # --timeout covers loading too: a fresh node's first checks answer "unknown" in time, keep what they
-        # validated in the cache and continue from it, so a check under node-problem-detector warms up
-        compiled = _compile(rule_dirs, deadline=started + max(timeout - 1.0, timeout / 2))
-    except Exception as exc:  # a broken rule pack must still answer "unknown", not crash the plugin
-        return failed(f"cannot load the rules: {exc}")
-    boot_id = read_boot_id()
-    try:
-        with store.locked(timeout=min(1.5, timeout / 2)):
-            state = store.load()
-            by_hand = clear_by_hand(state, clear_patterns)
-            if readers:
-                result = run_check(readers, state, compiled, CheckConfig(hold=hold, max_bytes=max_bytes,
-                                                                         timeout=timeout), boot_id, now=now, started=started)
-            else:  # `--clear` alone: let go, and say (and write to --textfile) what is still active
-                result = stored_result(state, CheckConfig(hold=hold), boot_id, "no source read: --clear only", now)
-            result.notes[:0] = store.notes
-            result.cleared[:0] = by_hand
-            result.notes += [f"cleared by hand: {d.class_} from {d.source}" for d in by_hand]
-            store.save(state)
-    except StateLocked as exc:
-        # another check (an NPD condition of its own, the Slurm health check) is reading right now: answer
-        # from the state it last saved instead of waiting past the caller's timeout
-        state = store.load()
-        result = stored_result(state, CheckConfig(hold=hold), boot_id, f"{exc}; reported the stored state")
-        textfile = None  # the check that holds the lock writes the metrics
-    except StateError as exc:
-        return failed(str(exc))
-    except OSError as exc:
-        return failed(f"state directory {store.dir}: {exc.strerror or exc}")
-    if textfile:
-        try:
-            write_textfile(textfile, render(result))
-        except OSError as exc:
-            click.echo(f"qwen-triage: cannot write {textfile}: {exc.strerror}", err=True)
-    slurm_line = ""
-    if slurm_drain:
-        from qwen_triage.fleet import slurm
-
-        # resume only on a complete reading: a source that could not be read may hold the evidence
-        outcome = slurm.apply(result.active, slurm.node_name(node_name),
-                              resume=slurm_resume and not result.errors and result.status != "unknown")
-        slurm_line = f"slurm: node {outcome.node}: {outcome.action}" + (f" ({outcome.detail})" if outcome.detail else "")
-        if outcome.action == "error":
-            click.echo(f"qwen-triage: {slurm_line}", err=True)
-    shown = result.select(class_patterns)
+    published = [ch.publish(result) for ch in channels]
+    _say_errors(published)
+    shown = result.select(params["class_patterns"])
     code = {"ok": EXIT_OK, "problem": EXIT_PROBLEM, "unknown": EXIT_UNKNOWN}[shown.status]
     return pick(fmt, {
-        "npd": lambda: npd.npd_output(shown, max_output),
+        "npd": lambda: _status_and_text(npd.publish(shown)),
         "json": lambda: (code, shown.model_dump_json(by_alias=True, indent=2)),
-        "text": lambda: (code, _text(shown, slurm_line)),
+        "text": lambda: (code, _text(shown, [p.text for p in published if p.text])),
     })()
 
 
-def clear_by_hand(state, patterns: tuple[str, ...]):
-    """Drop the active diagnoses whose class matches one of ``patterns``; the dropped ones.
+def _status_and_text(published) -> tuple[int, str]:  # type: ignore[no-untyped-def]
+    return published.status, published.text
 
-    For a node repaired without a reboot (a GPU reset, a reseated cable): hardware classes are
-    otherwise held until the boot id changes. Positions are kept, so the evidence already read
-    is not read again; a new Xid raises the class again.
-    """
-    from fnmatch import fnmatchcase
 
-    dropped = []
-    for key, d in list(state.active.items()):
-        if any(fnmatchcase(d.class_, p) for p in patterns):
-            dropped.append(state.active.pop(key))
-    return dropped
+def _say_errors(published: list) -> None:  # type: ignore[type-arg]
+    for p in published:
+        if p.error:
+            click.echo(f"qwen-triage: {p.error}", err=True)
 
 
 def _age(now: float) -> float:
@@ -202,13 +132,7 @@ def _age(now: float) -> float:
         return 0.0
 
 
-def _compile(rule_dirs: tuple[str, ...], deadline: float | None = None):
-    from qwen_triage.engine.scanner import compile_pack
-
-    return compile_pack(rule_dirs, deadline=deadline)
-
-
-def _text(result, slurm_line: str) -> str:
+def _text(result, channel_lines: list[str]) -> str:
     """The check for a person: every line through the one sanitiser, since sources, summaries, source errors
     and notes all carry text from outside (a ``--file`` path may hold terminal escapes)."""
     from qwen_triage.textsafe import clean
@@ -227,8 +151,7 @@ def _text(result, slurm_line: str) -> str:
         lines.append(f"  source {s.name} ({s.via}): {s.lines} new line(s), {s.bytes} bytes{more}{err}")
     for n in result.notes:
         lines.append(f"  note: {n}")
-    if slurm_line:
-        lines.append(f"  {slurm_line}")
+    lines += [f"  {line}" for line in channel_lines]
     return "\n".join(clean(line) for line in lines)
 
 

@@ -24,9 +24,9 @@ from typing import Any, Iterable, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from qwen_triage.engine.scanner import Scanner
-from qwen_triage.fleet.slurm import is_node_class
+from qwen_triage.fleet.policy import NodePolicy, acts_on_node
 from qwen_triage.inputs.base import Reader
-from qwen_triage.fleet.state import ActiveDiagnosis, State, acts_on_node, diagnosis_key, held_until_boot
+from qwen_triage.fleet.state import ActiveDiagnosis, State, diagnosis_key
 from qwen_triage.engine.compiled import CompiledPack
 from qwen_triage.engine.finding import Finding
 from qwen_triage.engine.origin import node_evidence
@@ -67,6 +67,10 @@ class CheckResult(BaseModel):
     notes: list[str] = Field(default_factory=list)
     lines_read_total: dict[str, int] = Field(default_factory=dict, description="per source, since the state began")
     check_errors_total: int = 0
+    # what the channels act on, never written out: the pack's node policy, and whether this result was answered
+    # from the stored state because another check held the lock (that one writes the metrics)
+    policy: NodePolicy = Field(default_factory=NodePolicy, exclude=True)
+    stored: bool = Field(default=False, exclude=True)
 
     def select(self, patterns: Iterable[str]) -> "CheckResult":
         """The same result with only the active diagnoses whose class matches one of ``patterns`` (globs)."""
@@ -109,11 +113,6 @@ class _Seen:
             self.lines.update(new)
 
 
-def node_level(class_id: str) -> bool:
-    """Classes that drain a node or are held until it reboots: they need the system's own word."""
-    return is_node_class(class_id) or held_until_boot(class_id)
-
-
 def _evidence_time(f: Finding, now: float) -> float:
     """When the evidence was logged, where the source says so reliably (journal entries); else now."""
     rec = f.records[-1]
@@ -137,10 +136,11 @@ def scan_reader(
     """Read one source's new lines through the engine; the diagnoses they support."""
     seen: dict[str, _Seen] = {}
     ignored: dict[str, int] = {}
+    policy = NodePolicy.of(compiled.pack.classes)
 
     def admit(f: Finding) -> bool:
         cls = f.rule.rule.class_
-        if node_level(cls) and not all(node_evidence(r) for r in f.records):
+        if policy.about_node(cls) and not all(node_evidence(r) for r in f.records):
             # a server's log quoting an Xid (a user's prompt) is the server's text: node-level
             # classes come only from the kernel's (systemd's, the fabric manager's) own records
             ignored[cls] = ignored.get(cls, 0) + 1
@@ -175,7 +175,7 @@ def scan_reader(
             ActiveDiagnosis(
                 class_=cls, rule=rule, severity=severity, source=reader.label, summary=summary, title=title,
                 facts=_scalar_facts(facts), first_seen=s.first, last_seen=s.last, count=s.count, boot_id=boot_id,
-                until_boot=held_until_boot(cls) and acts_on_node(severity), symptom_of=symptom_of,
+                until_boot=policy.until_boot(cls) and acts_on_node(severity), symptom_of=symptom_of,
             )
         )
 
@@ -260,6 +260,7 @@ def run_check(
         status = "ok"
     wanted = {r.key for r in readers}
     return CheckResult(
+        policy=NodePolicy.of(compiled.pack.classes),
         status=status,
         checked_at=now,
         seconds=round(time.perf_counter() - t0, 4),

@@ -12,8 +12,9 @@ never removes the class.
 from __future__ import annotations
 
 from qwen_triage.exits import EXIT_OK, EXIT_PROBLEM, EXIT_UNKNOWN
-from qwen_triage.fleet.check import CheckResult, node_level
-from qwen_triage.fleet.state import ActiveDiagnosis, acts_on_node
+from qwen_triage.fleet.check import CheckResult
+from qwen_triage.fleet.policy import NodePolicy, acts_on_node
+from qwen_triage.fleet.state import ActiveDiagnosis
 from qwen_triage.textsafe import clean
 
 DEFAULT_MAX_OUTPUT = 80
@@ -61,15 +62,15 @@ def message(result: CheckResult) -> str:
     return "ok: no active diagnosis"
 
 
-def sets_condition(d: ActiveDiagnosis) -> bool:
+def sets_condition(d: ActiveDiagnosis, policy: NodePolicy) -> bool:
     """Whether a diagnosis turns the node's condition on: a warning of a node-level class (a lost carrier, a
     non-fatal SXid) is shown in the message but, like a Slurm drain, the condition waits for an error."""
-    return acts_on_node(d.severity) or not node_level(d.class_)
+    return acts_on_node(d.severity) or not policy.about_node(d.class_)
 
 
 def npd_output(result: CheckResult, max_output: int = DEFAULT_MAX_OUTPUT) -> tuple[int, str]:
-    """(exit status, the one line to print) for node-problem-detector."""
-    if result.status == "problem" and not any(sets_condition(d) for d in result.active):
+    """(exit status, the one line to print) for node-problem-detector; node policy from the result's pack."""
+    if result.status == "problem" and not any(sets_condition(d, result.policy) for d in result.active):
         return EXIT_OK, cut(one_line(f"ok: warning only: {message(result)}"), max_output)
     code = EXIT_PROBLEM if result.status == "problem" else EXIT_UNKNOWN if result.status == "unknown" else EXIT_OK
     return code, cut(one_line(message(result)), max_output)

@@ -52,18 +52,6 @@ from qwen_triage.rulepack.pack import RulePack
 from qwen_triage.rulepack.severity import Severity, Status
 from qwen_triage.rulepack.spec import RuleSpec
 
-# Classes that are about the node, not one workload: a node condition (and a
-# Slurm drain). Mirrors qwen_triage.fleet.slurm.NODE_CLASSES (tests keep them equal).
-NODE_LEVEL_CLASSES = frozenset(
-    {
-        "hardware.xid_fatal",
-        "hardware.nvlink_error",
-        "hardware.pcie_error",
-        "runtime.nvml_mismatch",
-        "runtime.fabric_manager_down",
-    }
-)
-NODE_LEVEL_PREFIXES = ("node.",)
 PERMANENT_SEVERITIES = frozenset({Severity.critical, Severity.error})
 
 KMSG = "kmsg"
@@ -82,10 +70,6 @@ LOG_PATHS = {KMSG: "/dev/kmsg", JOURNALD: "/var/log/journal"}
 
 def config_filename(plugin: str) -> str:
     return f"system-log-monitor-{plugin}.json"
-
-
-def is_node_level(class_id: str) -> bool:
-    return class_id in NODE_LEVEL_CLASSES or class_id.startswith(NODE_LEVEL_PREFIXES)
 
 
 def reason_for(class_id: str) -> str:
@@ -452,8 +436,9 @@ CHECK_ARGS = ("check", "--format", "npd", "--kernel", "--state", "/var/lib/qwen-
 
 
 def node_level_classes(pack: RulePack) -> list[str]:
-    """The catalogue's node-level classes, in catalogue order."""
-    return [c for c in pack.classes if is_node_level(c)]
+    """The catalogue's node-level classes (``node_level`` in rules/classes.yaml: a node condition, a Slurm
+    drain), in catalogue order."""
+    return [c.id for c in pack.classes.values() if c.node_level]
 
 
 def plugin_monitor_config(
@@ -626,8 +611,9 @@ def table_variants(rule: RuleSpec) -> tuple[list[RuleSpec], str | None]:
 def condition_owner(pack: RulePack) -> dict[str, str]:
     """class -> the one plugin whose config sets its condition (journald where it has journal rules)."""
     owner: dict[str, str] = {}
+    node_level = set(node_level_classes(pack))
     for rule in (v for lr in pack.rules if lr.rule.status is not Status.deprecated for v in table_variants(lr.rule)[0]):
-        if not is_node_level(rule.class_) or rule.severity not in PERMANENT_SEVERITIES:
+        if rule.class_ not in node_level or rule.severity not in PERMANENT_SEVERITIES:
             continue
         plugins = plugins_for(rule)
         if JOURNALD in plugins:

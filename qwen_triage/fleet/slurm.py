@@ -3,8 +3,9 @@
 Rules of conduct:
 - drain (``scontrol update NodeName=N State=DRAIN Reason="xid_fatal (qwen-triage: hardware.xid_fatal)"``:
   the condition first, because ``sinfo -R`` shows only a reason's first 20 characters)
-  only for node-level classes: a bad GPU, link or bus, a driver/library
-  mismatch, fabric manager down, or ``node.*`` — never for a job's own mistake;
+  only for node-level classes (``node_level`` in rules/classes.yaml: a bad GPU, link or
+  bus, a driver/library mismatch, fabric manager down, the node's storage, NIC or
+  kernel) — never for a job's own mistake;
 - never touch a node that is drained or down for a reason that is not ours
   (someone else's drain stays theirs, with their reason);
 - resume (opt-in) only a drain whose reason is one of ours (that form, or the older
@@ -22,20 +23,12 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from qwen_triage.fleet.state import ActiveDiagnosis, acts_on_node
+from qwen_triage.fleet.policy import NodePolicy, acts_on_node
+from qwen_triage.fleet.state import ActiveDiagnosis
 
 REASON_PREFIX = "qwen-triage:"
 # a reason this module wrote: "xid_fatal (qwen-triage: hardware.xid_fatal, node.nic_error)"
 OUR_REASON = re.compile(r"[a-z0-9_]{1,64} \(qwen-triage: [a-z0-9_.]{1,80}(?:, [a-z0-9_.]{1,80}){0,20}\)")
-NODE_CLASSES = frozenset(
-    {
-        "hardware.xid_fatal",
-        "hardware.nvlink_error",
-        "hardware.pcie_error",
-        "runtime.nvml_mismatch",
-        "runtime.fabric_manager_down",
-    }
-)
 SCONTROL_TIMEOUT = 15.0
 MAX_REASON = 200
 
@@ -46,10 +39,6 @@ def run_scontrol(args: Sequence[str]) -> "subprocess.CompletedProcess[str]":
     """The real runner: scontrol with a timeout, no stdin."""
     return subprocess.run(list(args), capture_output=True, text=True, timeout=SCONTROL_TIMEOUT,
                           stdin=subprocess.DEVNULL)
-
-
-def is_node_class(class_id: str) -> bool:
-    return class_id in NODE_CLASSES or class_id.startswith("node.")
 
 
 def node_name(explicit: str | None = None) -> str:
@@ -136,9 +125,11 @@ def apply(
     node: str,
     runner: Runner = run_scontrol,
     resume: bool = False,
+    *,
+    policy: NodePolicy,
 ) -> SlurmOutcome:
     """Drain, resume or leave the node, from the active diagnoses (already ordered, most severe first)."""
-    classes = list(dict.fromkeys(d.class_ for d in active if is_node_class(d.class_) and acts_on_node(d.severity)))
+    classes = list(dict.fromkeys(d.class_ for d in active if policy.drains(d.class_) and acts_on_node(d.severity)))
     out = SlurmOutcome(node=node, action="none")
     try:
         info = show_node(node, runner)

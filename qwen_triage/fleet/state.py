@@ -10,7 +10,9 @@ read and on write.
 Hold semantics: a diagnosis stays active while new evidence keeps arriving, and
 for ``hold`` seconds after the last evidence. Kernel hardware classes stay active
 until the machine boots again (``/proc/sys/kernel/random/boot_id`` changes): an
-Xid 79 does not heal because the log went quiet.
+Xid 79 does not heal because the log went quiet. Which classes those are is data
+(``held_until_boot`` in rules/classes.yaml, read by fleet/policy.py); a diagnosis
+carries the answer as ``until_boot``.
 """
 
 from __future__ import annotations
@@ -41,27 +43,6 @@ MAX_NOTES = 20
 MAX_TIME = 2.0**37  # Unix seconds (year 6325): a later "time" is not one, and the state holding it is corrupt
 BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
 BOOT_ID_ENV = "QWEN_TRIAGE_BOOT_ID_FILE"  # tests and containers: read the boot id from this file instead
-
-# Classes whose evidence is the kernel's word about the hardware or the node: they
-# do not clear until the node reboots (a reset or a reboot is the fix).
-BOOT_HELD_PREFIXES = ("hardware.", "node.")
-BOOT_HELD_CLASSES = frozenset({"runtime.nvml_mismatch", "runtime.fabric_manager_down"})
-
-
-# The severities that act on a node (a drain, a hold until reboot). A warning (a lost carrier, a non-fatal
-# SXid the fabric corrected) is reported and counted, but it may clear by itself: it neither drains the
-# node nor outlives the hold.
-ACTING_SEVERITIES = frozenset({"critical", "error"})
-
-
-def held_until_boot(class_id: str) -> bool:
-    return class_id.startswith(BOOT_HELD_PREFIXES) or class_id in BOOT_HELD_CLASSES
-
-
-def acts_on_node(severity: str) -> bool:
-    """Whether a diagnosis of this severity may drain the node or be held until it reboots."""
-    return severity in ACTING_SEVERITIES
-
 
 def read_boot_id(path: str | None = None) -> str:
     """This boot's id; "" when the kernel does not say (then boot-held classes fall back to the hold time)."""

@@ -261,6 +261,12 @@ class FailureClass(_Strict):
     evidence: str
     fix: str
     explains: list[str] = Field(default_factory=list)
+    # node policy (fleet/): a failure of the node, not of one workload - a node-problem-detector
+    # condition, a Slurm drain, and only from the system's own records
+    node_level: bool = False
+    # the kernel's word about the hardware or the node: active until the node boots again, not
+    # until the log goes quiet (a reset or a reboot is the fix)
+    held_until_boot: bool = False
 
 
 class ClassCatalogue(_Strict):

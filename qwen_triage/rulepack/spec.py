@@ -265,14 +265,17 @@ class ClassSpec:
     evidence: str
     fix: str
     explains: tuple[str, ...] = ()
+    node_level: bool = False  # a node condition, a Slurm drain (rules/classes.yaml)
+    held_until_boot: bool = False  # active until the node boots again
 
     @classmethod
     def from_model(cls, c: Any) -> "ClassSpec":
-        return cls(c.id, c.title, c.evidence, c.fix, tuple(c.explains))
+        return cls(c.id, c.title, c.evidence, c.fix, tuple(c.explains), c.node_level, c.held_until_boot)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ClassSpec":
-        return cls(d["id"], d["title"], d["evidence"], d["fix"], tuple(d["explains"]))
+        return cls(d["id"], d["title"], d["evidence"], d["fix"], tuple(d["explains"]), bool(d["node_level"]),
+                   bool(d["held_until_boot"]))
 
 
 @dataclass(frozen=True)

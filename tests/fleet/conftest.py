@@ -56,3 +56,12 @@ def warm_cli(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "components: starts real node_exporter, Prometheus or Slurm daemons on 127.0.0.1")
+
+
+def bundled_policy():  # type: ignore[no-untyped-def]
+    """The node policy of the bundled class catalogue (rules/classes.yaml), as a check's pack gives it."""
+    from qwen_triage.fleet.policy import NodePolicy
+    from qwen_triage.rulepack.pack import load_classes
+    from qwen_triage.rulepack.paths import CLASSES_FILE, bundled_rules_dir
+
+    return NodePolicy.of(load_classes(bundled_rules_dir() / CLASSES_FILE))

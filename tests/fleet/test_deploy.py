@@ -64,7 +64,7 @@ def test_shipped_log_monitor_configs_meet_the_npd_contract() -> None:
 
 
 def test_plugin_monitor_config_meets_the_custom_plugin_contract(bundled_pack) -> None:
-    from qwen_triage.fleet.npd_export import is_node_level, reason_for
+    from qwen_triage.fleet.npd_export import node_level_classes, reason_for
 
     config = json.loads((NPD / "qwen-triage-plugin-monitor.json").read_text())
     assert config["plugin"] == "custom"
@@ -74,7 +74,7 @@ def test_plugin_monitor_config_meets_the_custom_plugin_contract(bundled_pack) ->
     assert pc["timeout"] == "5s"  # NPD's default plugin timeout: the check must fit in it
     assert pc["max_output_length"] == 80
     assert pc["concurrency"] == 1  # the runs share one state directory and its lock
-    node_classes = [c for c in bundled_pack.classes if is_node_level(c)]
+    node_classes = node_level_classes(bundled_pack)
     assert node_classes and "hardware.xid_fatal" in node_classes
     conditions = {c["type"]: c for c in config["conditions"]}
     assert len(conditions) == len(config["conditions"]) == len(node_classes)  # one condition per class
@@ -112,11 +112,12 @@ def test_plugin_args_parse_with_the_real_check_command() -> None:
 
 
 def test_node_level_classes_agree_with_the_slurm_drain(bundled_pack) -> None:
-    from qwen_triage.fleet import slurm
-    from qwen_triage.fleet.npd_export import is_node_level
+    from qwen_triage.fleet.npd_export import node_level_classes
+    from qwen_triage.fleet.policy import NodePolicy
 
-    for cls in bundled_pack.classes:
-        assert is_node_level(cls) == slurm.is_node_class(cls), cls
+    policy = NodePolicy.of(bundled_pack.classes)  # what the Slurm channel drains on
+    assert set(node_level_classes(bundled_pack)) == policy.node_level
+    assert {c for c in bundled_pack.classes if c.startswith("node.")} <= policy.node_level & policy.held_until_boot
 
 
 def test_docs_name_every_node_condition(bundled_pack) -> None:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from qwen_triage.fleet.slurm import NODE_CLASSES, apply
+from qwen_triage.fleet.slurm import apply
 
-from .conftest import BootId, XID79, run_check_cli
+from .conftest import BootId, XID79, bundled_policy, run_check_cli
 from .test_state import append_journal, fake_journal, journal_entry  # noqa: F401 - fixture
 
 # (a) a program maps a file named like an Xid message and crashes: the kernel prints its name
@@ -46,9 +46,11 @@ def check_json(*args: str, env: dict[str, str] | None = None) -> dict:
     return json.loads(cp.stdout)
 
 
+POLICY = bundled_policy()
+
+
 def node_classes(result: dict) -> list[str]:
-    return [d["class"] for d in result["active"]
-            if d["class"] in NODE_CLASSES or d["class"].startswith(("hardware.", "node."))]
+    return [d["class"] for d in result["active"] if POLICY.about_node(d["class"])]
 
 
 def cli(*args: str, **kw):  # type: ignore[no-untyped-def]
@@ -77,7 +79,7 @@ def test_segfault_report_naming_an_xid_drains_nothing(tmp_path: Path, boot: Boot
     from qwen_triage.fleet.state import ActiveDiagnosis
 
     runner = NoScontrol()
-    outcome = apply([ActiveDiagnosis.model_validate(d) for d in result["active"]], "gpu-7", runner=runner)
+    outcome = apply([ActiveDiagnosis.model_validate(d) for d in result["active"]], "gpu-7", runner=runner, policy=POLICY)
     assert outcome.action == "none" and runner.updates == []
 
 
@@ -340,7 +342,7 @@ def test_the_suite_sees_no_site_configuration(tmp_path: Path) -> None:
     assert os.environ["QWEN_TRIAGE_DEFAULTS"] == os.devnull
     assert Path(os.environ["SLURM_CONF"]).read_bytes() == b""
     assert Path.home() != Path("/root") and not str(Path.home()).startswith("/home/")
-    from qwen_triage.cli.fleet import default_state_dir
+    from qwen_triage.fleet.node_check import default_state_dir
 
     assert not default_state_dir().startswith("/var/lib")
     if subprocess.run(["sh", "-c", "command -v scontrol"], capture_output=True).returncode == 0:

@@ -14,7 +14,7 @@ from qwen_triage.fleet.check import CheckResult
 from qwen_triage.fleet.state import ActiveDiagnosis
 from qwen_triage.fleet.textfile import render, write_textfile
 
-from .conftest import OOM, QUIET, XID79, run_check_cli
+from .conftest import OOM, QUIET, XID79, bundled_policy, run_check_cli
 from tests.timelimits import scaled
 
 
@@ -26,7 +26,10 @@ def diag(cls: str = "hardware.xid_fatal", severity: str = "critical", source: st
 def result(*active: ActiveDiagnosis, status: str | None = None, errors: list[str] | None = None) -> CheckResult:
     return CheckResult(status=status or ("problem" if active else "ok"), checked_at=1796136000.5, seconds=0.1,
                        boot_id="b", active=list(active), errors=errors or [],
-                       lines_read_total={"kernel": 10}, check_errors_total=len(errors or []))
+                       lines_read_total={"kernel": 10}, check_errors_total=len(errors or []), policy=POLICY)
+
+
+POLICY = bundled_policy()
 
 
 # -- node-problem-detector ---------------------------------------------------------------------------
@@ -227,16 +230,15 @@ def test_parse_show_node_keeps_spaces_in_reason() -> None:
 
 def test_drains_on_a_node_level_class() -> None:
     fake = FakeScontrol()
-    out = slurm.apply([diag(), diag(cls="memory.gpu_oom", severity="error")], "gpu1", fake)
+    out = slurm.apply([diag(), diag(cls="memory.gpu_oom", severity="error")], "gpu1", fake, policy=POLICY)
     assert out.action == "drained"
     assert fake.updates == [["scontrol", "update", "NodeName=gpu1", "State=DRAIN",
                              "Reason=xid_fatal (qwen-triage: hardware.xid_fatal)"]]
-    out = slurm.apply([diag()], "gpu1", fake)  # already ours with the same reason: nothing to do
+    out = slurm.apply([diag()], "gpu1", fake, policy=POLICY)  # already ours with the same reason: nothing to do
     assert out.action == "none" and len(fake.updates) == 1
 
 
-@pytest.mark.parametrize("cls", sorted(slurm.NODE_CLASSES | {"node.storage_error", "node.nic_error",
-                                                               "node.kernel_hang", "node.kernel_panic"}))
+@pytest.mark.parametrize("cls", sorted(POLICY.node_level))
 def test_the_first_20_characters_of_the_reason_name_the_condition(cls: str) -> None:
     """`sinfo -R` prints 20 characters of a reason: "qwen-triage: hardwar" named nothing."""
     shown = slurm.drain_reason([cls, "node.nic_error"])[:20]
@@ -248,23 +250,23 @@ def test_warning_level_node_diagnoses_do_not_drain() -> None:
     fake = FakeScontrol()
     flap = diag(cls="node.nic_error", severity="warning", rule="node.nic-lost-carrier")
     sxid = diag(cls="hardware.nvlink_error", severity="warning", rule="kernel.nvswitch-sxid")
-    assert slurm.apply([flap, sxid], "gpu1", fake).action == "none" and fake.updates == []
-    out = slurm.apply([diag(), flap], "gpu1", fake)
+    assert slurm.apply([flap, sxid], "gpu1", fake, policy=POLICY).action == "none" and fake.updates == []
+    out = slurm.apply([diag(), flap], "gpu1", fake, policy=POLICY)
     assert out.action == "drained" and out.detail == "xid_fatal (qwen-triage: hardware.xid_fatal)"
 
 
 def test_job_level_classes_do_not_drain() -> None:
     fake = FakeScontrol()
-    assert slurm.apply([diag(cls="memory.gpu_oom", severity="error")], "gpu1", fake).action == "none"
+    assert slurm.apply([diag(cls="memory.gpu_oom", severity="error")], "gpu1", fake, policy=POLICY).action == "none"
     assert fake.updates == []
 
 
 @pytest.mark.parametrize("state", ["IDLE+DRAIN", "DOWN", "DOWN*+DRAIN", "MIXED+DRAIN", "DRAINED"])
 def test_never_touches_someone_elses_drain(state: str) -> None:
     fake = FakeScontrol(state=state, reason="bad DIMM, ticket 4711")
-    out = slurm.apply([diag()], "gpu1", fake, resume=True)
+    out = slurm.apply([diag()], "gpu1", fake, resume=True, policy=POLICY)
     assert out.action == "left-alone" and fake.updates == []
-    out = slurm.apply([], "gpu1", fake, resume=True)
+    out = slurm.apply([], "gpu1", fake, resume=True, policy=POLICY)
     assert out.action == "none" and fake.updates == []
 
 
@@ -272,9 +274,9 @@ def test_never_touches_someone_elses_drain(state: str) -> None:
                                     "qwen-triage: hardware.xid_fatal"], ids=["ours", "ours-before-issue-20"])
 def test_resume_only_when_enabled_and_only_our_drain(reason: str) -> None:
     fake = FakeScontrol(state="IDLE+DRAIN", reason=reason)
-    assert slurm.apply([], "gpu1", fake, resume=False).action == "none"
+    assert slurm.apply([], "gpu1", fake, resume=False, policy=POLICY).action == "none"
     assert fake.updates == []
-    out = slurm.apply([], "gpu1", fake, resume=True)
+    out = slurm.apply([], "gpu1", fake, resume=True, policy=POLICY)
     assert out.action == "resumed"
     assert fake.updates == [["scontrol", "update", "NodeName=gpu1", "State=RESUME"]]
 
@@ -283,7 +285,7 @@ def test_scontrol_failure_is_reported_not_acted_on() -> None:
     def broken(args):  # type: ignore[no-untyped-def]
         return subprocess.CompletedProcess(list(args), 1, "", "slurm_load_node error: Unable to contact slurm controller")
 
-    out = slurm.apply([diag()], "gpu1", broken)
+    out = slurm.apply([diag()], "gpu1", broken, policy=POLICY)
     assert out.action == "error" and "Unable to contact" in out.detail
 
 

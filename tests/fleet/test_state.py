@@ -21,7 +21,6 @@ from qwen_triage.fleet.state import (
     ActiveDiagnosis,
     State,
     StateStore,
-    held_until_boot,
     read_boot_id,
 )
 
@@ -104,6 +103,9 @@ def test_boot_id_is_injectable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_which_classes_wait_for_a_reboot() -> None:
+    from .conftest import bundled_policy
+
+    held_until_boot = bundled_policy().until_boot  # rules/classes.yaml: `held_until_boot: true`
     assert held_until_boot("hardware.xid_fatal") and held_until_boot("node.kernel_panic")
     assert held_until_boot("runtime.nvml_mismatch") and held_until_boot("runtime.fabric_manager_down")
     assert not held_until_boot("memory.gpu_oom") and not held_until_boot("runtime.no_gpu_visible")

@@ -1,0 +1,136 @@
+"""`qwen-triage check` as one call: :func:`run` (:class:`CheckOptions`) -> :class:`~qwen_triage.fleet.check.CheckResult`.
+
+What the command line used to wire by hand: the readers built by name (inputs/registry), the state
+directory prepared and locked, the rule pack compiled within the run's deadline, the check run (or
+only ``--clear``), and, when another check holds the lock, the stored state answered instead of
+waiting. What reads the result - node-problem-detector's line, the node_exporter textfile, the
+Slurm drain - is a channel (fleet/channels.py). A check that cannot run raises :class:`CheckFailed`
+with the reason; every channel then says "unknown" its own way.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+from qwen_triage.fleet.check import DEFAULT_HOLD, DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT, CheckConfig, CheckResult
+from qwen_triage.fleet.policy import NodePolicy
+from qwen_triage.fleet.state import ActiveDiagnosis, State
+
+STATE_ENV = "QWEN_TRIAGE_STATE"  # the state directory, as the Slurm wrapper's setting of the same name
+
+
+class CheckFailed(Exception):
+    """The check could not run (nothing to read, the state or the rules unusable): the channels answer unknown."""
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """One check: what to read, where the state is kept, how long and how much."""
+
+    started: float  # time.perf_counter() at the process start: --timeout counts from there, imports included
+    now: float  # time.time() of this check
+    kernel: bool = False
+    units: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    from_end: bool = False  # a file never read before is read from its end
+    state_dir: str | None = None
+    hold: float = DEFAULT_HOLD
+    max_bytes: int = DEFAULT_MAX_BYTES
+    timeout: float = DEFAULT_TIMEOUT
+    rule_dirs: tuple[str, ...] = ()
+    clear: tuple[str, ...] = ()  # class globs to let go of by hand (a repair without a reboot)
+
+
+def default_state_dir() -> str:
+    if os.environ.get(STATE_ENV):
+        return os.environ[STATE_ENV]
+    if os.geteuid() == 0:
+        return "/var/lib/qwen-triage"
+    from platformdirs import user_state_dir
+
+    return user_state_dir("qwen-triage")
+
+
+def clear_by_hand(state: State, patterns: tuple[str, ...]) -> list[ActiveDiagnosis]:
+    """Drop the active diagnoses whose class matches one of ``patterns``; the dropped ones.
+
+    For a node repaired without a reboot (a GPU reset, a reseated cable): hardware classes are
+    otherwise held until the boot id changes. Positions are kept, so the evidence already read
+    is not read again; a new Xid raises the class again.
+    """
+    dropped = []
+    for key, d in list(state.active.items()):
+        if any(fnmatchcase(d.class_, p) for p in patterns):
+            dropped.append(state.active.pop(key))
+    return dropped
+
+
+def _readers(options: CheckOptions) -> list:  # type: ignore[type-arg]
+    from qwen_triage.inputs.registry import build
+
+    readers = [build("kernel")] if options.kernel else []
+    readers += [build("journal", u) for u in options.units]
+    readers += [build("file", f, from_end=options.from_end) for f in options.files]
+    return readers
+
+
+def _compile(options: CheckOptions):  # type: ignore[no-untyped-def]
+    from qwen_triage.engine.scanner import compile_pack
+
+    # --timeout covers loading too: a fresh node's first checks answer "unknown" in time, keep what they
+    # validated in the cache and continue from it, so a check under node-problem-detector warms up
+    deadline = options.started + max(options.timeout - 1.0, options.timeout / 2)
+    try:
+        return compile_pack(options.rule_dirs, deadline=deadline)
+    except Exception as exc:  # a broken rule pack must still answer "unknown", not crash the plugin
+        raise CheckFailed(f"cannot load the rules: {exc}") from exc
+
+
+def run(options: CheckOptions) -> CheckResult:
+    """One check; raises :class:`CheckFailed` when it cannot run."""
+    from qwen_triage.fleet.check import run_check, stored_result
+    from qwen_triage.fleet.state import StateError, StateLocked, StateStore, read_boot_id
+
+    readers = _readers(options)
+    if not readers and not options.clear:
+        raise CheckFailed("nothing to check: give --kernel, --journal UNIT or --file PATH")
+    state_path = options.state_dir or default_state_dir()
+    store = StateStore(state_path)
+    try:
+        store.prepare()
+    except StateError as exc:
+        raise CheckFailed(str(exc)) from exc
+    if not os.environ.get("XDG_CACHE_HOME"):
+        # The compiled rule pack (Hyperscan database) is cached beside the state: a check compiles it once
+        # (seconds), not on every run, even where the home directory is read-only or absent (containers).
+        os.environ["XDG_CACHE_HOME"] = os.path.join(state_path, "cache")
+    compiled = _compile(options)
+    policy = NodePolicy.of(compiled.pack.classes)
+    boot_id = read_boot_id()
+    config = CheckConfig(hold=options.hold, max_bytes=options.max_bytes, timeout=options.timeout)
+    try:
+        with store.locked(timeout=min(1.5, options.timeout / 2)):
+            state = store.load()
+            by_hand = clear_by_hand(state, options.clear)
+            if readers:
+                result = run_check(readers, state, compiled, config, boot_id, now=options.now,
+                                   started=options.started)
+            else:  # `--clear` alone: let go, and say (and write to --textfile) what is still active
+                result = stored_result(state, config, boot_id, "no source read: --clear only", options.now)
+            result.notes[:0] = store.notes
+            result.cleared[:0] = by_hand
+            result.notes += [f"cleared by hand: {d.class_} from {d.source}" for d in by_hand]
+            store.save(state)
+    except StateLocked as exc:
+        # another check (an NPD condition of its own, the Slurm health check) is reading right now: answer
+        # from the state it last saved instead of waiting past the caller's timeout
+        result = stored_result(store.load(), config, boot_id, f"{exc}; reported the stored state")
+        result.stored = True
+    except StateError as exc:
+        raise CheckFailed(str(exc)) from exc
+    except OSError as exc:
+        raise CheckFailed(f"state directory {store.dir}: {exc.strerror or exc}") from exc
+    result.policy = policy
+    return result
