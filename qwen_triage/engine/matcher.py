@@ -100,8 +100,6 @@ class Matcher:
         context_only = self._context_only
         span_only = self.c.span_only
         frame_only = self._frame_only
-        vetoes = self.vetoes
-        defer = self.context.defer
         block_may_span = may_span_raw(data)  # most blocks hold no tab, NUL or ESC at all: no line needs a look
         held = self._held.pop(source_index, None)
         consumed = 0
@@ -149,6 +147,20 @@ class Matcher:
                 yield from self._on_line(rec, pids)
             else:
                 self._held[source_index] = held  # every line of this block continued it: wait on
+        yield from self._match_records(block, records, recs, deferrable, spanning, cited, source_name, source_index)
+        self._position = (b"", 0)
+        last_line = block.origin_line(max(nlines - 1, 0)) if nlines else block.first_line
+        yield from self.vetoes.expire(source_index, last_line)
+
+    def _match_records(self, block: Block, records: dict[int, tuple[int, set[int]]], recs: dict[int, LineRecord],
+                       deferrable: dict[int, bytes], spanning: set[int], cited: dict[int, LineRecord],
+                       source_name: str, source_index: int) -> Iterator[Finding]:
+        """The block's candidate records, in order: a context-only line kept raw when its rules can wait
+        (``deferrable``), any other normalised (once: ``recs``), a multi-line record assembled (held for the next
+        block when it may go on), each matched against its patterns' rules (``records``: start offset -> (line
+        index, pattern ids)). A veto's window is closed as the lines pass it."""
+        data = block.data
+        vetoes, defer, frame_only = self.vetoes, self.context.defer, self._frame_only
         for start in sorted(records):
             index, pids = records[start]
             raw = deferrable.get(start)
@@ -186,9 +198,6 @@ class Matcher:
                     continue
             self._position = (data, start)
             yield from self._on_line(rec, pids)
-        self._position = (b"", 0)
-        last_line = block.origin_line(max(nlines - 1, 0)) if nlines else block.first_line
-        yield from vetoes.expire(source_index, last_line)
 
     def release_held(self, source_index: int | None = None) -> Iterator[Finding]:
         """Records still waiting for continuation lines are complete now (end of input, or a quiet input)."""
@@ -264,6 +273,13 @@ class Matcher:
         if not hits:
             return
         self.stats.confirmed += 1
+        yield from self._fire(rec, hits)
+
+    def _fire(self, rec: LineRecord, hits: dict[int, regex.Match[str]]) -> Iterator[Finding]:
+        """The rules of a record's confirmed patterns: vetoes first (a line that both matches and vetoes is
+        vetoed), then each rule once — at once, as a storm's count, or as a part of an `all` rule —, and the
+        structure rules (floors) only when no rule that speaks fired."""
+        confirmer, context, firing = self.confirmer, self.context, self.firing
         src = rec.source_index
         fired: set[int] = set()
         floors_yield = True  # until a rule that is not a structure rule matches this record
