@@ -22,6 +22,12 @@ loss = model(x).sum()
 acc.backward(loss)
 opt.step()
 acc.print(f"step ok on {acc.device}, {acc.num_processes} processes, mixed_precision={acc.mixed_precision}")
+if len(sys.argv) > 2 and sys.argv[2] == "sigkill" and acc.process_index == 1:
+    # this rank is killed as the OOM killer does while the other waits for it
+    import os
+    import signal
+    os.kill(os.getpid(), signal.SIGKILL)
+acc.wait_for_everyone()
 '''
 
 # another server holds the port while the launcher behind it checks it
@@ -45,6 +51,7 @@ FILES = {
     "no_type.yaml": "compute_environment: LOCAL_MACHINE\nnum_processes: 2\nmixed_precision: 'no'\n",
     "bad_type.yaml": BASE + "distributed_type: MULTI_GPUS\nnum_processes: 2\nmixed_precision: 'no'\n",
     "bad_precision.yaml": BASE + "distributed_type: 'NO'\nnum_processes: 1\nmixed_precision: fp32\n",
+    "not_yaml.yaml": "compute_environment: LOCAL_MACHINE\ndistributed_type: 'NO'\n  num_processes: [1\n",
 }
 ACC = "{bin}/accelerate"
 
@@ -160,6 +167,67 @@ PROGRAM = Program(
             files=FILES,
             timeout=90,
             note="fp8 mixed precision without Transformer Engine / MS-AMP / torchao",
+        ),
+        # --- more of what users hit (issue 26) --------------------------------------------------------------
+        Case(
+            id="launch-bf16-cpu-ok",
+            expect=[],
+            argv=[ACC, "launch", "--cpu", "--mixed_precision", "bf16", "train.py", "bf16"],
+            files=FILES,
+            exit="ok",
+            timeout=120,
+            note="healthy: bf16 autocast on the CPU",
+        ),
+        Case(
+            id="launch-rank-sigkill",
+            expect=["memory.host_oom"],
+            argv=[ACC, "launch", "--multi_gpu", "--num_processes", "2", "--main_process_port", "{port}", "train.py",
+                  "no", "sigkill"],
+            files=FILES,
+            timeout=150,
+            note="rank 1 is SIGKILLed (as the OOM killer does) after its step; the launcher reports signal 9",
+        ),
+        Case(
+            id="launch-second-node-no-master",
+            expect=["dist.rendezvous_failed"],
+            argv=[ACC, "launch", "--multi_gpu", "--num_machines", "2", "--machine_rank", "1", "--num_processes", "2",
+                  "--main_process_ip", "127.0.0.1", "--main_process_port", "{port}", "--rdzv_conf", "timeout=8",
+                  "train.py"],
+            files=FILES,
+            timeout=150,
+            note="machine 1 of 2 started while machine 0 (the master) is not up: its store client never connects",
+        ),
+        Case(
+            id="config-file-missing",
+            expect=["config.bad_argument"],
+            argv=[ACC, "launch", "--config_file", "default_config.yaml", "train.py"],
+            files=FILES,
+            timeout=90,
+            note="--config_file names a file that does not exist",
+        ),
+        Case(
+            id="config-not-yaml",
+            expect=["config.bad_argument"],
+            argv=[ACC, "launch", "--config_file", "not_yaml.yaml", "train.py"],
+            files=FILES,
+            timeout=90,
+            note="a config file that is not valid YAML (a bad indent)",
+        ),
+        Case(
+            id="script-missing",
+            expect=["config.bad_argument"],
+            argv=[ACC, "launch", "--cpu", "trian.py"],
+            files=FILES,
+            timeout=90,
+            note="the training script's name is misspelt: python cannot open it",
+        ),
+        Case(
+            id="use-deepspeed-not-installed",
+            expect=["runtime.backend_mismatch"],
+            argv=[ACC, "launch", "--use_deepspeed", "--num_processes", "1", "--zero_stage", "2", "train.py"],
+            files=FILES,
+            timeout=90,
+            note="--use_deepspeed in a venv without DeepSpeed",
         ),
     ],
 )

@@ -59,6 +59,15 @@ class H(http.server.BaseHTTPRequestHandler):
             return self._err(404, "RepoNotFound", "Repository not found")
         if MODE == "entrynotfound":
             return self._err(404, "EntryNotFound", "Entry not found")
+        if MODE == "forbidden":  # a token without read access to a private repo of an organisation
+            return self._err(403, "", "Forbidden: you don't have permission to access this repository.")
+        if MODE == "revisionnotfound":
+            return self._err(404, "RevisionNotFound", "Invalid rev id: v9.9")
+        if MODE == "ratelimit":
+            return self._err(429, "", "You have exceeded our hourly quotas for action: resolve. We invite you to"
+                             " retry later.")
+        if MODE == "unavailable":
+            return self._err(503, "", "Service Unavailable")
         if MODE == "servererror":
             return self._err(500, "", "Internal Error - We're working hard to fix this as soon as possible!")
         if head or MODE == "ok":
@@ -106,10 +115,16 @@ BASE_ENV = {"HF_HOME": "{work}/hf-home", "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HU
             "HF_HUB_DOWNLOAD_TIMEOUT": "3", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
 
 PYDL = """\
-from huggingface_hub import hf_hub_download
-path = hf_hub_download("%s", "config.json")
+import sys
+from huggingface_hub import hf_hub_download, snapshot_download
+if len(sys.argv) > 1 and sys.argv[1] == "snapshot":
+    path = snapshot_download("%s")
+elif len(sys.argv) > 1:
+    path = hf_hub_download("%s", "config.json", revision=sys.argv[1])
+else:
+    path = hf_hub_download("%s", "config.json")
 print(path)
-""" % REPO
+""" % (REPO, REPO, REPO)
 
 # A hub cache laid out as huggingface_hub writes it, for the healthy offline case.
 CACHED = {
@@ -128,9 +143,10 @@ def _cli(id: str, expect: list[str], mode: str | None, note: str, env: dict | No
 
 
 def _py(id: str, expect: list[str], mode: str | None, note: str, env: dict | None = None, exit: str = "fail",
-        bound: int = 0) -> Case:
+        bound: int = 0, arg: str = "") -> Case:
     run = f"timeout -s INT {bound} " if bound else ""
-    cmd = (WITH_SERVER % mode if mode else "") + run + "{python} download.py" + (STOP if mode else "")
+    cmd = (WITH_SERVER % mode if mode else "") + run + "{python} download.py" + (f" {arg}" if arg else "")
+    cmd += STOP if mode else ""
     return Case(id=id, expect=expect, argv=["bash", "-c", cmd], files={"fakehub.py": FAKEHUB, "download.py": PYDL},
                 env={**BASE_ENV, **(env or {})}, input="mixed", note=note, exit=exit, timeout=150)
 
@@ -164,6 +180,26 @@ CASES = [
     _py("py-size-mismatch", ["download.incomplete"], "short",
         "the file arrives smaller than the hub announced (consistency check)"),
     _cli("cli-connection-cut", ["download.incomplete"], "cut", "the connection drops half way through the file"),
+    # --- more answers of the hub (issue 26) -------------------------------------------------------------
+    _py("py-download-ok-healthy", [], "ok", "healthy: hf_hub_download of one file from a local stand-in", exit="ok"),
+    _py("py-gated", ["download.incomplete"], "gated", "hf_hub_download, 403 GatedRepo: access not granted"),
+    _py("py-unauthorized", ["config.bad_argument"], "unauthorized",
+        "hf_hub_download, 401: a private or misspelt repo id without a valid token"),
+    _py("py-entry-not-found", ["config.bad_argument"], "entrynotfound",
+        "hf_hub_download, 404 EntryNotFound: the file is not in the repo"),
+    _py("py-revision-not-found", ["config.bad_argument"], "revisionnotfound",
+        "hf_hub_download with a revision (tag) the repo does not have: 404 RevisionNotFound", arg="v9.9"),
+    _cli("cli-revision-not-found", ["config.bad_argument"], "revisionnotfound",
+         "hf download --revision of a tag the repo does not have: 404 RevisionNotFound",
+         what="config.json --revision v9.9"),
+    _py("py-forbidden", ["download.incomplete"], "forbidden",
+        "403 without the gated code: the token has no read access to the organisation's repo"),
+    _cli("cli-rate-limited", ["download.incomplete"], "ratelimit", "429: the hub's rate limit for resolve calls"),
+    _py("py-rate-limited", ["download.incomplete"], "ratelimit", "hf_hub_download answered 429 Too Many Requests"),
+    _py("py-service-unavailable", ["download.incomplete"], "unavailable", "the hub answers 503 on every request"),
+    _py("py-server-error", ["download.incomplete"], "servererror", "hf_hub_download, the hub answers 500"),
+    _py("py-snapshot-connection-refused", ["download.incomplete"], None,
+        "snapshot_download against a closed local port", env={"HF_ENDPOINT": "http://127.0.0.1:9"}, arg="snapshot"),
 ]
 
 PROGRAM = Program(

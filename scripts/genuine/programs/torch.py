@@ -56,6 +56,68 @@ elif mode == "monitored-barrier":
     if rank == 1:
         time.sleep(30)
     dist.monitored_barrier(timeout=datetime.timedelta(seconds=4))
+elif mode == "host-oom":
+    # the host runs out of memory under this rank: an address-space limit stands in for a full machine
+    import resource
+    dist.init_process_group("gloo")
+    if rank == 1:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+        activations = torch.empty(4 << 30, dtype=torch.uint8)
+    dist.barrier()
+elif mode == "world-size-mismatch":
+    # the script passes its own world_size (a hard-coded GPU count) while torchrun started fewer ranks
+    dist.init_process_group("gloo", rank=rank, world_size=4, timeout=datetime.timedelta(seconds=6))
+elif mode == "peer-killed":
+    # rank 1 is killed while rank 0 waits in a collective with it
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=20))
+    dist.barrier()
+    if rank == 1:
+        time.sleep(1)
+        os.kill(os.getpid(), signal.SIGKILL)
+    t = torch.ones(1 << 16)
+    for _ in range(1000):
+        dist.all_reduce(t)
+        time.sleep(0.01)
+elif mode == "broadcast-timeout":
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=5))
+    t = torch.zeros(8)
+    if rank == 1:
+        time.sleep(30)
+    dist.broadcast(t, src=1 - rank)
+elif mode == "load-truncated":
+    # every rank loads a checkpoint that an interrupted copy cut short
+    path = "ckpt.pt"
+    if rank == 0 and not os.path.exists(path):
+        torch.save({"w": torch.randn(256, 256)}, "full.pt")
+        data = open("full.pt", "rb").read()
+        open(path, "wb").write(data[: len(data) // 2])
+    dist.init_process_group("gloo")
+    dist.barrier()
+    state = torch.load(path, map_location="cpu")
+elif mode == "load-missing":
+    dist.init_process_group("gloo")
+    state = torch.load("checkpoints/step-1000/model.pt", map_location="cpu")
+elif mode == "load-pickled-object":
+    # a checkpoint that pickles a whole object: torch >= 2.6 loads weights only by default
+    import collections
+    Config = collections.namedtuple("Config", "lr steps")
+    if rank == 0:
+        torch.save({"w": torch.ones(2), "config": Config(0.1, 10)}, "ckpt-obj.pt")
+    dist.init_process_group("gloo")
+    dist.barrier()
+    state = torch.load("ckpt-obj.pt", map_location="cpu")
+elif mode == "ddp-train":
+    # healthy: a few DDP steps of a small model on gloo
+    dist.init_process_group("gloo")
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(16, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(3):
+        loss = model(torch.randn(8, 16)).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        print(f"[worker] rank {rank} step {step} loss {loss.item():.4f}", flush=True)
+    dist.destroy_process_group()
 '''
 
 # one process, no launcher: what init_process_group does with a tcp:// or env:// store
@@ -96,6 +158,30 @@ elif mode == "two-ranks-ok":
 
     if __name__ == "__main__":
         mp.spawn(run, nprocs=2)
+elif mode in ("spawn-sigkill", "spawn-sigsegv", "spawn-cuda"):
+    import signal
+    import time
+
+    import torch
+    import torch.multiprocessing as mp
+
+    def run(rank):
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2,
+                                timeout=datetime.timedelta(seconds=30))
+        dist.barrier()
+        if mode == "spawn-cuda":
+            x = torch.ones(4).to(f"cuda:{rank}")
+        if rank == 1:
+            os.kill(os.getpid(), signal.SIGKILL if mode == "spawn-sigkill" else signal.SIGSEGV)
+        time.sleep(30)
+
+    if __name__ == "__main__":
+        mp.spawn(run, nprocs=2)
+elif mode == "cuda-tensor":
+    import torch
+
+    print(torch.__version__, torch.cuda.is_available(), flush=True)
+    x = torch.randn(4, 4).cuda()
 '''
 
 # another server holds the port (it accepts and hangs up, like a foreign service) while the launcher
@@ -130,6 +216,20 @@ LOCAL = ["--master-addr", "127.0.0.1", "--master-port", "{port}"]
 
 def torchrun(*args: str, launcher: list[str] | None = None) -> list[str]:
     return [*(launcher or [TORCHRUN]), *args]
+
+
+def _ranks(id: str, expect: list[str], mode: str, note: str, flags: tuple[str, ...] = (), exit: str = "fail",
+           timeout: float = 90) -> Case:
+    """torchrun of two local gloo ranks whose worker walks into ``mode``."""
+    return Case(id=id, expect=expect, argv=torchrun("--nproc-per-node", "2", *flags, *LOCAL, "worker.py", mode),
+                files=FILES, input="torchrun", exit=exit, timeout=timeout, note=note)
+
+
+def _store(id: str, expect: list[str], mode: str, note: str, launcher: list[str] | None = None,
+           expect_by: dict | None = None, timeout: float = 90) -> Case:
+    """One process (no launcher) running ``store.py MODE PORT``, behind ``launcher`` if given."""
+    return Case(id=id, expect=expect, argv=[*(launcher or []), "{python}", "store.py", mode, "{port}"], files=FILES,
+                timeout=timeout, note=note, expect_by=dict(expect_by or {}))
 
 
 PROGRAM = Program(
@@ -377,5 +477,62 @@ PROGRAM = Program(
             timeout=90,
             note="GLOO_SOCKET_IFNAME names an interface this host does not have",
         ),
+        # --- more ways ranks die or never meet (issue 26) ------------------------------------------------
+        _ranks("torchrun-ddp-train-ok", [], "ddp-train", "healthy: three DDP steps of a linear layer on two gloo ranks",
+               exit="ok"),
+        Case(
+            id="torchrun-standalone-ok",
+            expect=[],
+            argv=torchrun("--standalone", "--nproc-per-node", "2", "worker.py", "allreduce"),
+            files=FILES,
+            input="torchrun",
+            exit="ok",
+            timeout=90,
+            note="healthy: torchrun --standalone (a c10d store on a random local port), two gloo ranks",
+        ),
+        _ranks("torchrun-worker-host-oom", ["memory.host_oom"], "host-oom",
+               "rank 1 cannot allocate 4 GiB of host memory (an address-space limit stands in for a full host):"
+               " DefaultCPUAllocator fails with ENOMEM, torchrun reports exit code 1"),
+        _ranks("torchrun-world-size-mismatch", ["dist.rendezvous_failed"], "world-size-mismatch",
+               "the script hard-codes world_size=4 while torchrun started 2 ranks: the store waits for the missing"
+               " ranks until its timeout"),
+        _ranks("torchrun-peer-sigkill-in-collective", ["memory.host_oom"], "peer-killed",
+               "rank 1 is SIGKILLed (as the OOM killer does) while rank 0 all-reduces with it: rank 0's gloo error is"
+               " a consequence"),
+        _ranks("torchrun-worker-sigkill-restarts", ["memory.host_oom"], "sigkill",
+               "rank 1 is SIGKILLed on every attempt; torchrun restarts the group once, then gives up",
+               flags=("--max-restarts", "1"), timeout=120),
+        _ranks("torchrun-gloo-broadcast-timeout", ["nccl.timeout"], "broadcast-timeout",
+               "rank 1 never reaches the broadcast: gloo's 5 s timeout fires on rank 0"),
+        _ranks("torchrun-load-truncated-checkpoint", ["model.shard_corrupt"], "load-truncated",
+               "torch.load of a checkpoint cut to half its size (an interrupted copy): the zip reader fails"),
+        _ranks("torchrun-load-missing-checkpoint", ["model.file_missing"], "load-missing",
+               "torch.load of a checkpoint path that does not exist on this node"),
+        _ranks("torchrun-load-weights-only", ["model.format_mismatch"], "load-pickled-object",
+               "a checkpoint that pickles a Python object, loaded by a torch whose torch.load is weights_only by"
+               " default: UnpicklingError 'Weights only load failed'"),
+        Case(
+            id="torchrun-c10d-endpoint-unresolvable",
+            expect=["dist.rendezvous_failed"],
+            argv=torchrun(
+                "--nnodes", "1", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
+                "--rdzv-endpoint", "master-node.invalid:{port}", "--rdzv-conf", "read_timeout=5,join_timeout=8",
+                "worker.py", "allreduce",
+            ),
+            files=FILES,
+            input="torchrun",
+            timeout=90,
+            note="the c10d rendezvous endpoint names a host that does not resolve",
+        ),
+        _store("spawn-rank-sigkill", ["memory.host_oom"], "spawn-sigkill",
+               "mp.spawn, rank 1 SIGKILLed: ProcessExitedException names SIGKILL"),
+        _store("spawn-rank-sigsegv", ["process.segfault"], "spawn-sigsegv",
+               "mp.spawn, rank 1 dies of SIGSEGV: ProcessExitedException names SIGSEGV"),
+        _store("spawn-master-port-in-use", ["server.port_in_use"], "two-ranks-ok",
+               "mp.spawn with tcp:// init on a port another service holds: rank 0's store cannot listen",
+               launcher=["{python}", "hold.py", "{port}"]),
+        _store("cuda-tensor-without-gpu", ["runtime.no_gpu_visible"], "cuda-tensor",
+               "tensor.cuda() where torch sees no GPU",
+               expect_by={"2.13.0": ["runtime.backend_mismatch"]}, timeout=60),
     ],
 )

@@ -8,6 +8,20 @@ from pathlib import Path
 
 from case import Case, Program, Release
 
+
+
+def _hub_module():
+    """hub.py beside this file (programs are loaded by path, not as a package): its local stand-in for the hub."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("genuine_program_hub", Path(__file__).with_name("hub.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+FAKEHUB = _hub_module().FAKEHUB
+
 MAKE_TINY = (Path(__file__).resolve().parents[2] / "make_tiny_qwen.py").read_text()
 
 # Build the tiny model quietly, then run the user's script: only the script's output is the case.
@@ -49,6 +63,30 @@ from transformers import AutoModelForCausalLM
 model = AutoModelForCausalLM.from_pretrained("{work}/tiny")
 print(model.config.model_type)
 """
+
+
+# from_pretrained of a hub id against the local stand-in (started by main.py itself, in the given mode)
+HUB_LOAD = """\
+import os, subprocess, sys, time
+srv = subprocess.Popen([sys.executable, "fakehub.py", "%s"])
+for _ in range(100):
+    if os.path.exists("port") and open("port").read():
+        break
+    time.sleep(0.1)
+os.environ["HF_ENDPOINT"] = "http://127.0.0.1:" + open("port").read()
+try:
+    from transformers import AutoModelForCausalLM
+    model = AutoModelForCausalLM.from_pretrained("tiny-org/tiny-model")
+finally:
+    srv.kill()
+"""
+HUB_ENV = {"HF_HUB_OFFLINE": "0", "HF_HUB_ETAG_TIMEOUT": "3", "HF_HUB_DOWNLOAD_TIMEOUT": "3"}
+
+
+def _hub_case(id: str, expect: list[str], mode: str, note: str) -> Case:
+    """from_pretrained of a hub id while the local stand-in answers in ``mode`` (hub.py's FAKEHUB)."""
+    return _script_case(id, expect, HUB_LOAD % mode, model=False, extra={"fakehub.py": FAKEHUB}, env=HUB_ENV,
+                        note=note)
 
 
 def _damage_then_load(damage: str, load: str = LOAD) -> str:
@@ -241,6 +279,59 @@ CASES = [
         model=False,
         env={"HF_HUB_OFFLINE": "0", "HF_ENDPOINT": CLOSED, "HF_HUB_ETAG_TIMEOUT": "3", "HF_HUB_DOWNLOAD_TIMEOUT": "3"},
         note="HF_ENDPOINT points at a closed local port: connection refused, nothing cached",
+    ),
+    # --- more of what users hit (issue 26) ------------------------------------------------------------------
+    _script_case(
+        "pipeline-generate-healthy",
+        [],
+        "from transformers import pipeline\n"
+        "pipe = pipeline('text-generation', model='{work}/tiny', device='cpu')\n"
+        "print(pipe('hello there', max_new_tokens=5, do_sample=False)[0]['generated_text'])\n",
+        exit="ok",
+        note="healthy: a text-generation pipeline on the tiny local model",
+    ),
+    _hub_case("hub-gated", ["download.incomplete"], "gated",
+              "from_pretrained of a gated repo the account has no access to (a local stand-in answers 403 GatedRepo)"),
+    _hub_case("hub-repo-not-found", ["config.bad_argument"], "notfound",
+              "from_pretrained of a repo id the hub does not have (404 RepoNotFound)"),
+    _hub_case("hub-unauthorized", ["config.bad_argument"], "unauthorized",
+              "from_pretrained of a private repo without a valid token (401)"),
+    _hub_case("hub-server-error", ["download.incomplete"], "servererror", "from_pretrained while the hub answers 500"),
+    _script_case(
+        "local-path-missing",
+        ["config.bad_argument"],
+        "from transformers import AutoModelForCausalLM\n"
+        "model = AutoModelForCausalLM.from_pretrained('/models/Qwen2.5-7B-Instruct')\n",
+        model=False,
+        env=OFFLINE_ENV,
+        note="a local model path that does not exist on this node (offline, so it is no hub id either)",
+    ),
+    _script_case(
+        "truncated-bin",
+        ["model.shard_corrupt"],
+        _damage_then_load(
+            "import torch\nfrom safetensors.torch import load_file\n"
+            "torch.save(load_file(str(M / 'model.safetensors')), str(M / 'pytorch_model.bin'))\n"
+            "(M / 'model.safetensors').unlink()\n"
+            "p = M / 'pytorch_model.bin'; b = p.read_bytes(); p.write_bytes(b[: len(b) // 2])"
+        ),
+        note="the checkpoint's pytorch_model.bin cut to half its size (an interrupted copy)",
+    ),
+    _script_case(
+        "safetensors-header-garbage",
+        ["model.shard_corrupt"],
+        _damage_then_load(
+            "p = M / 'model.safetensors'; b = bytearray(p.read_bytes()); b[8:40] = b'\\xff' * 32\n"
+            "p.write_bytes(bytes(b))"
+        ),
+        note="the safetensors JSON header overwritten with bytes that are not UTF-8 (a damaged disk block)",
+    ),
+    _script_case(
+        "device-map-cuda-without-gpu",
+        ["runtime.backend_mismatch"],
+        "from transformers import AutoModelForCausalLM\n"
+        "model = AutoModelForCausalLM.from_pretrained('{work}/tiny', device_map='cuda')\n",
+        note="device_map='cuda' with a CPU-only torch build",
     ),
 ]
 
