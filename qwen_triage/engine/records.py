@@ -53,5 +53,7 @@ class LineRecord:
         """A field by name as text, for rules' `where` constraints."""
         if name == "format":
             return self.format
+        if name == "source":  # the `file.cc:123` a wrapper printed before the message (NCCL, a logger's head)
+            return self.extra.get("source")
         value = getattr(self, name)
         return None if value is None else str(value)

@@ -39,7 +39,7 @@ SOURCE_FAMILIES = (
 )
 
 # Record fields a rule may constrain with `where`.
-RECORD_FIELDS = ("program", "host", "level", "format", "rank", "gpu", "pid", "process", "path", "raised_by")
+RECORD_FIELDS = ("program", "host", "level", "format", "rank", "gpu", "pid", "process", "path", "raised_by", "source")
 
 FactType = Literal["str", "int", "float", "bytes", "hex"]
 

@@ -106,16 +106,23 @@ def _natural_family(lr: LoadedRule, lines: list[_Line]) -> str:
     return APP
 
 
-def _wrapped(lines: list[_Line], fmt: str, template: str) -> str | None:
+# `where` fields that only the example's own head carries (NCCL's `transport/nvls.cc:244` before `NCCL WARN`):
+# a rule keyed on one is wrapped around its whole line, head kept, as a carrier would pass the line on.
+HEAD_FIELDS = frozenset({"source"})
+
+
+def _wrapped(lines: list[_Line], fmt: str, template: str, keep_head: bool = False) -> str | None:
     """Every line's message under the wrapper, or None where the normaliser would not strip it exactly
-    (NCCL's prefix is only ever stripped off NCCL's own lines; a multi-line message is one logfmt value)."""
+    (NCCL's prefix is only ever stripped off NCCL's own lines; a multi-line message is one logfmt value).
+    With ``keep_head`` the wrapper goes around the line as it was (its own head kept inside)."""
     prefix, suffix = _template(template)
     if fmt == "logfmt" and (len(lines) > 1 or _LOGFMT_ALREADY.search(lines[0].message)):
         return None
     out = []
     for line in lines:
+        head = line.head if keep_head else ""
         body = _go_quoted(line.message) if fmt == "logfmt" else line.message
-        text = prefix + body + suffix
+        text = prefix + head + body + suffix
         if normalize(text).message not in (body, body + suffix):
             return None
         out.append(text)
@@ -125,11 +132,12 @@ def _wrapped(lines: list[_Line], fmt: str, template: str) -> str | None:
 def wrapper_variants(lr: LoadedRule, example: str, lines: list[_Line] | None = None) -> Iterator[Variant]:
     lines = lines or _lines(example)
     natural = _natural_family(lr, lines)
+    keep_head = not HEAD_FIELDS.isdisjoint(lr.rule.match.where)
     for fmt, template in WRAPPER_SAMPLES:
         fam = _family_of_sample(template)
         if fam is not None and fam != natural:
             continue
-        text = _wrapped(lines, fmt, template)
+        text = _wrapped(lines, fmt, template, keep_head)
         if text is not None:
             yield Variant("wrapper", f"{fmt} `{_template(template)[0]}`", text)
 

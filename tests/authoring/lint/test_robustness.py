@@ -90,3 +90,19 @@ def test_the_bundled_pack_survives_every_wrapper_under_each_prefilter(engine: st
 
 def _quoted(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
+
+
+def test_a_rule_keyed_on_the_file_nccl_prints_is_wrapped_with_that_file_kept(tmp_path: Path) -> None:
+    """`where: {source: …}` reads the `transport/nvls.cc:244` NCCL prints before `NCCL WARN`: a carrier (journald,
+    `kubectl logs`, compose) passes the whole line on, so the wrappers go around it, head kept, and the rule still
+    fires; the same rule without the file in its example's line does not."""
+    nccl_line = "node2:120:140 [1] transport/nvls.cc:244 NCCL WARN Cuda failure 1 'invalid argument'"
+    where = "      where: {source: 'transport/nvls\\.cc:\\d+'}\n"
+    keyed = rule(match="any: ['NCCL WARN Cuda failure']", sources="nccl", example=nccl_line,
+                 no_match="node2:120:140 [1] transport/p2p.cc:244 NCCL WARN Cuda failure 1 'invalid argument'",
+                 extra=where)
+    problems = lint(rules_dir(tmp_path / "a", keyed), select=["robust-wrapper", "example"])
+    assert problems == []  # every wrapper fires, and the no_match line (another file) does not
+    bare = rule(match="any: ['NCCL WARN Cuda failure']", sources="nccl",
+                example="NCCL WARN Cuda failure 1 'invalid argument'", extra=where)
+    assert any("does not fire" in m for m in _messages(tmp_path / "b", bare, "example"))
