@@ -19,7 +19,8 @@ from qwen_triage.engine.finding import Finding
 from qwen_triage.engine.matcher import Matcher
 from qwen_triage.engine.sources import Block
 from qwen_triage.rulepack import pack as pack_module
-from qwen_triage.rulepack.codes import code_files, load_code_table, load_code_tables
+from qwen_triage.rulepack.paths import code_files
+from qwen_triage.rulepack.codes import load_code_table, load_code_tables
 from qwen_triage.rulepack.errors import RuleFileError
 from qwen_triage.rulepack.pack import load_classes, load_pack
 from qwen_triage.rulepack.paths import bundled_rules_dir
