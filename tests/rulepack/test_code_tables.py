@@ -156,8 +156,8 @@ def test_a_code_without_a_class_gives_no_finding(code_rule: CompiledPack) -> Non
      "cudaErrorLaunchFailure"),
     ("[rank3]: ncclRemoteError: A call failed possibly due to a network error", "nccl.network", "ncclRemoteError"),
     ("OSError: [Errno 28] No space left on device", "node.storage_error", "ENOSPC"),
-    ("Error: write /root/.ollama/models/blobs/sha256-1-partial: no space left on device", "node.storage_error",
-     "ENOSPC"),
+    # a Go program's write error (ollama pull's own partial blob has a sentence rule: download.incomplete)
+    ("Error: write /var/lib/app/cache/chunk-0007.tmp: no space left on device", "node.storage_error", "ENOSPC"),
     ("pynvml.NVMLError_GpuIsLost: GPU is lost", "hardware.xid_fatal", "NVML_ERROR_GPU_IS_LOST"),
     ("requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: https://huggingface.co/o/m/resolve/main/x",
      "download.incomplete", "UNAUTHORIZED"),
