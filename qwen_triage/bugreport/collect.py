@@ -13,6 +13,7 @@ import io
 import subprocess
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -172,3 +173,31 @@ def redacted(report: BugReport) -> BugReport:
     """The report with every string through :func:`qwen_triage.redact.redact_text`."""
     data: Any = redact_tree(report.model_dump(mode="json"))
     return BugReport.model_validate(data)
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """``qwen-triage report``'s options, as the command line gives them (the output format and file are the
+    command line's: it renders and writes)."""
+
+    logs: tuple[str, ...] = ()
+    units: tuple[str, ...] = ()
+    """systemd units whose journal for this boot is triaged"""
+    kernel: bool = False
+    gpu_snapshot: str | None = None
+    """versions and GPUs from this recording instead of this machine"""
+    rule_dirs: tuple[str, ...] = ()
+    engine: str = "auto"
+
+
+def run(options: ReportOptions) -> BugReport:
+    """``qwen-triage report``: :func:`collect` with the pack compiled only when a log is read."""
+    from qwen_triage.engine.scanner import load_compiled
+
+    probe = None
+    if options.gpu_snapshot:
+        from qwen_triage.preflight.machine.nvml import ReplayProbe
+
+        probe = ReplayProbe(options.gpu_snapshot)
+    return collect(list(options.logs), units=list(options.units), kernel=options.kernel,
+                   compiled=lambda: load_compiled(options.rule_dirs, options.engine), gpu_probe=probe)

@@ -42,16 +42,10 @@ def report(logs: tuple[str, ...], units: tuple[str, ...], kernel: bool, fmt: str
       qwen-triage report server.log --out report.md
       qwen-triage report --journal vllm.service --kernel --format json
     """
-    from qwen_triage.bugreport.collect import collect
-    from qwen_triage.engine.scanner import load_compiled
+    from qwen_triage.bugreport.collect import ReportOptions, run
 
-    probe = None
-    if gpu_snapshot:
-        from qwen_triage.preflight.machine.nvml import ReplayProbe
-
-        probe = ReplayProbe(gpu_snapshot)
-    result = collect(list(logs), units=list(units), kernel=kernel, compiled=lambda: load_compiled(rule_dirs, engine),
-                     gpu_probe=probe)
+    result = run(ReportOptions(logs=logs, units=units, kernel=kernel, gpu_snapshot=gpu_snapshot, rule_dirs=rule_dirs,
+                               engine=engine))
     from qwen_triage.report.formats import pick
 
     text = pick(fmt, RENDERERS, default="markdown")(result)

@@ -61,10 +61,10 @@ def run(command: tuple[str, ...], stall: float, **options: Any) -> None:
     it started (SIGKILL after --grace). The exit status is the child's (128+N when
     signal N killed it).
     """
-    from qwen_triage.live.run import run_main
+    from qwen_triage.live.run import RunOptions, run as run_command
 
-    # The options reach run_main by name: its signature is the one list of them.
-    sys.exit(run_main(list(command), stall=stall or None, **options))
+    # The options reach RunOptions by name: its fields are the one list of them.
+    sys.exit(run_command(RunOptions(command=command, stall=stall, **options)))
 
 
 @click.command("attach", short_help="Triage a running server: follow its output, report its exit.")
@@ -78,11 +78,9 @@ def attach(pid: int, new_only: bool, fmt: str, rule_dirs: tuple[str, ...], engin
     \b
       qwen-triage attach $(pgrep -f 'vllm serve')
     """
-    from qwen_triage.engine.scanner import load_compiled
-    from qwen_triage.live.attach import attach_main
+    from qwen_triage.live.attach import AttachOptions, run as attach_command
 
-    compiled = load_compiled(rule_dirs, engine)
-    sys.exit(attach_main(pid, compiled, fmt, new_only=new_only))
+    sys.exit(attach_command(AttachOptions(pid=pid, new_only=new_only, fmt=fmt, rule_dirs=rule_dirs, engine=engine)))
 
 
 @click.command("journal", short_help="Triage a systemd unit's journal (default: ollama).")
@@ -110,11 +108,10 @@ def journal(
       qwen-triage journal vllm --kernel --since -2h
       qwen-triage journal ollama --follow
     """
-    from qwen_triage.engine.scanner import load_compiled
-    from qwen_triage.live.systemd_journal import journal_main
+    from qwen_triage.live.systemd_journal import JournalOptions, run as journal_command
 
-    compiled = load_compiled(rule_dirs, engine)
-    sys.exit(journal_main(unit, since, kernel, follow, compiled, fmt, user=user))
+    sys.exit(journal_command(JournalOptions(unit=unit, since=since, kernel=kernel, follow=follow, user=user, fmt=fmt,
+                                            rule_dirs=rule_dirs, engine=engine)))
 
 
 COMMANDS = [run, attach, journal]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
@@ -49,7 +50,7 @@ from qwen_triage.cli.options import pack_options
               help="Let rules from --rules / QWEN_TRIAGE_RULES edit the launch too (default: their steps are printed).")
 @pack_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def relaunch(command: tuple[str, ...], **opts: object) -> None:
+def relaunch(command: tuple[str, ...], **opts: Any) -> None:
     """Find why a vLLM launch fails, fix what is safe to fix, relaunch, and prove it serves.
 
     \b
@@ -63,9 +64,10 @@ def relaunch(command: tuple[str, ...], **opts: object) -> None:
     printed for you. Exit status: 0 ready (or dry run), 1 no automatic fix
     left or attempts used up, 2 bad input, 3 a step needs you, 130 interrupted.
     """
-    from qwen_triage.runner.main import relaunch_main
+    from qwen_triage.runner.main import LIMITS, RelaunchOptions, run
 
-    sys.exit(relaunch_main(list(command), opts))
+    limits = {name: opts.pop(name) for name in LIMITS}  # the profile's limits, as --attempts, --stall, …
+    sys.exit(run(RelaunchOptions(command=command, limits=limits, **opts)))  # the rest by their own names
 
 
 COMMANDS = [relaunch]

@@ -147,6 +147,14 @@ def kmsg_records(buf: bytes) -> tuple[list[bytes], bytes]:
     return out, rest
 
 
+def _this_boot(prev: SourceState | None, kind: str, boot_id: str) -> SourceState | None:
+    """``prev`` when it was read the same way (``kind``) in this boot; None to read from the start: the kernel's
+    sequence numbers and uptime stamps start again at every boot."""
+    if prev is None or prev.kind != kind or prev.boot_id != boot_id:
+        return None
+    return prev
+
+
 class KmsgReader(Reader):
     def __init__(self, path: str | None = None):
         self.path = path or os.environ.get(KMSG_ENV) or KMSG_PATH
@@ -154,9 +162,8 @@ class KmsgReader(Reader):
         super().__init__(key="kernel", label="kernel", via=self.path)
 
     def read(self, prev: SourceState | None, budget: int, deadline: float, boot_id: str = "") -> Iterator[Chunk]:
-        last = -1
-        if prev is not None and prev.kind == "kmsg" and prev.boot_id == boot_id and prev.kmsg_seq is not None:
-            last = prev.kmsg_seq
+        here = _this_boot(prev, "kmsg", boot_id)
+        last = here.kmsg_seq if here is not None and here.kmsg_seq is not None else -1
         total, total_bytes = totals(prev)
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -226,9 +233,8 @@ class DmesgReader(Reader):
         super().__init__(key="kernel", label="kernel", via="dmesg")
 
     def read(self, prev: SourceState | None, budget: int, deadline: float, boot_id: str = "") -> Iterator[Chunk]:
-        last = -1.0
-        if prev is not None and prev.kind == "dmesg" and prev.boot_id == boot_id and prev.dmesg_ts is not None:
-            last = prev.dmesg_ts
+        here = _this_boot(prev, "dmesg", boot_id)
+        last = here.dmesg_ts if here is not None and here.dmesg_ts is not None else -1.0
         total, total_bytes = totals(prev)
         try:
             cp = subprocess.run(["dmesg"], capture_output=True, timeout=max(0.5, deadline - time.monotonic()),

@@ -157,8 +157,28 @@ def _name(pid: int, comm: str) -> str:
     return comm
 
 
-def attach_main(pid: int, compiled: "CompiledPack", fmt: str, new_only: bool = False) -> int:
-    """The `attach` command. Exit status like `scan`; 2 when nothing can be read."""
+@dataclass(frozen=True)
+class AttachOptions:
+    """``qwen-triage attach``'s options, as the command line gives them."""
+
+    pid: int
+    new_only: bool = False
+    """skip what the process wrote before now"""
+    fmt: str = "text"
+    rule_dirs: tuple[str, ...] = ()
+    engine: str = "auto"
+
+
+def run(options: AttachOptions) -> int:
+    """The `attach` command: follow what the process writes, triage it live, the report when it ends or on Ctrl-C.
+    Exit status like `scan`; 2 when nothing can be read."""
+    from qwen_triage.engine.scanner import load_compiled
+
+    compiled = load_compiled(options.rule_dirs, options.engine)
+    return _attach(options.pid, compiled, options.fmt, options.new_only)
+
+
+def _attach(pid: int, compiled: CompiledPack, fmt: str, new_only: bool) -> int:
     from qwen_triage.exits import EXIT_CLEAN, EXIT_ERROR, EXIT_FOUND
     from qwen_triage.report.emit import emit_report
     from qwen_triage.inputs.journal import journal_tool_available

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 import signal
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,20 +16,27 @@ FORWARD_AND_STOP = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT
 FORWARD_ONLY = (signal.SIGUSR1, signal.SIGUSR2)
 
 
-def run_main(
-    command: list[str],
-    *,
-    log_path: str | None,
-    stall: float | None,
-    kill_on_fatal: bool,
-    grace: float,
-    report_path: str | None,
-    quiet: bool,
-    unbuffered: bool,
-    rule_dirs: tuple[str, ...],
-    engine: str,
-) -> int:
-    """Run ``command`` under the Supervisor; the exit status is the child's (128+N when signal N ended it).
+@dataclass(frozen=True)
+class RunOptions:
+    """``qwen-triage run``'s options, as the command line gives them."""
+
+    command: tuple[str, ...]
+    log_path: str | None = None
+    """where the child's output is saved (None: the user's state directory, runs/TIME-COMMAND.log)"""
+    stall: float | None = 120.0
+    """seconds of silence before a stall report (0 or None: never)"""
+    kill_on_fatal: bool = False
+    grace: float = 10.0
+    report_path: str | None = None
+    """also write the final report here: JSON, or Markdown when the name ends in .md"""
+    quiet: bool = False
+    unbuffered: bool = True
+    rule_dirs: tuple[str, ...] = ()
+    engine: str = "auto"
+
+
+def run(options: RunOptions) -> int:
+    """Run ``options.command`` under the Supervisor; the exit status is the child's (128+N when signal N ended it).
 
     The signal handlers go in first, before the pack loads: a Ctrl-C in the first second is the same request
     as one later (exit 128+N, nothing left running; the child is not even started), never a
@@ -49,9 +57,7 @@ def run_main(
     previous = {sig: signal.signal(sig, on_signal) for sig in FORWARD_AND_STOP + FORWARD_ONLY}
     deliver_pending(on_signal)  # a Ctrl-C during the imports, which Python swallowed
     try:
-        return _supervise(command, supervisor, early, log_path=log_path, stall=stall, kill_on_fatal=kill_on_fatal,
-                          grace=grace, report_path=report_path, quiet=quiet, unbuffered=unbuffered,
-                          rule_dirs=rule_dirs, engine=engine)
+        return _supervise(options, supervisor, early)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -61,9 +67,7 @@ def _say(msg: str) -> None:
     print(f"qwen-triage: {msg}", file=sys.stderr, flush=True)
 
 
-def _supervise(command: list[str], supervisor: list[Any], early: list[int], *, log_path: str | None,
-               stall: float | None, kill_on_fatal: bool, grace: float, report_path: str | None, quiet: bool,
-               unbuffered: bool, rule_dirs: tuple[str, ...], engine: str) -> int:
+def _supervise(o: RunOptions, supervisor: list[Any], early: list[int]) -> int:
     from qwen_triage.engine.scanner import load_compiled
     from qwen_triage.exits import EXIT_ERROR
     from qwen_triage.exits import EXIT_CANNOT_RUN, EXIT_NOT_EXECUTABLE
@@ -71,28 +75,18 @@ def _supervise(command: list[str], supervisor: list[Any], early: list[int], *, l
     from qwen_triage.live.run_log import LogFileError, default_log_path
     from qwen_triage.live.supervisor import Supervisor
 
-    compiled = load_compiled(rule_dirs, engine)  # exits 2 on a bad rule pack, before anything runs
+    command, stall = list(o.command), o.stall or None
+    compiled = load_compiled(o.rule_dirs, o.engine)  # exits 2 on a bad rule pack, before anything runs
     if early:
         _say(f"{signal.Signals(early[0]).name} before {command[0]!r} started: not started")
         return killed_by(early[0])
-    log = Path(log_path).expanduser() if log_path else default_log_path(command)
+    log = Path(o.log_path).expanduser() if o.log_path else default_log_path(command)
     out, err = Sink.pair(1, 2)
-    reporter = LiveReporter(err, quiet=quiet)
+    reporter = LiveReporter(err, quiet=o.quiet)
     sup = Supervisor(
-        command,
-        log=log,
-        log_exclusive=not log_path,
-        compiled=compiled,
-        stall=stall,
-        kill_on_fatal=kill_on_fatal,
-        grace=grace,
-        unbuffered=unbuffered,
-        stdout=out,
-        stderr=err,
-        on_event=reporter.event,
-        on_stall=reporter.stall,
-        on_note=reporter.note,
-        subreaper=True,
+        command, log=log, log_exclusive=not o.log_path, compiled=compiled, stall=stall,
+        kill_on_fatal=o.kill_on_fatal, grace=o.grace, unbuffered=o.unbuffered, stdout=out, stderr=err,
+        on_event=reporter.event, on_stall=reporter.stall, on_note=reporter.note, subreaper=True,
         die_with_parent=True,  # kill -9 of this wrapper must not leave the server holding its port
     )
     try:
@@ -124,8 +118,8 @@ def _supervise(command: list[str], supervisor: list[Any], early: list[int], *, l
     # From here on the child is gone; our own trouble must not change its exit status.
     try:
         report = sup.report()
-        if report_path:
-            _write_report(report, Path(report_path).expanduser())
+        if o.report_path:
+            _write_report(report, Path(o.report_path).expanduser())
         reporter.summary(report)
         reporter.note(f"the child {_how(sup)}; its output is in {log}")
     except Exception as exc:  # noqa: BLE001

@@ -20,6 +20,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from qwen_triage.inputs.registry import live
@@ -127,16 +128,32 @@ def nothing_read_notes(unit: str, window: str, kernel: bool, stderr: str) -> lis
     return [f"the journal has no entries for {unit}{' or the kernel' if kernel else ''} {window}{hint}", *said]
 
 
-def journal_main(
-    unit: str,
-    since: str | None,
-    kernel: bool,
-    follow: bool,
-    compiled: "CompiledPack",
-    fmt: str,
-    user: bool = False,
-) -> int:
+@dataclass(frozen=True)
+class JournalOptions:
+    """``qwen-triage journal``'s options, as the command line gives them."""
+
+    unit: str = "ollama"
+    since: str | None = None
+    """start of the window (None: when the unit last started)"""
+    kernel: bool = False
+    """add the kernel log of the same window, merged into one timeline"""
+    follow: bool = False
+    user: bool = False
+    fmt: str = "text"
+    rule_dirs: tuple[str, ...] = ()
+    engine: str = "auto"
+
+
+def run(options: JournalOptions) -> int:
     """The `journal` command. Exit status like `scan`: 0 clean, 1 diagnoses, 2 could not read."""
+    from qwen_triage.engine.scanner import load_compiled
+
+    o = options
+    return _journal(o.unit, o.since, o.kernel, o.follow, load_compiled(o.rule_dirs, o.engine), o.fmt, o.user)
+
+
+def _journal(unit: str, since: str | None, kernel: bool, follow: bool, compiled: CompiledPack, fmt: str,
+             user: bool) -> int:
     from qwen_triage.exits import EXIT_CLEAN, EXIT_ERROR, EXIT_FOUND
     from qwen_triage.report.emit import emit_report
     from qwen_triage.live.follow import FollowLoop, stop_signals

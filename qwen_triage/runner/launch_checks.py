@@ -342,12 +342,5 @@ def run_preflight(
             findings.append(port_finding(launch, probes.port_holders(launch.effective_port)))
 
     diagnoses, observations = merge_results((diagnoses, observations), check, plan, to_report(findings, classes))
-    return PreflightResult(
-        machine=machine,
-        diagnoses=diagnoses,
-        observations=observations,
-        notes=notes,
-        plan=plan,
-        shape=cfg,
-        snapshot=snap,
-    )
+    return PreflightResult(machine=machine, diagnoses=diagnoses, observations=observations, notes=notes, plan=plan,
+                           shape=cfg, snapshot=snap)

@@ -7,7 +7,7 @@ import signal
 import sys
 import threading
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass, field
 
 from qwen_triage.interrupts import deliver_pending
 from qwen_triage.exits import EXIT_USAGE
@@ -24,53 +24,84 @@ from qwen_triage.runner.profile import (
 from qwen_triage.runner.render import Printer
 
 # Options that override the profile field of the same name when given.
-_LIMITS = ("attempts", "ready_timeout", "stall", "backoff", "grace", "release_timeout", "health_interval",
+LIMITS = ("attempts", "ready_timeout", "stall", "backoff", "grace", "release_timeout", "health_interval",
            "wait_timeout")
 
 
-def settings_from(command: list[str], opts: Mapping[str, Any]) -> RunSettings:
-    profile = load_profile(opts["profile_path"]) if opts.get("profile_path") else Profile()
-    launch, cmd_env = command_from(profile.command, command)
+@dataclass(frozen=True)
+class RelaunchOptions:
+    """``qwen-triage relaunch``'s options, as the command line gives them (None: the profile's value)."""
+
+    command: tuple[str, ...] = ()
+    """the vLLM launch, ``NAME=VALUE`` words first for its environment (else the profile's command)"""
+    profile_path: str | None = None
+    env_pairs: tuple[str, ...] = ()
+    """``NAME=VALUE`` for the server's environment"""
+    limits: Mapping[str, float] = field(default_factory=dict)
+    """the profile's limits the command line sets, by :class:`~qwen_triage.runner.profile.Limits`' names"""
+    health_url: str | None = None
+    apply: bool = False
+    """launch and fix for real; without it: preflight and the plan only"""
+    no_preflight: bool = False
+    """launch the command as given; fix only what the launch shows"""
+    no_completion: bool = False
+    """readiness without the test completion (/health and /v1/models only)"""
+    wait_for_fix: bool | None = None
+    """when a manual step can be checked (port, model files, /dev/shm): wait for it, then go on"""
+    detach: bool = False
+    """once ready, leave the server running in its own session"""
+    stop_when_ready: bool = False
+    """once proven ready, stop the server (a check of a profile)"""
+    gpus: int | None = None
+    """devices to plan for when NVML sees none"""
+    gpu_mem: float | None = None
+    """GiB per device when NVML cannot tell"""
+    gpu_snapshot: str | None = None
+    """plan against this recording instead of this machine (dry runs only)"""
+    journal_path: str | None = None
+    log_dir: str | None = None
+    show_output: bool = False
+    no_kernel_log: bool = False
+    allow_rule_actions: bool = False
+    """let rules from --rules / QWEN_TRIAGE_RULES edit the launch too (default: their steps are printed)"""
+    rule_dirs: tuple[str, ...] = ()
+    engine: str = "auto"
+
+
+def settings_from(o: RelaunchOptions) -> RunSettings:
+    """The run's settings: the profile's, the command line's options and command over them."""
+    profile = load_profile(o.profile_path) if o.profile_path else Profile()
+    launch, cmd_env = command_from(profile.command, list(o.command))
     env = {**profile.env, **cmd_env}
-    for pair in opts.get("env_pairs") or ():
+    for pair in o.env_pairs:
         name, eq, value = pair.partition("=")
         if not eq or not valid_env_name(name):
             raise ProfileError(f"--env {pair!r}: give NAME=VALUE")
         env[name] = value
-    limits = {k: getattr(profile, k) for k in _LIMITS}
-    limits.update({k: opts[k] for k in _LIMITS if opts.get(k) is not None})
-    journal, log_dir = default_paths(opts.get("journal_path") or profile.journal, opts.get("log_dir") or profile.log_dir)
-    if opts.get("detach") and opts.get("stop_when_ready"):
+    limits = {k: getattr(profile, k) for k in LIMITS}
+    limits.update({k: v for k, v in o.limits.items() if v is not None})
+    journal, log_dir = default_paths(o.journal_path or profile.journal, o.log_dir or profile.log_dir)
+    if o.detach and o.stop_when_ready:
         raise ProfileError("--detach and --stop-when-ready exclude each other")
-    if opts.get("gpu_snapshot") and opts.get("apply"):
+    if o.gpu_snapshot and o.apply:
         raise ProfileError("--gpu-snapshot describes another machine: it is for dry runs, not --apply")
     return RunSettings(
-        launch=launch,
-        env=env,
-        expected_gpus=profile.expected_gpus,
-        gpus=opts.get("gpus"),
-        gpu_memory_gib=opts.get("gpu_mem") or profile.gpu_memory_gib,
-        health_url=opts.get("health_url") or profile.health_url,
-        preflight=profile.preflight and not opts.get("no_preflight"),
-        completion=profile.completion and not opts.get("no_completion"),
-        wait_for_fix=bool(opts["wait_for_fix"]) if opts.get("wait_for_fix") is not None else profile.wait_for_fix,
-        apply=bool(opts.get("apply")),
-        detach=bool(opts.get("detach")),
-        stop_when_ready=bool(opts.get("stop_when_ready")),
-        journal=journal,
-        log_dir=log_dir,
-        show_output=bool(opts.get("show_output")),
-        **limits,
+        launch=launch, env=env, expected_gpus=profile.expected_gpus, gpus=o.gpus,
+        gpu_memory_gib=o.gpu_mem or profile.gpu_memory_gib, health_url=o.health_url or profile.health_url,
+        preflight=profile.preflight and not o.no_preflight, completion=profile.completion and not o.no_completion,
+        wait_for_fix=o.wait_for_fix if o.wait_for_fix is not None else profile.wait_for_fix, apply=o.apply,
+        detach=o.detach, stop_when_ready=o.stop_when_ready, journal=journal, log_dir=log_dir,
+        show_output=o.show_output, **limits,
     )
 
 
-def _gpu_probe(opts: Mapping[str, Any], env: Mapping[str, str]):
+def _gpu_probe(o: RelaunchOptions, env: Mapping[str, str]):
     from qwen_triage.runner.layout import is_cpu_build
 
-    if opts.get("gpu_snapshot"):
+    if o.gpu_snapshot:
         from qwen_triage.preflight.machine.nvml import ReplayProbe
 
-        return ReplayProbe(opts["gpu_snapshot"])
+        return ReplayProbe(o.gpu_snapshot)
     if is_cpu_build(env):
         return None  # no GPUs to ask about; devices are worker processes
     from qwen_triage.preflight.machine.nvml import PynvmlProbe
@@ -78,7 +109,9 @@ def _gpu_probe(opts: Mapping[str, Any], env: Mapping[str, str]):
     return PynvmlProbe()
 
 
-def relaunch_main(command: list[str], opts: Mapping[str, Any]) -> int:
+def run(options: RelaunchOptions) -> int:
+    """``qwen-triage relaunch``: preflight, the fix plan, and (with ``apply``) bounded relaunches until the server
+    is proven ready; Ctrl-C stops the server (twice: kills it). The exit status of the run."""
     out = Printer()
     stop, kill = threading.Event(), threading.Event()
     runs: list[Run] = []
@@ -99,16 +132,15 @@ def relaunch_main(command: list[str], opts: Mapping[str, Any]) -> int:
             previous[sig] = signal.signal(sig, on_signal)
         deliver_pending(on_signal)  # a Ctrl-C during the imports that Python swallowed
     try:
-        return _main(command, opts, out, stop, kill, runs)
+        return _main(options, out, stop, kill, runs)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
 
-def _main(command: list[str], opts: Mapping[str, Any], out: Printer, stop: threading.Event, kill: threading.Event,
-          runs: list[Run]) -> int:
+def _main(o: RelaunchOptions, out: Printer, stop: threading.Event, kill: threading.Event, runs: list[Run]) -> int:
     try:
-        settings = settings_from(command, opts)
+        settings = settings_from(o)
     except ProfileError as exc:
         out.say(f"error: {exc}")
         return EXIT_USAGE
@@ -123,7 +155,7 @@ def _main(command: list[str], opts: Mapping[str, Any], out: Printer, stop: threa
         out.say(f"error: {missing}")
         return EXIT_USAGE
 
-    rule_dirs, engine = tuple(opts.get("rule_dirs") or ()), str(opts.get("engine") or "auto")
+    rule_dirs, engine = o.rule_dirs, o.engine
 
     def compiled():
         from qwen_triage.engine.scanner import load_compiled
@@ -131,9 +163,8 @@ def _main(command: list[str], opts: Mapping[str, Any], out: Printer, stop: threa
         return load_compiled(rule_dirs, engine)  # exits 2 on a broken rule pack
 
     env = {**os.environ, **settings.env}
-    deps = Deps(compiled=compiled, gpu_probe=_gpu_probe(opts, env), printer=out,
-                kernel_log=not opts.get("no_kernel_log"), stop=stop, kill=kill,
-                allow_rule_actions=bool(opts.get("allow_rule_actions")))
+    deps = Deps(compiled=compiled, gpu_probe=_gpu_probe(o, env), printer=out, kernel_log=not o.no_kernel_log,
+                stop=stop, kill=kill, allow_rule_actions=o.allow_rule_actions)
     if settings.apply:
         compiled()  # a broken rule pack stops the run before anything starts
     run = Run(settings, deps)

@@ -15,13 +15,12 @@ from qwen_triage.runner.runlog import (
     read_journal,
 )
 from qwen_triage.redact import mask_argv
-from qwen_triage.runner.main import settings_from
+from qwen_triage.runner.main import RelaunchOptions, settings_from
 from qwen_triage.runner.profile import ProfileError, command_from, load_profile
 from qwen_triage.runner.render import Printer, command_text
 from qwen_triage.runner.vllm.argv import parse_vllm_argv
 from qwen_triage.runner.vllm.diff import Change
 
-OPTS = {"profile_path": None}
 
 
 def test_profile_full(tmp_path):
@@ -34,7 +33,8 @@ def test_profile_full(tmp_path):
         "attempts: 4\n"
         "stall: 120\n"
     )
-    s = settings_from([], {**OPTS, "profile_path": str(p), "attempts": None, "backoff": 1.0, "journal_path": str(tmp_path / "j")})
+    s = settings_from(RelaunchOptions(profile_path=str(p), limits={"attempts": None, "backoff": 1.0},
+                                      journal_path=str(tmp_path / "j")))
     assert s.launch.tensor_parallel_size == 6 and s.launch.model == "/models/q"
     assert s.env == {"NCCL_P2P_DISABLE": "1", "FLAG": "1", "NCCL_DEBUG": "WARN"}
     assert (s.expected_gpus, s.attempts, s.stall, s.backoff) == (6, 4, 120, 1.0)
@@ -46,7 +46,8 @@ def test_profile_list_command_and_cli_override(tmp_path):
     p = tmp_path / "p.yaml"
     p.write_text("command: [python, -m, vllm.entrypoints.openai.api_server, --model, /m, --port=9000]\n")
     assert load_profile(p).command[0] == "python"
-    s = settings_from(["vllm", "serve", "/other", "--port", "1"], {**OPTS, "profile_path": str(p), "env_pairs": ("A=b",)})
+    s = settings_from(RelaunchOptions(command=("vllm", "serve", "/other", "--port", "1"), profile_path=str(p),
+                                       env_pairs=("A=b",)))
     assert s.launch.model == "/other" and s.env == {"A": "b"}
 
 
@@ -78,9 +79,9 @@ def test_command_errors():
 
 def test_conflicting_options():
     with pytest.raises(ProfileError, match="exclude"):
-        settings_from(["vllm", "serve", "m"], {**OPTS, "detach": True, "stop_when_ready": True})
+        settings_from(RelaunchOptions(command=("vllm", "serve", "m"), detach=True, stop_when_ready=True))
     with pytest.raises(ProfileError, match="dry runs"):
-        settings_from(["vllm", "serve", "m"], {**OPTS, "gpu_snapshot": "x.json", "apply": True})
+        settings_from(RelaunchOptions(command=("vllm", "serve", "m"), gpu_snapshot="x.json", apply=True))
 
 
 def test_journal_appends_and_masks(tmp_path):

@@ -300,18 +300,10 @@ def _settings(
     run_dtype: str, kv_cache_dtype: str, quant: QuantInfo | None, quant_arg: str | None,
     max_len: int, gpu_memory_utilization: float, gpu_mem_bytes: int, enforce_eager: bool,
 ) -> Settings:
-    return Settings(
-        dtype=run_dtype,
-        kv_bytes=mem.DTYPE_BYTES.get(run_dtype, 2) if kv_cache_dtype == "auto" else 1,
-        kv_dtype=kv_cache_dtype,
-        quant=quant,
-        quant_name=quant_arg,
-        max_model_len=max_len,
-        util=gpu_memory_utilization,
-        gpu_mem=gpu_mem_bytes,
-        batched_tokens=mem.default_batched_tokens(gpu_mem_bytes),
-        enforce_eager=enforce_eager,
-    )
+    kv_bytes = mem.DTYPE_BYTES.get(run_dtype, 2) if kv_cache_dtype == "auto" else 1
+    return Settings(dtype=run_dtype, kv_bytes=kv_bytes, kv_dtype=kv_cache_dtype, quant=quant, quant_name=quant_arg,
+                    max_model_len=max_len, util=gpu_memory_utilization, gpu_mem=gpu_mem_bytes,
+                    batched_tokens=mem.default_batched_tokens(gpu_mem_bytes), enforce_eager=enforce_eager)
 
 
 def _plan_model(model: ModelConfig, s: Settings) -> tuple[PlanModel, int, Any]:
