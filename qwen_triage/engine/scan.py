@@ -53,6 +53,8 @@ class ScanResult:
     """One report (``report``), or the per-input run's counts (``batch``; the reports went to ``out``)."""
 
     exit_status: int
+    """0 nothing found; 1 a diagnosis (with ``fail_on`` unrecognised: also an error line no rule explains);
+    per input: 2 when one could not be read"""
     report: Report | None = None
     batch: BatchStats | None = None
     figures: Figures | None = None

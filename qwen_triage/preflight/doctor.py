@@ -43,10 +43,12 @@ from qwen_triage.rulepack.spec import ClassSpec
 
 
 class Inventory(BaseModel):
+    """What doctor read of the machine; a part it could not read is None (NVML's reason in ``nvml_error``)."""
+
     model_config = ConfigDict(extra="forbid")
 
     gpus: GpuSnapshot | None = None
-    nvml_error: str | None = None
+    nvml_error: str | None = Field(default=None, description="why NVML could not be read: '<kind>: <message>'")
     system: SystemInfo | None = None
     software: SoftwareInfo | None = None
 

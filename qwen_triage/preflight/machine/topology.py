@@ -11,19 +11,21 @@ from __future__ import annotations
 import itertools
 import re
 
-# Fastest first. NV# (bonded NVLinks) is fastest whatever the count.
-_RANK = {"X": 0, "NV": 1, "PIX": 2, "PXB": 3, "PHB": 4, "NODE": 5, "SYS": 6}
+# The link kinds, fastest first, with what each means in words: their order is the rank `worst_link` compares.
+# NV# (bonded NVLinks) is fastest whatever the count; X is a GPU with itself.
+_LINKS = (
+    ("X", "the same GPU"),
+    ("NV", "NVLink"),
+    ("PIX", "one PCIe switch"),
+    ("PXB", "several PCIe switches"),
+    ("PHB", "through a PCIe host bridge"),
+    ("NODE", "across host bridges of one NUMA node"),
+    ("SYS", "across CPU sockets"),
+)
+_RANK = {label: i for i, (label, _) in enumerate(_LINKS)}
+LINK_WORDS = {label: words for label, words in _LINKS if label != "X"}
 SLOW = ("PHB", "NODE", "SYS")
 _NV = re.compile(r"^NV\d+$")
-
-LINK_WORDS = {
-    "NV": "NVLink",
-    "PIX": "one PCIe switch",
-    "PXB": "several PCIe switches",
-    "PHB": "through a PCIe host bridge",
-    "NODE": "across host bridges of one NUMA node",
-    "SYS": "across CPU sockets",
-}
 
 
 def kind(label: str) -> str:
