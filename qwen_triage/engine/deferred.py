@@ -10,7 +10,7 @@ ever settled, and settling leaves exactly what matching them at once would have.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from collections import deque
 from dataclasses import dataclass, field
@@ -186,14 +186,19 @@ class DeferredContext:
         earlier one), so they are settled newest first and the rest dropped unread.
         """
         kept = self.kept.pop((rule.index, source_index), None)
-        if kept is None:
-            return
+        if kept is not None:
+            self._settle_newest_first(rule, source_index, reversed(kept.lines))
+
+    def _settle_newest_first(self, rule: CompiledRule, source_index: int,
+                             lines: Iterable[tuple[int, _Deferred]]) -> None:
+        """The rule's last veto and newest `all` hits from ``lines`` ((pattern id, line), newest first): each
+        pattern's newest confirmed line only, the rest unread."""
         key = (rule.index, source_index)
         unless = set(rule.unless_ids)
         todo = set(rule.all_ids) | unless
         state = self.all_state[key] if rule.all_ids else None
         last_veto = self.vetoes.last
-        for pid, entry in reversed(kept.lines):
+        for pid, entry in lines:
             if pid not in todo:
                 continue
             m = self._hit(entry, pid)
@@ -208,6 +213,77 @@ class DeferredContext:
                 todo.discard(pid)
             if not todo:
                 break
+
+    # -- context in bulk ----------------------------------------------------------------------------
+    #
+    # In a healthy log the rules most context lines serve cannot fire anywhere near them: a veto with
+    # no finding waiting for it, an `all` part whose other parts are nowhere in sight. For such a block
+    # defer() would keep every one of those lines and settle only the newest, so the matcher skips the
+    # per-line work (matcher.feed_block) and settles the block's newest lines once, at its end.
+
+    def quiet_patterns(self, present: set[int], source_index: int) -> set[int]:
+        """The context patterns of a block of ``source_index`` whose candidate lines hold the patterns ``present``
+        that serve only rules which can neither fire nor wait on a veto in it: defer() would keep their lines."""
+        silent: dict[int, bool] = {}
+        out = set()
+        for pid in present & self.c.context_only:
+            for ri, _role in self.c.users[pid]:
+                if ri not in silent:
+                    silent[ri] = self._silent(self.c.rules[ri], present, source_index)
+                if not silent[ri]:
+                    break
+            else:
+                out.add(pid)
+        return out
+
+    def _silent(self, rule: CompiledRule, present: set[int], source_index: int) -> bool:
+        """No finding of ``rule`` waits out its veto window now, and none can come in this block: none of its
+        `any` patterns is on a line of it, and some `all` part is neither on one nor held (a hit or a kept
+        line): a part that is nowhere cannot be near."""
+        if self.vetoes.waiting(rule.index, source_index) or not present.isdisjoint(rule.any_ids):
+            return False
+        if not rule.all_ids:
+            return True
+        key = (rule.index, source_index)
+        state = self.all_state.get(key)
+        kept = self.kept.get(key)
+        return any(q not in present and not (state and q in state) and not (kept and q in kept.newest)
+                   for q in rule.all_ids)
+
+    def settle_block(self, lines: list[tuple[int, int, int, set[int]]], block: Block, source_name: str,
+                     source_index: int) -> None:
+        """The quiet context lines of a block ((line number, index, offset, pattern ids), in order), settled at once:
+        what defer() keeping them and settle() reading them later would leave. Only lines within a rule's
+        reach of the block's last one can still matter to it (later findings lie beyond them)."""
+        if not lines:
+            return
+        rules: dict[int, set[int]] = {}
+        for pid in set().union(*(pids for _line, _index, _start, pids in lines)):
+            for ri, _role in self.c.users[pid]:
+                rules.setdefault(ri, set()).add(pid)
+        last = lines[-1][0]
+        entries: dict[int, _Deferred] = {}  # one normalised record per line, whichever rule reads it
+        data = block.data
+
+        def newest_first(pids: set[int], reach: int) -> Iterator[tuple[int, _Deferred]]:
+            for line_no, index, start, line_pids in reversed(lines):
+                if last - line_no > reach:
+                    return
+                here = pids & line_pids
+                if not here:
+                    continue
+                entry = entries.get(index)
+                if entry is None:
+                    end = data.find(b"\n", start)
+                    raw = data[start : end if end >= 0 else len(data)]
+                    entry = entries[index] = _Deferred.of(block, index, line_no, raw, source_name, source_index)
+                for pid in here:
+                    yield pid, entry
+
+        uses = self.c.context_uses
+        for ri, pids in rules.items():
+            reach = max(r for pid in pids for rj, _o, r, _w in uses[pid] if rj == ri)
+            self._settle_newest_first(self.c.rules[ri], source_index, newest_first(pids, reach))
 
     def settle_source(self, source_index: int | None = None) -> None:
         """Settle every rule's kept lines of one input (or all): a live input goes on after a settle."""

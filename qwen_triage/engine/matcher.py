@@ -12,6 +12,7 @@ This module is the loop that ties them together, line by line.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
 
@@ -100,6 +101,8 @@ class Matcher:
         context_only = self._context_only
         span_only = self.c.span_only
         frame_only = self._frame_only
+        quiet: set[int] | None = None  # the block's context patterns no rule can use in it (engine.deferred)
+        quiet_lines: dict[int, tuple[int, set[int]]] = {}  # start offset -> (line index, pattern ids)
         block_may_span = may_span_raw(data)  # most blocks hold no tab, NUL or ESC at all: no line needs a look
         held = self._held.pop(source_index, None)
         consumed = 0
@@ -117,20 +120,31 @@ class Matcher:
             if line_pids == span_only:
                 continue  # a hint word and nothing else: no pattern points at this line
             end = data.find(b"\n", start)
-            raw = data[start : end if end >= 0 else len(data)]
-            if (line_pids <= context_only or line_pids == frame_only) and len(raw) <= DEFER_MAX_LINE \
-                    and not (block_may_span and may_span_raw(raw)) \
-                    and not (SOURCE_INDENT in raw and line_pids != frame_only and may_be_quoted_source(data, start)):
-                deferrable[start] = raw  # normalised later, if ever
+            if end < 0:
+                end = len(data)
+            if (line_pids <= context_only or line_pids == frame_only) and end - start <= DEFER_MAX_LINE \
+                    and not (block_may_span and may_span_raw(data[start:end])) \
+                    and not (line_pids != frame_only and data.find(SOURCE_INDENT, start, end) >= 0
+                             and may_be_quoted_source(data, start)):
+                if line_pids != frame_only:
+                    if quiet is None:  # every pattern on a candidate line of the block (and the held record)
+                        quiet = self.context.quiet_patterns(set().union(*cands.values(), held[1] if held else ()),
+                                                            source_index)
+                    if line_pids <= quiet:
+                        quiet_lines[start] = (index, line_pids)  # settled with the block's others, at its end
+                        continue
+                deferrable[start] = data[start:end]  # normalised later, if ever
                 records[start] = (index, line_pids)  # no earlier line merges into a line after it
                 continue
-            rec = recs[start] = record_of(block, index, raw, source_name, source_index)
+            rec = recs[start] = record_of(block, index, data[start:end], source_name, source_index)
             at = None
             if may_span(rec.message):
                 spanning.add(start)
                 at = record_start(block, start, index, rec.message, source_name, source_index)
             key, key_index = at if at is not None else (start, index)
             deferrable.pop(key, None)  # a record start is matched whole, now
+            if key in quiet_lines:
+                records[key] = quiet_lines.pop(key)
             _, pids = records.setdefault(key, (key_index, set()))
             pids.update(cands[start])
             cited.setdefault(key, rec)  # evidence cites the record's first line a pattern pointed at
@@ -147,21 +161,37 @@ class Matcher:
                 yield from self._on_line(rec, pids)
             else:
                 self._held[source_index] = held  # every line of this block continued it: wait on
-        yield from self._match_records(block, records, recs, deferrable, spanning, cited, source_name, source_index)
+        # the quiet context lines: (line number, index, offset, pattern ids), in order; only their veto-window
+        # expiries happen where they stand (engine.deferred, "context in bulk")
+        quiet_list = [(block.origin_line(i), i, start, pids) for start, (i, pids) in quiet_lines.items()]
+        self.stats.candidates += len(quiet_list)
+        yield from self._match_records(block, records, recs, deferrable, spanning, cited, source_name, source_index,
+                                       quiet_list)
         self._position = (b"", 0)
+        if quiet_list:
+            self.context.settle_block(quiet_list, block, source_name, source_index)
         last_line = block.origin_line(max(nlines - 1, 0)) if nlines else block.first_line
         yield from self.vetoes.expire(source_index, last_line)
 
     def _match_records(self, block: Block, records: dict[int, tuple[int, set[int]]], recs: dict[int, LineRecord],
                        deferrable: dict[int, bytes], spanning: set[int], cited: dict[int, LineRecord],
-                       source_name: str, source_index: int) -> Iterator[Finding]:
+                       source_name: str, source_index: int,
+                       quiet: list[tuple[int, int, int, set[int]]]) -> Iterator[Finding]:
         """The block's candidate records, in order: a context-only line kept raw when its rules can wait
         (``deferrable``), any other normalised (once: ``recs``), a multi-line record assembled (held for the next
         block when it may go on), each matched against its patterns' rules (``records``: start offset -> (line
-        index, pattern ids)). A veto's window is closed as the lines pass it."""
+        index, pattern ids)). A veto's window is closed as the lines pass it, the ``quiet`` ones' too (context
+        lines settled with their block: (line number, index, offset, pattern ids))."""
         data = block.data
         vetoes, defer, frame_only = self.vetoes, self.context.defer, self._frame_only
+        quiet_starts = [q[2] for q in quiet]
+        quiet_nos = [q[0] for q in quiet]
+        passed = 0  # quiet lines before the record at hand
         for start in sorted(records):
+            if quiet:
+                upto = bisect_left(quiet_starts, start, passed)
+                yield from self._expire_among(source_index, quiet_nos, passed, upto)
+                passed = upto
             index, pids = records[start]
             raw = deferrable.get(start)
             if raw is not None:
@@ -198,6 +228,19 @@ class Matcher:
                     continue
             self._position = (data, start)
             yield from self._on_line(rec, pids)
+        if quiet:
+            yield from self._expire_among(source_index, quiet_nos, passed, len(quiet_nos))
+
+    def _expire_among(self, source_index: int, line_nos: list[int], lo: int, hi: int) -> Iterator[Finding]:
+        """The veto-window expiries a pass over the lines ``line_nos[lo:hi]`` would give, one at each line where
+        some finding's window has passed: found by bisection, not line by line."""
+        pending = self.vetoes.pending.get(source_index)
+        while lo < hi and pending is not None and pending.heap:
+            k = bisect_right(line_nos, pending.heap[0][0], lo, hi)
+            if k >= hi:
+                return
+            yield from self.vetoes.expire(source_index, line_nos[k])
+            lo = k + 1
 
     def release_held(self, source_index: int | None = None) -> Iterator[Finding]:
         """Records still waiting for continuation lines are complete now (end of input, or a quiet input)."""

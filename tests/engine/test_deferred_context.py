@@ -105,3 +105,42 @@ def test_the_newest_real_frame_names_the_library(compiled: CompiledPack) -> None
     assert _findings(compiled, [libctx, other, "CTXError: boom"], [], defer=True) == []
     assert _findings(compiled, [libctx] * (3 * DEFER_MAX) + ["CTXError: boom"], [5], defer=True) == [
         ("c.raised-by-libctx", ((3 * DEFER_MAX + 1, "libctx"),), ())]
+
+
+@pytest.mark.parametrize("seed", range(80))
+def test_context_settled_a_block_at_a_time_finds_what_matching_at_once_finds(compiled: CompiledPack,
+                                                                              seed: int) -> None:
+    """Logs over part of the vocabulary, cut into many blocks: in most blocks some rule's `any` lines or other
+    `all` parts are missing, so the context lines of that rule are settled with their block, not one by one
+    (engine.deferred, "context in bulk"), and pending findings expire between them."""
+    rng = random.Random(1000 + seed)
+    words = rng.sample(VOCABULARY, k=rng.randrange(3, 12))
+    lines = [rng.choice(words) for _ in range(rng.choice([60, 300]))]
+    cuts = sorted(rng.sample(range(1, len(lines)), k=rng.randrange(2, 12)))
+    assert _findings(compiled, lines, cuts, defer=True) == _findings(compiled, lines, cuts, defer=False)
+
+
+def test_a_block_of_vetoes_with_nothing_to_veto_is_settled_at_once(compiled: CompiledPack, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from qwen_triage.engine.deferred import DeferredContext
+
+    settled: list[int] = []
+    real = DeferredContext.settle_block
+    monkeypatch.setattr(DeferredContext, "settle_block",
+                        lambda self, lines, *rest: (settled.append(len(lines)), real(self, lines, *rest))[1])
+    quiet = ["CTXV 6", "noise", "CTXW 8"] * 20
+    assert _findings(compiled, quiet, [30], defer=True) == []
+    assert settled == [20, 20]  # each block's veto lines, in one go
+    settled.clear()
+    firing = ["CTXFIRE 9", *quiet]  # a finding waits on its veto: the veto lines of its rule are matched now
+    assert _findings(compiled, firing, [], defer=True) == _findings(compiled, firing, [], defer=False) == []
+    assert settled == []
+
+
+def test_findings_whose_veto_window_ends_among_settled_lines_come_out_there(compiled: CompiledPack) -> None:
+    """Two findings wait out their veto windows (c.pair-vetoed until line 15, then c.fires until line 14);
+    line 15 is a context line of a rule that cannot fire in its block: c.fires must still come out there,
+    before c.pair-vetoed, as matching line 15 at once gives them."""
+    lines = ["noise"] * 9 + ["CTXA 1 CTXC 2 CTXFIRE 3"] + ["noise"] * 4 + ["CTXB 4"] + ["noise"] * 5 + ["CTXB 5"]
+    order = [rule for rule, *_ in _findings(compiled, lines, [10], defer=True)]
+    assert order == ["c.fires", "c.pair-vetoed"]
+    assert _findings(compiled, lines, [10], defer=True) == _findings(compiled, lines, [10], defer=False)
