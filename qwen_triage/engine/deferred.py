@@ -85,6 +85,8 @@ class DeferredContext:
         self.last_frame: dict[int, str] = {}  # source -> file of the latest traceback frame seen
         # source -> frame lines kept raw, newest last: only the newest real one before an exception counts
         self.frames: dict[int, deque[_Deferred]] = {}
+        # the last block's quiet context lines, settled when the matcher next reads its state (settle_block)
+        self.unsettled: list[tuple[list[tuple[int, int, int, set[int]]], Block, str, int]] = []
 
     def defer(self, pids: set[int], raw: bytes, block: Block, index: int, line_no: int, source_name: str,
               source_index: int) -> bool:
@@ -252,11 +254,25 @@ class DeferredContext:
 
     def settle_block(self, lines: list[tuple[int, int, int, set[int]]], block: Block, source_name: str,
                      source_index: int) -> None:
-        """The quiet context lines of a block ((line number, index, offset, pattern ids), in order), settled at once:
-        what defer() keeping them and settle() reading them later would leave. Only lines within a rule's
-        reach of the block's last one can still matter to it (later findings lie beyond them)."""
-        if not lines:
-            return
+        """The quiet context lines of a block ((line number, index, offset, pattern ids), in order), settled
+        together: what defer() keeping them and settle() reading them later would leave.
+
+        Not now: their rules cannot fire in this block, so nothing reads what settling writes before the
+        matcher's next call (:meth:`settle_unsettled`), and an input that ends there drops them unread
+        (:meth:`drop_source`): a small healthy log confirms nothing.
+        """
+        if lines:
+            self.unsettled.append((lines, block, source_name, source_index))
+
+    def settle_unsettled(self) -> None:
+        """Settle the quiet lines :meth:`settle_block` put off: the matcher is about to read its state."""
+        while self.unsettled:
+            self._settle_block(*self.unsettled.pop(0))
+
+    def _settle_block(self, lines: list[tuple[int, int, int, set[int]]], block: Block, source_name: str,
+                      source_index: int) -> None:
+        """Each rule's newest lines among ``lines``: only those within the rule's reach of the last one can still
+        matter to it (later findings lie beyond them)."""
         rules: dict[int, set[int]] = {}
         for pid in set().union(*(pids for _line, _index, _start, pids in lines)):
             for ri, _role in self.c.users[pid]:
@@ -296,3 +312,4 @@ class DeferredContext:
             del self.kept[key]
         for src in [s for s in self.frames if source_index is None or s == source_index]:
             del self.frames[src]
+        self.unsettled = [u for u in self.unsettled if source_index is not None and u[3] != source_index]

@@ -89,6 +89,7 @@ class Matcher:
         data = block.data
         self.stats.bytes += len(data)
         self.stats.truncated += len(block.truncated)
+        self.context.settle_unsettled()
         cands = self.c.prefilter.candidates(data)
         # Candidate lines by the line their record starts on: a continuation line of a
         # multi-line record (the literal a rule keys on can sit on any of its lines)
@@ -248,6 +249,7 @@ class Matcher:
         for key in keys:
             held = self._held.pop(key, None)
             if held is not None:
+                self.context.settle_unsettled()
                 held[2].done = True
                 yield from self._on_line(held[0], held[1])
 
@@ -265,6 +267,7 @@ class Matcher:
             return
         # A live input goes on after a settle: what kept lines leave (a veto, an `all` part) is kept as
         # matching them at once would have left it (each rule's newest ones only, so this is cheap).
+        self.context.settle_unsettled()
         self.context.settle_source(source_index)
 
     # -- rules ---------------------------------------------------------------
