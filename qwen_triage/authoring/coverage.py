@@ -255,3 +255,35 @@ def summary(cov: Coverage) -> dict[str, object]:
         "skipped_count": len(cov.skipped),
         "notes": cov.notes,
     }
+
+
+@dataclass(frozen=True)
+class CoverageOptions:
+    """``qwen-triage rules coverage``'s options, as the command line gives them."""
+
+    paths: tuple[str, ...]
+    """source trees or installed packages of the program whose messages are measured"""
+    rule_dirs: tuple[str, ...] = ()
+    engine: str = "auto"
+    pack_dir: str | None = None
+    """measure the rule files of this directory instead of the bundled ones (another version of the pack)"""
+
+
+def run(options: CoverageOptions) -> Coverage:
+    """``qwen-triage rules coverage``: which of a program's own messages the pack (or ``pack_dir``'s) knows.
+    A pack that cannot be loaded raises :class:`~qwen_triage.exits.Failure`."""
+    from qwen_triage.engine.scanner import cache_dir, compile_pack, load_compiled
+    from qwen_triage.exits import Failure
+    from qwen_triage.rulepack.errors import RuleFileError
+    from qwen_triage.rulepack.pack import extra_rule_dirs, load_pack
+
+    if options.pack_dir is None:
+        compiled = load_compiled(options.rule_dirs, options.engine)
+    else:
+        try:
+            pack = load_pack([Path(options.pack_dir), *extra_rule_dirs(list(options.rule_dirs))], bundled=False,
+                             cache_dir=cache_dir())
+            compiled = compile_pack(engine=options.engine, pack=pack)
+        except (RuleFileError, FileNotFoundError, ImportError) as exc:
+            raise Failure(str(exc)) from None
+    return measure([Path(p) for p in options.paths], compiled)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -134,3 +135,27 @@ def evaluate(root: Path, compiled: CompiledPack) -> EvalResult:
         misses=[r for r in results if not r.correct],
         results=results,
     )
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    """``qwen-triage eval``'s options, as the command line gives them."""
+
+    directory: str
+    """walked for ``cases.yaml`` files"""
+    rule_dirs: tuple[str, ...] = ()
+    engine: str = "auto"
+
+
+def run(options: EvalOptions) -> EvalResult:
+    """``qwen-triage eval``: score the pack (with ``rule_dirs``) on the labelled corpus under ``directory``;
+    a broken ``cases.yaml`` raises :class:`~qwen_triage.exits.Failure`."""
+    from qwen_triage.engine.scanner import load_compiled
+    from qwen_triage.exits import Failure
+    from qwen_triage.rulepack.errors import RuleFileError
+
+    compiled = load_compiled(options.rule_dirs, options.engine)
+    try:
+        return evaluate(Path(options.directory), compiled)
+    except RuleFileError as exc:
+        raise Failure(str(exc)) from None

@@ -150,3 +150,28 @@ def render(drafts: list[Draft]) -> str:
         "rules:\n"
     )
     return head + "\n".join(d.yaml for d in drafts)
+
+
+@dataclass(frozen=True)
+class SuggestOptions:
+    """``qwen-triage rules suggest``'s options, as the command line gives them (where the drafts go is its)."""
+
+    paths: tuple[str, ...]
+    rule_dirs: tuple[str, ...] = ()
+    engine: str = "auto"
+    prefix: str = "local"
+    """the rule id namespace of the drafts"""
+
+
+def run(options: SuggestOptions) -> list[Draft]:
+    """``qwen-triage rules suggest``: scan the logs, a draft rule for each error line no rule explains.
+    An unreadable log raises :class:`~qwen_triage.exits.Failure`."""
+    from qwen_triage.engine.scanner import load_compiled, scan_paths
+    from qwen_triage.exits import Failure
+    from qwen_triage.inputs.source import InputError
+
+    try:
+        report = scan_paths(list(options.paths), load_compiled(options.rule_dirs, options.engine))
+    except InputError as exc:
+        raise Failure(str(exc)) from None
+    return draft_rules(report.unrecognised, options.prefix)

@@ -8,7 +8,6 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
 
 import click
 
@@ -263,39 +262,19 @@ def rules_lint(paths: tuple[str, ...], strict: bool, select: tuple[str, ...], ig
 @engine_option
 def rules_test(paths: tuple[str, ...], engine: str) -> None:
     """Every `match` example fires its rule; no `no_match` example does."""
-    from qwen_triage.engine.scanner import cache_dir
-    from qwen_triage.engine.compiled import CompiledPack
-    from qwen_triage.authoring.lint.examples import pack_for_paths, test_examples
+    from qwen_triage.authoring.rules_test import RulesTestOptions, run
 
-    try:
-        pack = pack_for_paths([Path(p) for p in paths])
-    except RuleFileError as exc:
-        fail(str(exc))
-    compiled = CompiledPack.build(pack, engine=engine, cache_dir=cache_dir())
-    results = test_examples(pack, compiled)
-    bad = [r for r in results if not r.ok]
-    for r in bad:
+    result = run(RulesTestOptions(paths=paths, engine=engine))
+    for r in result.failed:
         want = "should match but did not" if r.kind == "match" else "should not match but did"
         click.echo(f"{r.path}:{r.line}: [{r.rule}] {r.kind} example {want}: {r.example!r}")
-    click.echo(f"{len(results) - len(bad)} passed, {len(bad)} failed")
-    wrapped = _variants_test(pack, compiled)
-    sys.exit(EXIT_FOUND if bad or wrapped else EXIT_CLEAN)
-
-
-def _variants_test(pack: Any, compiled: Any) -> int:
-    """The `match` examples under the wrappers the normaliser strips (a miss fails the test) and under
-    engine heads and release drift (counted; `rules lint --select robust` lists them)."""
-    from qwen_triage.authoring.lint.variants import misses, variant_runs
-
-    runs = variant_runs(pack, compiled)
-    wrapped = list(misses(runs, "wrapper"))
-    for run in wrapped:
-        lr = run.loaded
-        click.echo(f"{lr.path}:{lr.position.line}: [{lr.rule.id}] match example {run.describe()}")
-    drift = sum(1 for kind in ("head", "drift") for _ in misses(runs, kind))
-    click.echo(f"{len(runs)} variants (wrappers, heads, drift): {len(wrapped)} wrapper misses, {drift} head or "
-               f"drift misses (warnings: rules lint --select robust)")
-    return len(wrapped)
+    click.echo(f"{len(result.examples) - len(result.failed)} passed, {len(result.failed)} failed")
+    wrapped = result.wrapper_misses
+    for v in wrapped:
+        click.echo(f"{v.loaded.path}:{v.loaded.position.line}: [{v.loaded.rule.id}] match example {v.describe()}")
+    click.echo(f"{len(result.variants)} variants (wrappers, heads, drift): {len(wrapped)} wrapper misses, "
+               f"{result.drift_misses} head or drift misses (warnings: rules lint --select robust)")
+    sys.exit(EXIT_CLEAN if result.ok else EXIT_FOUND)
 
 
 @rules.command("actions")
@@ -335,15 +314,9 @@ def rules_actions(fmt: str) -> None:
 def rules_suggest(paths: tuple[str, ...], rule_dirs: tuple[str, ...], engine: str, prefix: str,
                   out_path: str | None) -> None:
     """Draft a rule for each error line no rule explains (fill in the class, then lint and test)."""
-    from qwen_triage.authoring.suggest import draft_rules, render
-    from qwen_triage.engine.scanner import load_compiled, scan_paths
-    from qwen_triage.inputs.source import InputError
+    from qwen_triage.authoring.suggest import SuggestOptions, render, run
 
-    try:
-        report = scan_paths(list(paths), load_compiled(rule_dirs, engine))
-    except InputError as exc:
-        fail(str(exc))
-    drafts = draft_rules(report.unrecognised, prefix)
+    drafts = run(SuggestOptions(paths=paths, rule_dirs=rule_dirs, engine=engine, prefix=prefix))
     if not drafts:
         click.echo("qwen-triage: no unrecognised error lines: nothing to suggest", err=True)
         sys.exit(EXIT_CLEAN)
@@ -374,22 +347,10 @@ def rules_suggest(paths: tuple[str, ...], rule_dirs: tuple[str, ...], engine: st
 def rules_coverage(paths: tuple[str, ...], fmt: str, rule_dirs: tuple[str, ...], engine: str,
                    pack_dir: str | None, limit: int) -> None:
     """Which of a program's own messages the pack knows: PATH is a source tree or an installed package."""
-    from qwen_triage.authoring.coverage import measure
+    from qwen_triage.authoring.coverage import CoverageOptions, run
     from qwen_triage.authoring.coverage_render import coverage_json, coverage_text
-    from qwen_triage.engine.scanner import cache_dir, compile_pack, load_compiled
 
-    if pack_dir is None:
-        compiled = load_compiled(rule_dirs, engine)
-    else:
-        from qwen_triage.rulepack.pack import extra_rule_dirs, load_pack
-
-        try:
-            pack = load_pack([Path(pack_dir), *extra_rule_dirs(list(rule_dirs))], bundled=False,
-                             cache_dir=cache_dir())
-            compiled = compile_pack(engine=engine, pack=pack)
-        except (RuleFileError, FileNotFoundError, ImportError) as exc:
-            fail(str(exc))
-    cov = measure([Path(p) for p in paths], compiled)
+    cov = run(CoverageOptions(paths=paths, rule_dirs=rule_dirs, engine=engine, pack_dir=pack_dir))
     write_format(fmt, {"json": lambda _: coverage_json(cov) + "\n", "text": lambda _: coverage_text(cov, limit=limit)})
     sys.exit(EXIT_CLEAN)
 # --- end rules coverage ---
@@ -445,16 +406,10 @@ def rules_export(target: str, out_dir: str | None, plugins: tuple[str, ...], ide
 @pack_options
 def eval_cmd(directory: str, fmt: str, rule_dirs: tuple[str, ...], engine: str) -> None:
     """Score the pack on a labelled corpus (walks DIR for cases.yaml)."""
-    from qwen_triage.authoring.evaluate import evaluate
     from qwen_triage.authoring.eval_render import eval_markdown, print_eval
+    from qwen_triage.authoring.evaluate import EvalOptions, run
 
-    from qwen_triage.engine.scanner import load_compiled
-
-    compiled = load_compiled(rule_dirs, engine)
-    try:
-        result = evaluate(Path(directory), compiled)
-    except RuleFileError as exc:
-        fail(str(exc))
+    result = run(EvalOptions(directory=directory, rule_dirs=rule_dirs, engine=engine))
     write_format(fmt, {
         "json": lambda _: click.echo(result.model_dump_json(indent=2)),
         "markdown": lambda _: click.echo(eval_markdown(result), nl=False),

@@ -274,7 +274,7 @@ class Matcher:
 
     def _on_line(self, rec: LineRecord, pids: set[int]) -> Iterator[Finding]:
         self.stats.candidates += 1
-        confirmer, context, firing = self.confirmer, self.context, self.firing
+        confirmer, context = self.confirmer, self.context
         hits: dict[int, regex.Match[str]] = {}
         signals: list[str] = []
         hang = False

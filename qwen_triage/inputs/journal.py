@@ -285,11 +285,11 @@ class JournalReader(Reader):
                 received = received or bool(data)
                 eof = not data
                 if data and skipping:
-                    data, dropped = self._rest_of_skipped(data)
+                    rest, dropped = self._rest_of_skipped(data)
                     spent += dropped
-                    skipping = data is None
-                    if data is None:
+                    if rest is None:
                         continue
+                    skipping, data = False, rest
                 if data:
                     nl = data.rfind(b"\n")
                     if nl >= 0:
