@@ -46,6 +46,10 @@ STAGE_LOOKBACK = 256 * 1024  # bytes before a heartbeat searched for the stage i
 SOURCE_INDENT = b"    "
 
 
+Held = tuple[LineRecord, set[int], Assembly]
+"""a multi-line record awaiting more lines from the next block: its record, pattern ids and assembly"""
+
+
 @dataclass
 class MatchStats:
     """What a matcher has read so far: the report's figures."""
@@ -74,7 +78,7 @@ class Matcher:
         self.vetoes = VetoWindows(settle=lambda rule, source_index: self.context.settle(rule, source_index))
         self.firing = Firing(self.vetoes)
         self.context = DeferredContext(compiled, self.confirmer, self.vetoes, self.firing.all_state)
-        self._held: dict[int, tuple[LineRecord, set[int], Assembly]] = {}  # source -> a record awaiting more lines
+        self._held: dict[int, Held] = {}  # source -> a record awaiting more lines
         self._position: tuple[bytes, int] = (b"", 0)  # the block being matched and the current line's offset
 
     @property
@@ -90,6 +94,44 @@ class Matcher:
         self.stats.bytes += len(data)
         self.stats.truncated += len(block.truncated)
         self.context.settle_unsettled()
+        held = self._held.pop(source_index, None)
+        consumed = 0
+        if held is not None:
+            consumed = assemble(held[2], block, 0, 0, source_name, source_index)
+        records, recs, spanning, cited, deferrable, quiet_lines = self._gather(block, held, consumed, source_name,
+                                                                               source_index)
+        nlines = block.nlines
+        self.stats.lines += nlines if block.meta is None else len({m.line for m in block.meta})
+        if held is not None:
+            rec, pids, assembly = held
+            rec.message = assembly.message
+            rec.raised_by = rec.raised_by or assembly.raised_by
+            rec.raised_in = rec.raised_in or assembly.raised_in
+            if assembly.done or consumed < nlines:
+                yield from self._on_line(rec, pids)
+            else:
+                self._held[source_index] = held  # every line of this block continued it: wait on
+        # the quiet context lines: (line number, index, offset, pattern ids), in order; only their veto-window
+        # expiries happen where they stand (engine.deferred, "context in bulk")
+        quiet_list = [(block.origin_line(i), i, start, pids) for start, (i, pids) in quiet_lines.items()]
+        self.stats.candidates += len(quiet_list)
+        yield from self._match_records(block, records, recs, deferrable, spanning, cited, source_name, source_index,
+                                       quiet_list)
+        self._position = (b"", 0)
+        if quiet_list:
+            self.context.settle_block(quiet_list, block, source_name, source_index)
+        last_line = block.origin_line(max(nlines - 1, 0)) if nlines else block.first_line
+        yield from self.vetoes.expire(source_index, last_line)
+
+    def _gather(self, block: Block, held: Held | None, consumed: int, source_name: str, source_index: int) -> tuple[
+            dict[int, tuple[int, set[int]]], dict[int, LineRecord], set[int], dict[int, LineRecord], dict[int, bytes],
+            dict[int, tuple[int, set[int]]]]:
+        """The block's candidate lines (the prefilter's), gathered by the record they belong to: ``records`` (start
+        offset -> (line index, pattern ids)), ``recs`` (the lines normalised now), ``spanning`` (lines that may
+        belong to a multi-line record), ``cited`` (the line a record's evidence cites), ``deferrable`` (context-only
+        lines kept raw) and ``quiet_lines`` (context lines settled with the block). The first ``consumed`` lines
+        continue the ``held`` record."""
+        data = block.data
         cands = self.c.prefilter.candidates(data)
         # Candidate lines by the line their record starts on: a continuation line of a
         # multi-line record (the literal a rule keys on can sit on any of its lines)
@@ -105,10 +147,6 @@ class Matcher:
         quiet: set[int] | None = None  # the block's context patterns no rule can use in it (engine.deferred)
         quiet_lines: dict[int, tuple[int, set[int]]] = {}  # start offset -> (line index, pattern ids)
         block_may_span = may_span_raw(data)  # most blocks hold no tab, NUL or ESC at all: no line needs a look
-        held = self._held.pop(source_index, None)
-        consumed = 0
-        if held is not None:
-            consumed = assemble(held[2], block, 0, 0, source_name, source_index)
         index = 0
         prev = 0
         for start in sorted(cands):
@@ -151,28 +189,7 @@ class Matcher:
             cited.setdefault(key, rec)  # evidence cites the record's first line a pattern pointed at
         if block.counted < 0:
             block.counted = index + data.count(b"\n", prev)  # the count went this far already
-        nlines = block.nlines
-        self.stats.lines += nlines if block.meta is None else len({m.line for m in block.meta})
-        if held is not None:
-            rec, pids, assembly = held
-            rec.message = assembly.message
-            rec.raised_by = rec.raised_by or assembly.raised_by
-            rec.raised_in = rec.raised_in or assembly.raised_in
-            if assembly.done or consumed < nlines:
-                yield from self._on_line(rec, pids)
-            else:
-                self._held[source_index] = held  # every line of this block continued it: wait on
-        # the quiet context lines: (line number, index, offset, pattern ids), in order; only their veto-window
-        # expiries happen where they stand (engine.deferred, "context in bulk")
-        quiet_list = [(block.origin_line(i), i, start, pids) for start, (i, pids) in quiet_lines.items()]
-        self.stats.candidates += len(quiet_list)
-        yield from self._match_records(block, records, recs, deferrable, spanning, cited, source_name, source_index,
-                                       quiet_list)
-        self._position = (b"", 0)
-        if quiet_list:
-            self.context.settle_block(quiet_list, block, source_name, source_index)
-        last_line = block.origin_line(max(nlines - 1, 0)) if nlines else block.first_line
-        yield from self.vetoes.expire(source_index, last_line)
+        return records, recs, spanning, cited, deferrable, quiet_lines
 
     def _match_records(self, block: Block, records: dict[int, tuple[int, set[int]]], recs: dict[int, LineRecord],
                        deferrable: dict[int, bytes], spanning: set[int], cited: dict[int, LineRecord],
