@@ -13,8 +13,9 @@ the devices of a CPU build, its port, a profile's expected GPU count.
 
 How many devices to plan for:
 
-* NVML works: the GPUs it reports, narrowed by ``CUDA_VISIBLE_DEVICES`` in the
-  server's environment as CUDA reads it (empty: none), with the smallest card's memory;
+* NVML works: the GPUs the server will see, by the one policy ``plan`` and ``doctor``
+  use too (:func:`qwen_triage.preflight.plan.gpus.gpus_to_plan`: ``CUDA_VISIBLE_DEVICES``
+  in the server's environment as CUDA reads it, empty: none; the smallest card's memory);
 * no NVML (vLLM's CPU build, or a broken driver): ``--gpus N``, else the
   profile's ``expected_gpus``, else the command's own TP x PP x DP; memory per
   device is ``gpu_memory_gib`` or, for the CPU build, host RAM shared evenly
