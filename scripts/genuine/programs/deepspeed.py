@@ -37,6 +37,10 @@ loss = engine(x).sum()
 engine.backward(loss)
 engine.step()
 print(f"rank {engine.global_rank}: step ok, loss {loss.item():.4f}", flush=True)
+if args.mode == "sigkill":  # the rank is killed as the OOM killer does, after its first step
+    import os
+    import signal
+    os.kill(os.getpid(), signal.SIGKILL)
 '''
 
 
@@ -54,6 +58,8 @@ FILES = {
     "ds_batch.json": '{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1}',
     "ds_json_broken.json": '{"train_batch_size": 4, "zero_optimization": {"stage": 1},}',
     "ds_cpu_offload.json": '{"train_batch_size": 4, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}, "optimizer": {"type": "Adam", "params": {"lr": 0.001}}}',
+    # an optimizer DeepSpeed takes from torch (Adam would JIT-build cpu_adam on the CPU accelerator)
+    "ds_sgd.json": '{"train_batch_size": 4, "optimizer": {"type": "SGD", "params": {"lr": 0.01}}}',
     "hostfile_bad": "worker-0 slots=2\nworker-1 slot=2\n",
     "hostfile_ok": "localhost slots=1\n",
     "hostfile_empty": "# nodes of the job\n",
@@ -146,6 +152,37 @@ PROGRAM = Program(
                 ("zero-stage-invalid", "ds_stage.json", "zero_optimization.stage 4: the ZeRO config model rejects it"),
                 ("zero-config-unknown-key", "ds_extra.json", "a zero_optimization key the config model does not have"),
                 ("batch-size-mismatch", "ds_batch.json", "train_batch_size != micro batch x grad accumulation x world"),
+                # --- more of what users hit (issue 26) ----------------------------------------------------------
+                # (DeepSpeed reads the trailing comma of ds_json_broken.json without a word; what stops it is ZeRO
+                # without an optimizer)
+                ("zero-without-optimizer", "ds_json_broken.json",
+                 "ZeRO stage 1 in a config that names no optimizer (and the script passes none)"),
+                ("config-file-missing", "ds_config.json", "--deepspeed_config names a file that does not exist"),
+            )
+        ],
+        Case(
+            id="single-rank-sgd-ok",
+            expect=[],
+            argv=["{python}", "train.py", "--deepspeed_config", "ds_sgd.json"],
+            files=FILES,
+            env={**ENV, **SINGLE},
+            exit="ok",
+            timeout=240,
+            note="healthy: one rank, ZeRO off, torch's SGD through deepspeed.initialize: one step",
+        ),
+        *[
+            Case(id=cid, expect=expect, argv=[DS, *where, *LOCAL, *script], files=FILES,
+                 env={**ENV, "TORCH_EXTENSIONS_DIR": "{bin}/../torch_extensions"}, timeout=240, note=note)
+            for cid, expect, where, script, note in (
+                ("launcher-rank-sigkill", ["memory.host_oom"], ["--num_gpus", "1"],
+                 ["train.py", "--deepspeed_config", "ds_sgd.json", "--mode", "sigkill"],
+                 "the rank is SIGKILLed (as the OOM killer does) after its step; the launcher reports return code -9"),
+                ("launcher-script-missing", ["config.bad_argument"], ["--num_gpus", "1"],
+                 ["trian.py", "--deepspeed_config", "ds_sgd.json"],
+                 "the training script's name is misspelt: python cannot open it, the launcher reports code 2"),
+                ("hostfile-ssh-unreachable", ["config.bad_argument"], ["--hostfile", "hostfile_ok"],
+                 ["train.py", "--deepspeed_config", "ds_sgd.json"],
+                 "a hostfile on a node without passwordless ssh to the hosts it lists: the launcher's ssh check fails"),
             )
         ],
     ],

@@ -31,11 +31,16 @@ w.add_head_count(4)
 w.add_head_count_kv(4)
 w.add_layer_norm_rms_eps(1e-5)
 w.add_file_type(0)
-w.add_tokenizer_model("llama")
+w.add_tokenizer_model(os.environ.get("TINY_TOKENIZER", "llama"))
+if os.environ.get("TINY_PRE"):
+    w.add_tokenizer_pre(os.environ["TINY_PRE"])
 toks = ["<unk>", "<s>", "</s>"] + [f"<0x{i:02X}>" for i in range(256)] + ["a", "b", "c", "d", "e"]
-w.add_token_list(toks)
-w.add_token_scores([0.0] * len(toks))
-w.add_token_types([2, 3, 3] + [6] * 256 + [1] * 5)
+if not os.environ.get("TINY_NO_VOCAB"):
+    w.add_token_list(toks)
+    w.add_token_scores([0.0] * len(toks))
+    w.add_token_types([2, 3, 3] + [6] * 256 + [1] * 5)
+    if os.environ.get("TINY_TOKENIZER") == "gpt2":
+        w.add_token_merges(["a b"])
 w.add_bos_token_id(1)
 w.add_eos_token_id(2)
 rng = np.random.default_rng(0)
@@ -61,9 +66,15 @@ raw = open("tiny.gguf", "rb").read()
 """
 
 LOAD = """\
+import os
 from llama_cpp import Llama
-llm = Llama(model_path="%s", n_ctx=64, n_threads=1, verbose=True)
-print(llm("a b", max_tokens=4)["choices"][0]["text"])
+llm = Llama(model_path="%s", n_ctx=int(os.environ.get("N_CTX", "64")), n_threads=1, verbose=True)
+prompt = os.environ.get("PROMPT", "a b")
+if os.environ.get("CHAT"):
+    out = llm.create_chat_completion([{"role": "user", "content": prompt}], max_tokens=4)
+    print(out["choices"][0]["message"]["content"])
+else:
+    print(llm(prompt, max_tokens=4)["choices"][0]["text"])
 """
 
 
@@ -105,6 +116,29 @@ CASES = [
           "the file lacks tensors this loader needs for its architecture (a conversion made for another llama.cpp)",
           env={"TINY_NO_BLOCKS": "1"}),
     _case("path-missing", ["model.file_missing"], "", "the model path does not exist", path="models/tiny-q4.gguf"),
+    # --- more of what users hit (issue 26) --------------------------------------------------------------
+    _case("context-above-train-healthy", [], "",
+          "healthy: n_ctx 512 on a model trained with 128 (llama.cpp warns of a possible context overflow)",
+          exit="ok", env={"N_CTX": "512"}),
+    _case("chat-completion-healthy", [], "", "healthy: a chat completion (the GGUF has no chat template: the"
+          " default format is used)", exit="ok", env={"CHAT": "1"}),
+    _case("context-too-large-for-ram", ["memory.kv_cache_insufficient"], "",
+          "n_ctx of 2^30 tokens: the KV cache needs far more host memory than the machine has",
+          env={"N_CTX": str(1 << 30)}),
+    _case("empty-file", ["model.gguf_corrupt"], "open('tiny.gguf', 'wb').close()",
+          "a zero-byte file where the GGUF should be (a download that never started)"),
+    _case("safetensors-given", ["model.format_mismatch"],
+          "import json\nh = json.dumps({'w': {'dtype': 'F32', 'shape': [2], 'data_offsets': [0, 8]}}).encode()\n"
+          "open('model.safetensors', 'wb').write(struct.pack('<Q', len(h)) + h + bytes(8))",
+          "a safetensors checkpoint passed as the model file (another format than GGUF)", path="model.safetensors"),
+    _case("unknown-tokenizer-model", ["model.gguf_unsupported"], "",
+          "tokenizer.ggml.model names a tokenizer this llama.cpp does not have", env={"TINY_TOKENIZER": "tekken9"}),
+    _case("unknown-pre-tokenizer", ["model.gguf_unsupported"], "",
+          "tokenizer.ggml.pre names a pre-tokenizer this llama.cpp does not know (a model newer than the build)",
+          env={"TINY_TOKENIZER": "gpt2", "TINY_PRE": "qwen9"}),
+    _case("vocab-missing", ["model.gguf_unsupported"], "",
+          "the GGUF has no tokenizer.ggml.tokens (a conversion that dropped the vocabulary)",
+          env={"TINY_NO_VOCAB": "1"}),
 ]
 
 PROGRAM = Program(

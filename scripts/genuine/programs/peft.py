@@ -102,6 +102,38 @@ CASES = [
         "the adapter directory has its config but no adapter_model weights (online: the hub knows no such repo)",
         online=True,
     ),
+    # --- more of what users hit (issue 26) --------------------------------------------------------------
+    _case(
+        "merge-and-generate-healthy",
+        [],
+        "a = save_adapter()\nm = PeftModel.from_pretrained(tiny(), str(a)).merge_and_unload()\n"
+        "print(m.generate(torch.tensor([[1, 2, 3]]), max_new_tokens=3, do_sample=False).tolist())\n",
+        "healthy: an adapter loaded, merged into its base, and a few tokens generated",
+        exit="ok",
+    ),
+    _case(
+        "adapter-config-newer-key-healthy",
+        [],
+        "import json\na = save_adapter()\nc = json.loads((a / 'adapter_config.json').read_text())\n"
+        "c['lora_ga_config'] = None\nc['use_qalora'] = False\nc['corda_config'] = None\n"
+        "(a / 'adapter_config.json').write_text(json.dumps(c))\n"
+        "print(PeftModel.from_pretrained(tiny(), str(a)).active_adapter)\n",
+        "healthy: an adapter_config.json with keys a newer PEFT wrote; this release warns and ignores them",
+        exit="ok",
+    ),
+    _case(
+        "adapter-weights-truncated",
+        ["model.shard_corrupt"],
+        "a = save_adapter()\np = a / 'adapter_model.safetensors'\nb = p.read_bytes()\np.write_bytes(b[: len(b) // 2])\n"
+        "m = PeftModel.from_pretrained(tiny(), str(a))\n",
+        "adapter_model.safetensors cut to half its size (an interrupted copy)",
+    ),
+    _case(
+        "lora-rank-zero",
+        ["config.bad_argument"],
+        "m = get_peft_model(tiny(), LoraConfig(r=0, target_modules=['q_proj'], task_type='CAUSAL_LM'))\n",
+        "LoraConfig(r=0): the rank must be positive",
+    ),
 ]
 
 PROGRAM = Program(

@@ -57,6 +57,23 @@ CASES = [
           "the shard is a Git LFS pointer file (cloned without git-lfs)"),
     _case("file-missing", ["model.shard_missing"], "os.unlink(p)",
           "the shard named by the index is not on disk"),
+    # --- more of what users hit (issue 26) --------------------------------------------------------------
+    _case("load-file-healthy", [], "from safetensors.numpy import load_file\nprint(sorted(load_file(p)))",
+          "healthy: load_file of a valid file (the whole dict at once)", exit="ok"),
+    _case("empty-file", ["model.shard_corrupt"], "open(p, 'wb').close()",
+          "a zero-byte shard (a download that never started, a full disk)"),
+    _case("html-instead", ["model.shard_corrupt"],
+          "open(p, 'w').write('<!DOCTYPE html><html><head><title>Access denied</title></head></html>\\n' * 8)",
+          "an HTML error page saved under the shard's name (a download behind a proxy or a login wall)"),
+    _case("offsets-past-end", ["model.shard_corrupt"],
+          "h = json.dumps({'embed': {'dtype': 'F32', 'shape': [64, 64], 'data_offsets': [0, 16384]},"
+          " 'norm': {'dtype': 'F32', 'shape': [64], 'data_offsets': [16384, 1 << 30]}}).encode()\n"
+          "open(p, 'wb').write(struct.pack('<Q', len(h)) + h + bytes(16640))",
+          "the header names data far past the end of the file (a shard cut after its header was written)"),
+    _case("unknown-dtype", ["model.shard_corrupt"],
+          "h = json.dumps({'embed': {'dtype': 'F99', 'shape': [2], 'data_offsets': [0, 8]}}).encode()\n"
+          "open(p, 'wb').write(struct.pack('<Q', len(h)) + h + bytes(8))",
+          "a tensor whose dtype is not one safetensors knows (a damaged header byte)"),
 ]
 
 PROGRAM = Program(

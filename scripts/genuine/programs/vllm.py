@@ -22,10 +22,15 @@ BUILD = "{python} make_tiny_qwen.py {work}/tiny >/dev/null 2>&1 && {python} dama
 ENV = {"VLLM_TARGET_DEVICE": "cpu", "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"}
 
 
+def _files(damage: str = "") -> dict[str, str]:
+    """The tiny model's builder and the case's damage script (run before the server starts)."""
+    return {"make_tiny_qwen.py": MAKE_TINY,
+            "damage.py": "import json, os, pathlib\nM = pathlib.Path('{work}/tiny')\n" + damage + "\n"}
+
+
 def _case(id: str, expect: list[str], note: str, *, extra: str = "", damage: str = "", model: str = "{work}/tiny",
           env: dict | None = None, build: bool = True, timeout: float = 240, also: list[str] | None = None) -> Case:
-    files = {"make_tiny_qwen.py": MAKE_TINY,
-             "damage.py": "import json, os, pathlib\nM = pathlib.Path('{work}/tiny')\n" + damage + "\n"}
+    files = _files(damage)
     cmd = (BUILD if build else "exec ") + SERVE % model + (" " + extra if extra else "")
     return Case(id=id, expect=expect, argv=["bash", "-c", cmd], files=files if build else {},
                 env={**ENV, **(env or {})}, input="vllm-serve", note=note, timeout=timeout, also=list(also or []))
@@ -78,6 +83,32 @@ CASES = [
     _case("hub-unreachable", ["download.incomplete"], "a hub model id, HF_ENDPOINT a closed local port",
           build=False, model="Qwen/Qwen2.5-0.5B-Instruct",
           env={"HF_HUB_OFFLINE": "0", "HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_ETAG_TIMEOUT": "3"}),
+    # --- more of what users hit (issue 26) --------------------------------------------------------------
+    Case(id="serve-and-complete-healthy", expect=[], input="vllm-serve", env=ENV, exit="ok", timeout=420,
+         files=_files(),
+         note="healthy: the tiny model served on the CPU, one completion answered, the server stopped by SIGINT",
+         argv=["bash", "-c", BUILD.replace("&& exec ", "&& ") + "{ " + SERVE % "{work}/tiny" + " & } ; SRV=$!; "
+               "for i in $(seq 360); do curl -sf http://127.0.0.1:{port}/health >/dev/null && break; sleep 1; done; "
+               "curl -sf http://127.0.0.1:{port}/v1/completions -H 'Content-Type: application/json' "
+               "-d '{\"model\": \"{work}/tiny\", \"prompt\": \"hello\", \"max_tokens\": 4}' >/dev/null; rc=$?; "
+               "kill -INT $SRV; wait $SRV; exit $rc"]),
+    _case("max-model-len-too-large", ["config.bad_argument"],
+          "--max-model-len 32768 on a model whose max_position_embeddings is 512", extra="--max-model-len 32768"),
+    _case("tensor-parallel-indivisible", ["config.tp_indivisible"],
+          "--tensor-parallel-size 3 for a model with 4 attention heads", extra="--tensor-parallel-size 3"),
+    _case("kv-cache-dtype-invalid", ["config.bad_argument"], "--kv-cache-dtype with a value outside its choices",
+          extra="--kv-cache-dtype fp9", build=False, model="Qwen/Qwen2.5-0.5B-Instruct"),
+    _case("local-path-missing", ["config.bad_argument"],
+          "a local model path that does not exist on this node (offline: it is no hub id either)",
+          build=False, model="/models/Qwen2.5-7B-Instruct"),
+    _case("tokenizer-path-missing", ["config.bad_argument"], "--tokenizer names a directory that does not exist",
+          extra="--tokenizer /models/tokenizer-missing"),
+    Case(id="port-in-use", expect=["server.port_in_use"], input="vllm-serve", env=ENV, timeout=300,
+         files=_files(),
+         note="another server already listens on --port",
+         argv=["bash", "-c", "{python} -c 'import socket, time; s = socket.socket(); "
+               "s.bind((\"127.0.0.1\", {port})); s.listen(); time.sleep(600)' & sleep 1; "
+               + BUILD + SERVE % "{work}/tiny"]),
 ]
 
 PROGRAM = Program(
