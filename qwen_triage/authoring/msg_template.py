@@ -102,11 +102,13 @@ _KEY_HINT = re.compile(r"key|param|weight|tensor|layer", re.I)
 
 # The last name of a placeholder's expression says a number more surely than any word inside it:
 # ``max_file_size`` is a size, not a path; ``num_errors`` a count, not an error.
-_INT_NAME = re.compile(r"^(?:num|n|max|min|total|expected|actual|got)_|_(?:size|count|len|num|bytes|gb|mb|gib|mib|"
-                       r"idx|index|rank|port|dim|heads|layers|tokens|blocks|seqs|steps?|id)$|^(?:size|count|len|n|idx|"
-                       r"index|rank|port|step|epoch|world_size|nproc|nnodes|numel|ndim|dim|tp|pp|dp|ep)$", re.I)
+_INT_NAME = re.compile(r"^(?:num|n|max|min|total)_|_(?:size|count|len|num|bytes|gb|mb|gib|mib|idx|index|rank|port|"
+                       r"dim|heads|layers|tokens|blocks|seqs|steps?)$|^(?:size|count|len|n|idx|index|rank|port|step|"
+                       r"epoch|world_size|nproc|nnodes|numel|ndim|dim|tp|pp|dp|ep)$|"
+                       r"^(?:token|shard|device|gpu|layer|block|expert|local_rank)_ids?$", re.I)
 _INT_CALL = re.compile(r"^(?:len|int|sum|max|min|round|ord)\(|\.(?:size|numel|count|__len__|dim|bit_length)\(\)?$|"
                        r"\.(?:ndim|nbytes|itemsize)$")
+_TEXT_CALL = re.compile(r"^(type|str|repr|tuple|list|dict|set|sorted|getattr)\(")
 _FLOAT_CALL = re.compile(r"^(?:float)\(|\.item\(\)$|/")
 _STR_ID_HINT = re.compile(r"(?:^|[._])(?:model|repo|revision|name|tag|user|pipeline|trust)_?id$", re.I)
 _LAST_NAME = re.compile(r"([A-Za-z_]\w*)\W*$")
@@ -144,8 +146,9 @@ def type_of(f: Field) -> str:
         return "int"
     if conv and conv in "eEfFgGaA%":
         return "float"
-    if conv in ("r", "a"):
-        return "any"
+    if conv in ("r", "a"):  # a repr: a number's is the number, a string's is quoted
+        kind = _hint_type(hint) if hint else "any"
+        return kind if kind in ("int", "float", "path") else "any"
     if conv == "T":
         return "str"
     if not hint:
@@ -157,6 +160,8 @@ def _hint_type(hint: str) -> str:
     """The type of a placeholder of no declared conversion, from the expression that fills it."""
     if _INT_CALL.search(hint):
         return "int"
+    if m := _TEXT_CALL.match(hint):
+        return "str" if m[1] == "type" else "any"
     if _FLOAT_CALL.search(hint):
         return "float"
     m = _LAST_NAME.search(hint)
@@ -194,7 +199,9 @@ def value_for(f: Field, function: str = "") -> str:
             return "0"
         return "4"
     if kind == "float":
-        return "0.90" if ".2" in f.conv or not f.conv.startswith(".") else "0.9"
+        if conv and conv in "eEfFgGaA%":
+            return "0.90" if ".2" in f.conv or not f.conv.startswith(".") else "0.9"
+        return "0.9"
     if kind == "hex":
         return "0x7f3a2c000000" if conv == "p" else "1f"
     if conv == "c":
@@ -274,7 +281,7 @@ def typed_regex(parts: list[str | Field]) -> str:
         pattern = pattern[: -len("(?:.*?)")]
     while pattern.startswith("(?:.*?)") or pattern.startswith("(?:.+?)"):
         pattern = pattern[len("(?:.*?)"):]
-    return pattern
+    return pattern.removesuffix(r"\s+").removeprefix(r"\s+")
 
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_']*[A-Za-z0-9]")
