@@ -83,12 +83,12 @@ def tree_entries(roots: Iterable[Path], program: str, release: str, classifier: 
         words = literal_words(t.parts)
         if not words or not regex:
             continue
-        class_ = None
-        if classifier is not None:
-            class_ = classifier.classify(render(t)[:MAX_EXAMPLE])[0]
+        example = render(t)[:MAX_EXAMPLE]
+        class_ = classifier.classify(example)[0] if classifier is not None else None
         entry = TemplateEntry(
             program=program, releases=[release], file=prefix + t.file, function=t.function or None,
             kind=kind, level=level, exception=exception, template=typed_text(t.parts), regex=regex, words=words,
+            example=example,
             class_=class_, class_from="rule" if class_ else None)
         out.setdefault(_key(entry), entry)
     return list(out.values())

@@ -272,18 +272,20 @@ class CoverageOptions:
 def run(options: CoverageOptions) -> Coverage:
     """``qwen-triage rules coverage``: which of a program's own messages the pack (or ``pack_dir``'s) knows.
     A pack that cannot be loaded raises :class:`~qwen_triage.exits.Failure`."""
+    return measure([Path(p) for p in options.paths], compiled_for(options.rule_dirs, options.engine, options.pack_dir))
+
+
+def compiled_for(rule_dirs: tuple[str, ...], engine: str, pack_dir: str | None) -> CompiledPack:
+    """The pack a measure runs: the bundled one (and ``rule_dirs``), or ``pack_dir``'s rule files instead."""
     from qwen_triage.engine.scanner import cache_dir, compile_pack, load_compiled
     from qwen_triage.exits import Failure
     from qwen_triage.rulepack.errors import RuleFileError
     from qwen_triage.rulepack.pack import extra_rule_dirs, load_pack
 
-    if options.pack_dir is None:
-        compiled = load_compiled(options.rule_dirs, options.engine)
-    else:
-        try:
-            pack = load_pack([Path(options.pack_dir), *extra_rule_dirs(list(options.rule_dirs))], bundled=False,
-                             cache_dir=cache_dir())
-            compiled = compile_pack(engine=options.engine, pack=pack)
-        except (RuleFileError, FileNotFoundError, ImportError) as exc:
-            raise Failure(str(exc)) from None
-    return measure([Path(p) for p in options.paths], compiled)
+    if pack_dir is None:
+        return load_compiled(rule_dirs, engine)
+    try:
+        pack = load_pack([Path(pack_dir), *extra_rule_dirs(list(rule_dirs))], bundled=False, cache_dir=cache_dir())
+        return compile_pack(engine=engine, pack=pack)
+    except (RuleFileError, FileNotFoundError, ImportError) as exc:
+        raise Failure(str(exc)) from None

@@ -11,9 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 import json
+from typing import TYPE_CHECKING
 
 from qwen_triage.authoring.coverage import Coverage, stage_of, summary
 from qwen_triage.textsafe import clean, json_safe
+
+if TYPE_CHECKING:
+    from qwen_triage.authoring.drift import Drift
+    from qwen_triage.rulepack.catalogue import TemplateEntry
 
 
 def coverage_json(cov: Coverage) -> str:
@@ -62,4 +67,45 @@ def coverage_text(cov: Coverage, *, limit: int = 0) -> str:
         out.append(f"  {clean(t.file)}:{t.line}  {clean(t.kind)}  {clean(t.text)[:200]}")
         out.append(f"      e.g. {clean(t.example)[:240]}")
         shown += 1
+    return "\n".join(out) + "\n"
+
+
+def _entry_json(e: "TemplateEntry") -> dict[str, object]:
+    return {"file": e.file, "function": e.function, "kind": e.kind, "template": e.template}
+
+
+def drift_json(drift: "Drift") -> str:
+    doc = {
+        "program": drift.program, "old": drift.old, "new": drift.new, "kept": drift.kept,
+        "removed": [_entry_json(e) for e in drift.removed], "added": [_entry_json(e) for e in drift.added],
+        "rules_matching_old": drift.rules_old, "rules_matching_new": drift.rules_new,
+        "lost": [{"rule": lost.rule, "old": [_entry_json(e) for e in lost.old],
+                  "rewording": _entry_json(lost.rewording) if lost.rewording else None} for lost in drift.lost],
+    }
+    return json_safe(json.dumps(doc, indent=1, ensure_ascii=False))
+
+
+def drift_text(drift: "Drift", *, limit: int = 0) -> str:
+    """The counts, every rule the new release left behind (with the likely rewording), then what changed."""
+    out = [f"{clean(drift.program)} {clean(drift.old)} -> {clean(drift.new)}: {len(drift.removed)} templates gone, "
+           f"{len(drift.added)} new, {drift.kept} kept; rules matching the old release: {drift.rules_old}, "
+           f"the new: {drift.rules_new}; {len(drift.lost)} rule(s) lost their template"]
+    for lost in drift.lost:
+        out.append(f"  LOST {clean(lost.rule)}: matched the old wording, matches nothing the new release prints")
+        for e in lost.old[:3]:
+            out.append(f"      old: {clean(e.file)}  {clean(e.template)[:200]}")
+        if lost.rewording is not None:
+            out.append(f"      now: {clean(lost.rewording.file)}  {clean(lost.rewording.template)[:200]}")
+        else:
+            out.append("      now: no like message in the new release (removed, not reworded)")
+    for title, entries in (("gone", drift.removed), ("new", drift.added)):
+        if not entries:
+            continue
+        out.append("")
+        out.append(f"{title}:")
+        for i, e in enumerate(entries):
+            if limit and i >= limit:
+                out.append(f"  ... {len(entries) - i} more (--limit 0 lists all)")
+                break
+            out.append(f"  {clean(e.file)}  {e.kind}  {clean(e.template)[:200]}")
     return "\n".join(out) + "\n"

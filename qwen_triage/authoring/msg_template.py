@@ -111,6 +111,12 @@ _INT_CALL = re.compile(r"^(?:len|int|sum|max|min|round|ord)\(|\.(?:size|numel|co
 _TEXT_CALL = re.compile(r"^(type|str|repr|tuple|list|dict|set|sorted|getattr)\(")
 _FLOAT_CALL = re.compile(r"^(?:float)\(|\.item\(\)$|/")
 _STR_ID_HINT = re.compile(r"(?:^|[._])(?:model|repo|revision|name|tag|user|pipeline|trust)_?id$", re.I)
+_STR_NAME = re.compile(r"_(?:str|name|type|kind|mode|backend|desc)$", re.I)  # device_str: "GPU", not a number
+_DEVICE_WORD = re.compile(r"(?:^|[._])device_?(?:str|type|name|kind)$", re.I)
+# a number that may have decimals (sizes in GiB, times): typed float, whose pattern takes an integer too
+_FLOAT_NAME = re.compile(r"gib|\bgb\b|_gb\b|mib|memory|\bmem\b|_mem\b|seconds|secs\b|elapsed|duration|_time\b|"
+                         r"timeout|latency|ratio|factor|percent|_pct\b", re.I)
+_DEVICE_OBJ = re.compile(r"(?:^|[._])device_?$")  # a torch.device prints "cuda:0"
 _LAST_NAME = re.compile(r"([A-Za-z_]\w*)\W*$")
 
 # How each placeholder type is written in a catalogue template and matched in a printed line.
@@ -166,8 +172,10 @@ def _hint_type(hint: str) -> str:
         return "float"
     m = _LAST_NAME.search(hint)
     last = m[1] if m else hint
-    if _STR_ID_HINT.search(last):
+    if _STR_ID_HINT.search(last) or _STR_NAME.search(last) or _DEVICE_OBJ.search(hint):
         return "str"
+    if _FLOAT_NAME.search(hint) and not re.search(r"(?:^|_)(?:num|count|n)(?:_|$)", last):
+        return "float"
     if _INT_NAME.search(last):
         return "int"
     if _RATIO_HINT.search(last):
@@ -226,6 +234,8 @@ def _string_value(hint: str) -> str:
     if not hint:
         return "value"
     for pattern, value in (
+        (_DEVICE_WORD, "GPU"),  # "the number of required {device_str}s": GPUs
+        (_DEVICE_OBJ, "cuda:0"),
         (_ARCHS_HINT, "['Qwen2ForCausalLM']"),  # a list prints as one: Model architectures ['X'] are …
         (_ARCH_HINT, "Qwen2ForCausalLM"),
         (_RATIO_HINT, "0.9"),

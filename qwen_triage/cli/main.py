@@ -336,7 +336,7 @@ def rules_suggest(paths: tuple[str, ...], rule_dirs: tuple[str, ...], engine: st
 
 # --- rules coverage ---
 @rules.command("coverage")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.argument("paths", nargs=-1, type=click.Path(exists=True))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @pack_options
 @click.option("--pack", "pack_dir", type=click.Path(exists=True, file_okay=False), default=None,
@@ -344,12 +344,29 @@ def rules_suggest(paths: tuple[str, ...], rule_dirs: tuple[str, ...], engine: st
                    "the pack: `git show REV:rules/…` into a directory).")
 @click.option("--limit", type=click.IntRange(min=0), default=0, show_default=True,
               help="Text: list at most this many uncovered templates (0: all).")
+@click.option("--drift", nargs=2, metavar="OLD NEW", default=None,
+              help="Compare two releases instead: two source trees, or PROGRAM@VERSION twice from the catalogue "
+                   "(PROGRAM@ for its oldest / newest pinned release). Lists the templates that changed and each "
+                   "rule that matched the old wording and nothing of the new; exit 1 when there is one.")
 def rules_coverage(paths: tuple[str, ...], fmt: str, rule_dirs: tuple[str, ...], engine: str,
-                   pack_dir: str | None, limit: int) -> None:
+                   pack_dir: str | None, limit: int, drift: tuple[str, str] | None) -> None:
     """Which of a program's own messages the pack knows: PATH is a source tree or an installed package."""
+    if drift is None and not paths:
+        fail("rules coverage: give a PATH, or --drift OLD NEW")
+    if drift is not None and paths:
+        fail("rules coverage: --drift compares its own two releases; give no PATH with it")
     from qwen_triage.authoring.coverage import CoverageOptions, run
     from qwen_triage.authoring.coverage_render import coverage_json, coverage_text
 
+    if drift is not None:
+        from qwen_triage.authoring.coverage_render import drift_json, drift_text
+        from qwen_triage.authoring.drift import DriftOptions, run as run_drift
+
+        result = run_drift(DriftOptions(old=drift[0], new=drift[1], rule_dirs=rule_dirs, engine=engine,
+                                        pack_dir=pack_dir))
+        write_format(fmt, {"json": lambda _: drift_json(result) + "\n",
+                           "text": lambda _: drift_text(result, limit=limit)})
+        sys.exit(EXIT_FOUND if result.lost else EXIT_CLEAN)
     cov = run(CoverageOptions(paths=paths, rule_dirs=rule_dirs, engine=engine, pack_dir=pack_dir))
     write_format(fmt, {"json": lambda _: coverage_json(cov) + "\n", "text": lambda _: coverage_text(cov, limit=limit)})
     sys.exit(EXIT_CLEAN)

@@ -51,6 +51,7 @@ class TemplateEntry(_Frozen):
     template: str  # the message, placeholders typed: {int} {float} {hex} {path} {str} {any}
     regex: str  # a `regex`-module pattern for the message's rendered forms (search, not match)
     words: list[str]  # its literal words of three letters or more, for a lookup index
+    example: str | None = None  # a line as printed (exception or logger prefix and all), values by type
     class_: str | None = Field(None, alias="class")  # a pack class, when a rule matches a rendered example
     class_from: Literal["rule"] | None = None
 

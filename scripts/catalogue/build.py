@@ -81,7 +81,8 @@ def pip_fetch(rel: dict, cache: Path) -> tuple[Path, str]:
     dest.mkdir(parents=True, exist_ok=True)
     found = [p for p in dest.iterdir() if p.suffix in (".whl", ".gz", ".zip")]
     if not found:
-        flags = ["--only-binary", ":all:"] if kind == "wheel" else ["--no-binary", ":all:", "--no-build-isolation"]
+        name = spec.split("==", 1)[0]
+        flags = ["--only-binary", ":all:"] if kind == "wheel" else ["--no-binary", name]
         cmd = [sys.executable, "-m", "pip", "download", spec, "--no-deps", "-d", str(dest), "-q", *flags]
         log(f"pip download {spec} ({kind})")
         subprocess.run(cmd, check=True)
@@ -120,7 +121,7 @@ def unpack(archive: Path, roots: list[str], exclude: list[str], into: Path) -> i
 
 
 def git_unpack(rel: dict, into: Path) -> bool:
-    """``git archive`` of the pinned commit's roots from the local mirror; False when it is not there."""
+    """The pinned commit's files under its roots, from the local mirror; False when it is not there."""
     base = Path(os.environ.get("QWEN_TRIAGE_MIRRORS", "/work/.mirror"))
     repo = base / rel["github"].replace("/", "+") / "repo"
     if not repo.is_dir():
@@ -129,17 +130,31 @@ def git_unpack(rel: dict, into: Path) -> bool:
                            capture_output=True)
     if probe.returncode != 0:
         return False
-    data = subprocess.run(["git", "--git-dir", str(repo), "archive", "--format=tar", rel["commit"], *rel["roots"]],
-                          capture_output=True, check=True).stdout
-    with tarfile.open(fileobj=io.BytesIO(data)) as t:
-        for m in t:
-            name = wanted(m.name, rel["roots"], rel.get("exclude", []))
-            if name and m.isfile() and m.size <= MAX_MEMBER_BYTES:
-                f = t.extractfile(m)
-                if f is not None:
-                    out = into / name
-                    out.parent.mkdir(parents=True, exist_ok=True)
-                    out.write_bytes(f.read())
+    listing = subprocess.run(["git", "--git-dir", str(repo), "ls-tree", "-r", "-z", "--long", rel["commit"], "--",
+                              *rel["roots"]], capture_output=True, text=True, check=True).stdout
+    blobs: list[tuple[str, str]] = []
+    for row in filter(None, listing.split("\0")):
+        meta, path = row.split("\t", 1)
+        mode, kind, sha, size = meta.split()
+        if kind == "blob" and mode != "120000" and wanted(path, rel["roots"], rel.get("exclude", [])) \
+                and size != "-" and int(size) <= MAX_MEMBER_BYTES:
+            blobs.append((sha, path))
+    # blob by blob (git cat-file --batch): a mirror may lack a large file no root needs, which git archive refuses
+    batch = subprocess.run(["git", "--git-dir", str(repo), "cat-file", "--batch"], capture_output=True, check=True,
+                           input="".join(sha + "\n" for sha, _ in blobs).encode()).stdout
+    pos = 0
+    for sha, path in blobs:
+        end = batch.index(b"\n", pos)
+        header = batch[pos:end].split()
+        pos = end + 1
+        if len(header) < 3 or header[1] != b"blob":
+            log(f"{rel['github']}@{rel['commit'][:12]}: {path} missing from the mirror")
+            continue
+        size = int(header[2])
+        out = into / path
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(batch[pos:pos + size])
+        pos += size + 1
     return True
 
 
@@ -216,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
         programs[key] = ProgramInfo(display=spec["display"], parts=spec.get("parts"), releases=infos,
                                     templates=len(merged))
         log(f"{key}: {len(merged)} distinct templates in {time.monotonic() - t0:.0f} s")
+        if args.update_pins:
+            with open(PINS, "w") as f:
+                yaml.dump(pins, f)
     order = [k for k in pins["programs"] if k in programs]
     manifest = Manifest(builder=BUILDER, built=datetime.date.today().isoformat(),
                         build_seconds=round(time.monotonic() - started, 1),
@@ -226,9 +244,6 @@ def main(argv: list[str] | None = None) -> int:
     writer.dump(manifest.model_dump(exclude_none=True), out)
     (args.out / MANIFEST).write_text("# Written by scripts/catalogue/build.py from scripts/catalogue/pinned.yaml; "
                                      "do not edit.\n" + out.getvalue())
-    if args.update_pins:
-        with open(PINS, "w") as f:
-            yaml.dump(pins, f)
     size = sum(p.stat().st_size for p in args.out.glob("*.jsonl.gz"))
     log(f"done in {time.monotonic() - started:.0f} s; {size / 2**20:.2f} MiB in {args.out}")
     return 0

@@ -19,7 +19,9 @@ from qwen_triage.authoring.msgs_python import python_templates
     ("s", "num_errors", "int"), ("s", "tensor_parallel_size", "int"), ("s", "x.numel()", "int"),
     ("s", "ckpt_path", "path"), ("s", "model_dir", "path"), ("s", "gpu_memory_utilization", "float"),
     ("s", "type(num_crops)", "str"), ("s", "request_id", "str"), ("s", "expected_expr", "str"),
-    ("s", "model_id", "str"), ("s", "name", "str"), ("s", "err", "any"), ("r", "num_hidden_layers", "int"),
+    ("s", "model_id", "str"), ("s", "name", "str"), ("s", "device_str", "str"), ("s", "max_model_len", "int"),
+    ("s", "format_gib(snap.free_memory)", "float"), ("s", "self.device", "str"), ("s", "local_rank", "int"),
+    ("s", "err", "any"), ("r", "num_hidden_layers", "int"),
     ("r", "name", "any"), ("s", "__func__", "str"), ("", "str(e)", "any"),
 ])
 def test_type_of_a_placeholder(conv: str, hint: str, kind: str) -> None:
