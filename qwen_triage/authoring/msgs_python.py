@@ -56,6 +56,7 @@ class _Visitor(ast.NodeVisitor):
         self.module = module  # dotted module of the file, for its own exception classes
         self.out: list[Template] = []
         self.scopes: list[dict[str, ast.expr]] = [{}]  # per function: name -> last string-ish value
+        self.appends: list[dict[str, list[ast.expr]]] = [{}]  # per function: list name -> messages appended
         self.funcs: list[str] = [""]
         self.imported: dict[str, str] = {}  # name -> module it was imported from
         self.local_classes: set[str] = set()
@@ -66,9 +67,11 @@ class _Visitor(ast.NodeVisitor):
         if len(self.scopes) > MAX_DEPTH:
             return
         self.scopes.append({})
+        self.appends.append({})
         self.funcs.append(node.name)
         self.generic_visit(node)
         self.scopes.pop()
+        self.appends.pop()
         self.funcs.pop()
 
     visit_AsyncFunctionDef = visit_FunctionDef
@@ -107,9 +110,26 @@ class _Visitor(ast.NodeVisitor):
                 parts = self._message(exc.args[0], [])
                 if parts is not None:
                     self._add(node.lineno, "raise", parts, f"{self._qualified(name)}: ")
+                for item in self._joined_items(exc.args[0]):
+                    self._add(node.lineno, "raise", item, f"{self._qualified(name)}: ")
         self.generic_visit(node)
 
+    def _joined_items(self, node: ast.expr) -> Iterator[list[str | Field]]:
+        """``errors.append(f"…"); …; raise X(" ".join(errors))``: each message appended, one template each."""
+        for sub in ast.walk(node):
+            if (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == "join"
+                    and len(sub.args) == 1 and isinstance(sub.args[0], ast.Name)):
+                for value in self.appends[-1].get(sub.args[0].id, []):
+                    parts = _parts(value, 0, self.scopes[-1])
+                    if parts is not None:
+                        yield parts
+
     def visit_Call(self, node: ast.Call) -> None:
+        if (isinstance(node.func, ast.Attribute) and node.func.attr == "append" and isinstance(node.func.value, ast.Name)
+                and len(node.args) == 1 and _stringish(node.args[0])):
+            items = self.appends[-1].setdefault(node.func.value.id, [])
+            if len(items) < MAX_DEPTH:
+                items.append(node.args[0])
         name = _name_of(node.func)
         if name and node.args:
             head, _, method = name.rpartition(".")

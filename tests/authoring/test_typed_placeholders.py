@@ -102,3 +102,19 @@ def test_coverage_counts_a_message_a_numeric_rule_knows(tmp_path: Path) -> None:
     assert r.template.example == ("ValueError: Total number of attention heads (4) must be divisible by tensor "
                                   "parallel size (4).")
     assert r.rule is not None
+
+
+def test_messages_gathered_in_a_list_and_raised_joined() -> None:
+    src = b'''
+def validate_legal(self, cfg):
+    error_msg = []
+    max_rank = max([self.r, *self.rank_pattern.values()])
+    if max_rank > cfg.max_lora_rank:
+        error_msg.append(f"LoRA rank {max_rank} is greater than max_lora_rank {cfg.max_lora_rank}.")
+    if self.bias != "none":
+        error_msg.append("Adapter bias is not supported.")
+    if error_msg:
+        raise ValueError(f"{' '.join(error_msg)}")
+'''
+    got = {typed_text(t.parts) for t in python_templates(src, "vllm/lora/peft_helper.py", "vllm.lora.peft_helper")}
+    assert {"LoRA rank {int} is greater than max_lora_rank {int}.", "Adapter bias is not supported."} <= got
