@@ -51,6 +51,7 @@ FILES = {
     "no_type.yaml": "compute_environment: LOCAL_MACHINE\nnum_processes: 2\nmixed_precision: 'no'\n",
     "bad_type.yaml": BASE + "distributed_type: MULTI_GPUS\nnum_processes: 2\nmixed_precision: 'no'\n",
     "bad_precision.yaml": BASE + "distributed_type: 'NO'\nnum_processes: 1\nmixed_precision: fp32\n",
+    "ok.yaml": BASE + "distributed_type: 'NO'\nnum_processes: 1\nmixed_precision: 'no'\n",
     "not_yaml.yaml": "compute_environment: LOCAL_MACHINE\ndistributed_type: 'NO'\n  num_processes: [1\n",
 }
 ACC = "{bin}/accelerate"
@@ -177,6 +178,15 @@ PROGRAM = Program(
             exit="ok",
             timeout=120,
             note="healthy: bf16 autocast on the CPU",
+        ),
+        Case(
+            id="launch-config-file-ok",
+            expect=[],
+            argv=[ACC, "launch", "--config_file", "ok.yaml", "train.py"],
+            files=FILES,
+            exit="ok",
+            timeout=120,
+            note="healthy: a complete config file for one CPU process",
         ),
         Case(
             id="launch-rank-sigkill",

@@ -32,11 +32,11 @@ raw = open("tiny.gguf", "rb").read()
 """
 
 
-def _case(id: str, expect: list[str], damage: str, note: str, exit: str = "fail") -> Case:
+def _case(id: str, expect: list[str], damage: str, note: str, exit: str = "fail", flags: str = "") -> Case:
     return Case(
         id=id,
         expect=expect,
-        argv=["bash", "-c", "{python} write.py && exec {bin}/gguf-dump tiny.gguf"],
+        argv=["bash", "-c", "{python} write.py && exec {bin}/gguf-dump %stiny.gguf" % flags],
         files={"write.py": WRITE + damage + "\n"},
         input="llama-cpp",
         note=note,
@@ -62,6 +62,10 @@ CASES = [
     _case("unknown-ggml-type", ["model.gguf_unsupported"],
           damage.UNKNOWN_GGML_TYPE,
           "a tensor whose ggml type (251) no release defines"),
+    # --- more of what users hit (issue 26) --------------------------------------------------------------
+    _case("dump-json-healthy", [], "", "healthy: gguf-dump --json of a valid file", exit="ok", flags="--json "),
+    _case("empty-file", ["model.gguf_corrupt"], "open('tiny.gguf', 'wb').close()",
+          "a zero-byte file where the GGUF should be (a download that never started)"),
 ]
 
 PROGRAM = Program(

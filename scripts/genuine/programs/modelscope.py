@@ -23,6 +23,11 @@ class H(http.server.BaseHTTPRequestHandler):
         if MODE == "notfound":
             code, body = 404, dict(Code=10010205001, Message="Model not found or not accessible", Success=False,
                                    RequestId="0a1b2c3d-0000-4000-8000-000000000000")
+        elif MODE == "unauthorized":
+            code, body = 401, dict(Code=10010205002, Message="Unauthorized: please login with a valid token",
+                                   Success=False, RequestId="0a1b2c3d-0000-4000-8000-000000000001")
+        elif MODE == "ratelimit":
+            code, body = 429, dict(Code=429, Message="Too many requests, please retry later", Success=False)
         else:
             code, body = 500, dict(Code=500, Message="internal server error", Success=False)
         raw = json.dumps(body).encode()
@@ -79,6 +84,12 @@ CASES = [
           mode="notfound", endpoint="MODELSCOPE_ENDPOINT=http://127.0.0.1:$PORT", releases=(NEW,)),
     _case("server-error", ["download.incomplete"], "the hub's API answers 500 on every request",
           mode="servererror", endpoint="MODELSCOPE_ENDPOINT=http://127.0.0.1:$PORT", releases=(NEW,)),
+    # --- more of what users hit (issue 26) --------------------------------------------------------------
+    # ModelScope's own E3001 (authentication failed) files an account without access with the failed downloads
+    _case("unauthorized", ["download.incomplete"], "the hub's API answers 401: a private model without a valid token",
+          mode="unauthorized", endpoint="MODELSCOPE_ENDPOINT=http://127.0.0.1:$PORT", releases=(NEW,)),
+    _case("rate-limited", ["download.incomplete"], "the hub's API answers 429 Too Many Requests",
+          mode="ratelimit", endpoint="MODELSCOPE_ENDPOINT=http://127.0.0.1:$PORT", releases=(NEW,)),
 ]
 
 PROGRAM = Program(

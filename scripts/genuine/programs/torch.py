@@ -490,6 +490,19 @@ PROGRAM = Program(
             timeout=90,
             note="healthy: torchrun --standalone (a c10d store on a random local port), two gloo ranks",
         ),
+        Case(
+            id="torchrun-elastic-nnodes-range-ok",
+            expect=[],
+            argv=torchrun(
+                "--nnodes", "1:2", "--nproc-per-node", "2", "--rdzv-backend", "c10d",
+                "--rdzv-endpoint", "127.0.0.1:{port}", "--rdzv-conf", "last_call_timeout=2", "worker.py", "allreduce",
+            ),
+            files=FILES,
+            input="torchrun",
+            exit="ok",
+            timeout=90,
+            note="healthy: an elastic --nnodes 1:2 job that starts with the one node it has after the last call",
+        ),
         _ranks("torchrun-worker-host-oom", ["memory.host_oom"], "host-oom",
                "rank 1 cannot allocate 4 GiB of host memory (an address-space limit stands in for a full host):"
                " DefaultCPUAllocator fails with ENOMEM, torchrun reports exit code 1"),

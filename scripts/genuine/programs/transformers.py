@@ -290,6 +290,17 @@ CASES = [
         exit="ok",
         note="healthy: a text-generation pipeline on the tiny local model",
     ),
+    _script_case(
+        "tokenize-longer-than-model-healthy",
+        [],
+        "from transformers import AutoTokenizer\n"
+        "tok = AutoTokenizer.from_pretrained('{work}/tiny', model_max_length=64)\n"
+        "ids = tok('the quick brown fox jumps over the lazy dog ' * 40)['input_ids']\n"
+        "print(len(ids), 'tokens')\n",
+        exit="ok",
+        note="healthy: a text longer than the tokenizer's model_max_length is tokenized; transformers warns that"
+        " indexing it through the model would fail",
+    ),
     _hub_case("hub-gated", ["download.incomplete"], "gated",
               "from_pretrained of a gated repo the account has no access to (a local stand-in answers 403 GatedRepo)"),
     _hub_case("hub-repo-not-found", ["config.bad_argument"], "notfound",

@@ -8,8 +8,12 @@ The release's venv is the one ``scripts/setup-vllm.sh`` builds (vLLM's CPU wheel
     ln -sfn ~/.cache/qwen-triage/vllm-venv ~/.cache/qwen-triage/genuine/vllm-0.32.0
 
 (run.py writes ``.genuine-stamp`` only after its own pip install; without the stamp it would try to rebuild,
-and refuses to remove a link). The tiny Qwen2 model is written inside each case by ``make_tiny_qwen.py`` with
-the venv's own python.
+and refuses to remove a link). The stamp is the release's own, written with the harness's function:
+
+    cd scripts/genuine && python3 -c "import run; p = run.load_programs(['vllm'])[0]; r = p.releases[0];
+    (run.venv_dir(p, r) / run.STAMP).write_text(run.stamp_of(r))"
+
+The tiny Qwen2 model is written inside each case by ``make_tiny_qwen.py`` with the venv's own python.
 """
 
 from pathlib import Path
@@ -89,8 +93,9 @@ CASES = [
          note="healthy: the tiny model served on the CPU, one completion answered, the server stopped by SIGINT",
          argv=["bash", "-c", BUILD.replace("&& exec ", "&& ") + "{ " + SERVE % "{work}/tiny" + " & } ; SRV=$!; "
                "for i in $(seq 360); do curl -sf http://127.0.0.1:{port}/health >/dev/null && break; sleep 1; done; "
-               "curl -sf http://127.0.0.1:{port}/v1/completions -H 'Content-Type: application/json' "
-               "-d '{\"model\": \"{work}/tiny\", \"prompt\": \"hello\", \"max_tokens\": 4}' >/dev/null; rc=$?; "
+               "curl -s http://127.0.0.1:{port}/v1/completions -H 'Content-Type: application/json' "
+               "-d '{\"model\": \"{work}/tiny\", \"prompt\": \"hello\", \"max_tokens\": 4}'; echo; "
+               "curl -sf http://127.0.0.1:{port}/v1/models >/dev/null; rc=$?; "
                "kill -INT $SRV; wait $SRV; exit $rc"]),
     _case("max-model-len-too-large", ["config.bad_argument"],
           "--max-model-len 32768 on a model whose max_position_embeddings is 512", extra="--max-model-len 32768"),
