@@ -143,11 +143,12 @@ def _cli(id: str, expect: list[str], mode: str | None, note: str, env: dict | No
 
 
 def _py(id: str, expect: list[str], mode: str | None, note: str, env: dict | None = None, exit: str = "fail",
-        bound: int = 0, arg: str = "") -> Case:
+        bound: int = 0, arg: str = "", files: dict | None = None) -> Case:
     run = f"timeout -s INT {bound} " if bound else ""
     cmd = (WITH_SERVER % mode if mode else "") + run + "{python} download.py" + (f" {arg}" if arg else "")
     cmd += STOP if mode else ""
-    return Case(id=id, expect=expect, argv=["bash", "-c", cmd], files={"fakehub.py": FAKEHUB, "download.py": PYDL},
+    return Case(id=id, expect=expect, argv=["bash", "-c", cmd],
+                files={"fakehub.py": FAKEHUB, "download.py": PYDL, **(files or {})},
                 env={**BASE_ENV, **(env or {})}, input="mixed", note=note, exit=exit, timeout=150)
 
 
@@ -181,6 +182,8 @@ CASES = [
         "the file arrives smaller than the hub announced (consistency check)"),
     _cli("cli-connection-cut", ["download.incomplete"], "cut", "the connection drops half way through the file"),
     # --- more answers of the hub (issue 26) -------------------------------------------------------------
+    _py("py-cached-offline-healthy", [], None, "healthy: hf_hub_download in offline mode, the file is in the cache",
+        env={"HF_HUB_OFFLINE": "1"}, exit="ok", files=CACHED),
     _py("py-download-ok-healthy", [], "ok", "healthy: hf_hub_download of one file from a local stand-in", exit="ok"),
     _py("py-gated", ["download.incomplete"], "gated", "hf_hub_download, 403 GatedRepo: access not granted"),
     _py("py-unauthorized", ["config.bad_argument"], "unauthorized",

@@ -20,7 +20,8 @@ def _hub_module():
     return mod
 
 
-FAKEHUB = _hub_module().FAKEHUB
+HUB = _hub_module()
+FAKEHUB = HUB.FAKEHUB
 
 MAKE_TINY = (Path(__file__).resolve().parents[2] / "make_tiny_qwen.py").read_text()
 
@@ -300,6 +301,17 @@ CASES = [
         exit="ok",
         note="healthy: a text longer than the tokenizer's model_max_length is tokenized; transformers warns that"
         " indexing it through the model would fail",
+    ),
+    _script_case(
+        "config-offline-cached-healthy",
+        [],
+        "from transformers import AutoConfig\n"
+        "print(AutoConfig.from_pretrained('tiny-org/tiny-model').model_type)\n",
+        model=False,
+        env=OFFLINE_ENV,
+        extra=HUB.CACHED,
+        exit="ok",
+        note="healthy: AutoConfig of a hub id in offline mode, its config.json in the local cache",
     ),
     _hub_case("hub-gated", ["download.incomplete"], "gated",
               "from_pretrained of a gated repo the account has no access to (a local stand-in answers 403 GatedRepo)"),
