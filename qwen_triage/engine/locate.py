@@ -120,9 +120,8 @@ def read_by_rule(message: str, compiled: CompiledPack) -> bool:
 
 
 def _printed_by(entry: TemplateEntry, family: Family | None, index: CatalogueIndex) -> PrintedBy:
-    info = index.program(entry.program)
     return PrintedBy(program=entry.program, releases=list(entry.releases), file=entry.file, function=entry.function,
-                     display=info.display if info is not None else None, family=family.label if family else None,
+                     display=index.display(entry.program), family=family.label if family else None,
                      template=entry.template)
 
 

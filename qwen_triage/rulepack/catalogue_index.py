@@ -28,15 +28,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from qwen_triage.rulepack.catalogue import MAX_FILE_BYTES, MAX_LINE_BYTES
+from qwen_triage.rulepack.catalogue import MANIFEST, MAX_FILE_BYTES, MAX_LINE_BYTES
 from qwen_triage.rulepack.paths import CATALOGUE_DIR
 
 if TYPE_CHECKING:
-    from qwen_triage.rulepack.catalogue import Catalogue, ProgramInfo, TemplateEntry
+    from qwen_triage.rulepack.catalogue import Catalogue, TemplateEntry
 
 INT_FIELD = r"(?:-?\d+)"  # authoring.msg_template.TYPE_REGEX["int"], as typed_regex wraps it
 NUMBER_FIELD = r"(?:-?\d+(?:\.\d+)?)"
-INDEX_FORMAT = b"1"  # of the built index kept in the cache
+INDEX_FORMAT = b"2"  # 2: the programs' display names in the head  # of the built index kept in the cache
+MAX_MANIFEST_BYTES = 2**20
 MAX_LINE = 2000  # characters of a line that are looked up (a template's regex runs on them)
 TIMEOUT = 0.05  # seconds per regex search: a template's pattern is data, and the line comes from outside
 MAX_CANDIDATES = 400  # templates confirmed per line at most (the most specific first)
@@ -104,6 +105,7 @@ class CatalogueIndex:
         self._spans: list[list[int]] = []  # template number -> [offset, length] of its JSON line in _data
         self._data = b""
         self._base = 0  # where the JSON lines start in _data
+        self._display: dict[str, str] = {}  # program key -> its display name (the manifest's, kept in the index)
         self._parsed: dict[int, _Template | None] = {}
         self._catalogue: Catalogue | None = None
         self.lookups = 0
@@ -131,11 +133,17 @@ class CatalogueIndex:
                 raw.append((path, _read_bounded(path, MAX_FILE_BYTES)))
             except OSError:
                 self.skipped += 1
+        manifest = self.rules_dir / CATALOGUE_DIR / MANIFEST
+        try:
+            raw_manifest = _read_bounded(manifest, MAX_MANIFEST_BYTES) if manifest.is_file() else b""
+        except OSError:
+            raw_manifest = b""
         cache = Cache.open(self.cache_dir) if self.cache_dir is not None and raw else None
-        name = "catalogue-" + digest(INDEX_FORMAT, *(b for p, data in raw for b in (p.name.encode(), data)))[:40]
+        name = "catalogue-" + digest(INDEX_FORMAT, raw_manifest,
+                                     *(b for p, data in raw for b in (p.name.encode(), data)))[:40]
         blob = cache.read(name) if cache is not None else None
         if blob is None or not self._take(blob):
-            blob = _build(raw)
+            blob = _build(raw, self._displays())
             self._take(blob)
             if cache is not None and cache.write(name, blob):
                 cache.prune("catalogue-", keep=name, keep_newest=1)  # ~30 MB each: one older catalogue at most
@@ -154,7 +162,9 @@ class CatalogueIndex:
                 return False
         except (ValueError, KeyError):
             return False
+        displays = head.get("display")
         self._keys, self._spans, self._data, self._base = keys, spans, blob, head_end + 1
+        self._display = {str(k): str(v) for k, v in displays.items()} if isinstance(displays, dict) else {}
         self.skipped += int(head.get("skipped", 0))
         return True
 
@@ -175,12 +185,18 @@ class CatalogueIndex:
             self._catalogue = Catalogue.load(self.rules_dir)
         return self._catalogue
 
-    def program(self, key: str) -> ProgramInfo | None:
-        """The manifest's word on a program (its display name, releases); None when it has none."""
+    def _displays(self) -> dict[str, str]:
+        """Every program's name as users know it, read from the manifest when the index is built (then kept in it,
+        so a lookup parses no YAML)."""
         try:
-            return self.catalogue().programs().get(key)
+            return {key: info.display for key, info in self.catalogue().programs().items()}
         except Exception:  # a manifest that does not load must not cost the report its other findings
-            return None
+            return {}
+
+    def display(self, key: str) -> str | None:
+        """A program's name as users know it (``vLLM``), from the built index; None when the manifest has none."""
+        self._load()
+        return self._display.get(key)
 
     # -- questions --------------------------------------------------------------------------------------
 
@@ -244,7 +260,7 @@ def _read_bounded(path: Path, limit: int) -> bytes:
         return f.read(limit + 1)
 
 
-def _build(raw: list[tuple[Path, bytes]]) -> bytes:
+def _build(raw: list[tuple[Path, bytes]], displays: dict[str, str] | None = None) -> bytes:
     """The index of every program's templates: a JSON head line (each template's rarest literal word, where its
     line lies), then the templates' JSON lines as the catalogue holds them; a line that is no template is left
     out, counted."""
@@ -279,7 +295,8 @@ def _build(raw: list[tuple[Path, bytes]]) -> bytes:
         keys.setdefault(min(ws, key=lambda w: (freq[w], -len(w))), []).append(i)  # the rarest: fewest per probe
         spans.append([at, len(line)])
         at += len(line) + 1
-    head = {"format": INDEX_FORMAT.decode(), "keys": keys, "spans": spans, "skipped": skipped}
+    head = {"format": INDEX_FORMAT.decode(), "keys": keys, "spans": spans, "skipped": skipped,
+            "display": displays or {}}
     return json.dumps(head, separators=(",", ":")).encode() + b"\n" + b"\n".join(lines) + b"\n"
 
 
