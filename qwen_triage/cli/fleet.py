@@ -40,7 +40,9 @@ from qwen_triage.report.formats import pick
 @click.option("--max-bytes", metavar="BYTES", type=click.IntRange(min=4096), default=64 << 20, show_default=True,
               help="Read at most this much of each source per run; the rest is left for the next run.")
 @click.option("--timeout", metavar="SECONDS", type=click.FloatRange(min=0.1), default=4.0, show_default=True,
-              help="Stop reading this long after the process started; the rest is left for the next run.")
+              help="The whole run (start-up, loading the rules, reading, matching, the answer) ends this long "
+                   "after the process started: what is unread is left for the next run, and a check that cannot "
+                   "say answers unknown (a cut rule load is finished by a detached child).")
 @click.option("--max-output", metavar="BYTES", type=click.IntRange(min=8), default=80, show_default=True,
               help="--format npd: longest stdout line (node-problem-detector's max_output_length).")
 @click.option("--class", "class_patterns", metavar="GLOB", multiple=True,

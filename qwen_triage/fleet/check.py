@@ -23,6 +23,7 @@ from typing import Any, Iterable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from qwen_triage.deadline import pause
 from qwen_triage.engine.scanner import Scanner
 from qwen_triage.fleet.policy import NodePolicy, acts_on_node
 from qwen_triage.inputs.base import Reader
@@ -34,7 +35,7 @@ from qwen_triage.inputs.source import Source
 
 DEFAULT_HOLD = 3600.0
 DEFAULT_MAX_BYTES = 64 << 20
-DEFAULT_TIMEOUT = 4.0  # seconds of reading per run: inside node-problem-detector's 5 s plugin timeout
+DEFAULT_TIMEOUT = 4.0  # seconds for the whole run, start-up to answer: inside node-problem-detector's 5 s plugin timeout
 SEVERITY_RANK = {"critical": 0, "error": 1, "warning": 2, "info": 3}
 
 Status = Literal["ok", "problem", "unknown"]
@@ -221,16 +222,28 @@ def run_check(
     boot_id: str,
     now: float | None = None,
     started: float | None = None,
+    deadline: float | None = None,
 ) -> CheckResult:
-    """One check over ``readers``; ``state`` is updated in place (the caller saves it)."""
+    """One check over ``readers``; ``state`` is updated in place (the caller saves it).
+
+    ``deadline`` (``time.monotonic()``): when reading stops, the caller's whole-run deadline less what it keeps
+    for the answer; a source not started by then is not read (the next run reads it) and the status is unknown
+    unless something is active. Without it, ``config.timeout`` from ``started``, never below half a second.
+    """
     t0 = time.perf_counter() if started is None else started
     now = time.time() if now is None else now
-    # the deadline counts from the start of the process (rule compilation included), never below half a second
-    deadline = time.monotonic() + max(0.5, config.timeout - (time.perf_counter() - t0))
+    if deadline is None:
+        deadline = time.monotonic() + max(0.5, config.timeout - (time.perf_counter() - t0))
     found: list[ActiveDiagnosis] = []
     results: list[SourceResult] = []
     errors: list[str] = []
     for reader in readers:
+        pause("read")
+        if time.monotonic() >= deadline:
+            errors.append(f"{reader.label}: not read, the check's --timeout came first (read next run)")
+            results.append(SourceResult(name=reader.label, via=reader.via, lines=0, bytes=0, more=True,
+                                        error=errors[-1]))
+            continue
         prev = state.sources.get(reader.key)
         try:
             found += scan_reader(reader, prev, compiled, config.max_bytes, deadline, boot_id, now)

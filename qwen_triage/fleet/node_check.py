@@ -11,13 +11,17 @@ with the reason; every channel then says "unknown" its own way.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+
+from qwen_triage.deadline import Deadline, DeadlinePassed, armed, pause
 
 from qwen_triage.fleet.check import DEFAULT_HOLD, DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT, CheckConfig, CheckResult
 from qwen_triage.fleet.policy import NodePolicy
 from qwen_triage.fleet.state import ActiveDiagnosis, State
 
+RESERVE = 0.5  # seconds of the run kept for merging, saving the state and printing the answer
 STATE_ENV = "QWEN_TRIAGE_STATE"  # the state directory, as the Slurm wrapper's setting of the same name
 
 
@@ -76,52 +80,112 @@ def _readers(options: CheckOptions) -> list:  # type: ignore[type-arg]
     return readers
 
 
-def _compile(options: CheckOptions):  # type: ignore[no-untyped-def]
+def _cache_beside(state_path: str) -> None:
+    if not os.environ.get("XDG_CACHE_HOME"):
+        # The compiled rule pack (Hyperscan database) is cached beside the state: a check compiles it once
+        # (seconds), not on every run, even where the home directory is read-only or absent (containers).
+        os.environ["XDG_CACHE_HOME"] = os.path.join(state_path, "cache")
+
+
+def _hand_over_load(options: CheckOptions, state_path: str | None) -> None:
+    """A run its deadline cut before the rules were loaded (a slow start, one long rule file) leaves a
+    detached child to load them and build the database, so the next run on this node is warm however slow
+    this one was; a child already at it (a load cut by its own deadline) holds the lock and is left alone."""
+    from qwen_triage.engine.detached import start_pack_load
+    from qwen_triage.rulepack.cache import user_cache_path
+    from qwen_triage.rulepack.pack import extra_rule_dirs
+
+    if state_path is not None:
+        _cache_beside(state_path)
+        start_pack_load(user_cache_path(), extra_rule_dirs(list(options.rule_dirs)), bundled=True)
+
+
+def _compile(options: CheckOptions, deadline: Deadline):  # type: ignore[no-untyped-def]
     from qwen_triage.engine.scanner import compile_pack
 
-    # --timeout covers loading too: a fresh node's first checks answer "unknown" in time, keep what they
-    # validated in the cache and continue from it, so a check under node-problem-detector warms up
-    deadline = options.started + max(options.timeout - 1.0, options.timeout / 2)
+    # a fresh node's first checks answer "unknown" in time, keep what they validated in the cache and leave a
+    # detached child to finish, so a check under node-problem-detector warms up; the last second (half the
+    # run, when shorter) is kept for reading, the state and the answer
     try:
-        return compile_pack(options.rule_dirs, deadline=deadline)
+        return compile_pack(options.rule_dirs, deadline=deadline.at - min(1.0, options.timeout / 2))
     except Exception as exc:  # a broken rule pack must still answer "unknown", not crash the plugin
         raise CheckFailed(f"cannot load the rules: {exc}") from exc
 
 
 def run(options: CheckOptions) -> CheckResult:
-    """One check; raises :class:`CheckFailed` when it cannot run."""
+    """One check, over by ``options.started + options.timeout`` whatever step is slow; raises
+    :class:`CheckFailed` when it cannot run or cannot say anything by then."""
+    deadline = Deadline.after(options.started, options.timeout)
+    progress = _Progress()
+    try:
+        with armed(deadline):
+            return _run(options, deadline, progress)
+    except DeadlinePassed:
+        if progress.compiled is None:
+            _hand_over_load(options, progress.state_path)
+        if progress.state is not None and progress.state.active:
+            # cut while reading: what the stored state holds is still true (a held Xid stays visible)
+            return progress.answer_stored(f"the --timeout of {options.timeout:g} s passed while {progress.step}; "
+                                          "reported the stored state, the rest is read next run")
+        raise CheckFailed(f"the --timeout of {options.timeout:g} s passed while {progress.step}") from None
+
+
+@dataclass
+class _Progress:
+    """Where a run is, so a run its deadline cuts can say where and answer from what it has."""
+
+    step: str = "starting"
+    state_path: str | None = None
+    compiled: object | None = None  # the rule pack, once loaded
+    state: State | None = None
+    answer: Callable[[State, str], CheckResult] | None = None
+
+    def answer_stored(self, note: str) -> CheckResult:
+        assert self.state is not None and self.answer is not None
+        result = self.answer(self.state, note)
+        result.stored = True  # nothing of this run was saved: the channels do not publish it as a new reading
+        return result
+
+
+def _run(options: CheckOptions, deadline: Deadline, progress: _Progress) -> CheckResult:
     from qwen_triage.fleet.check import run_check, stored_result
     from qwen_triage.fleet.state import StateError, StateLocked, StateStore, read_boot_id
 
+    reserve = min(RESERVE, options.timeout / 4)  # merging, saving the state and the answer
     readers = _readers(options)
     if not readers and not options.clear:
         raise CheckFailed("nothing to check: give --kernel, --journal UNIT or --file PATH")
-    state_path = options.state_dir or default_state_dir()
+    progress.state_path = state_path = options.state_dir or default_state_dir()
     store = StateStore(state_path)
+    progress.step = "preparing the state directory"
     try:
         store.prepare()
     except StateError as exc:
         raise CheckFailed(str(exc)) from exc
-    if not os.environ.get("XDG_CACHE_HOME"):
-        # The compiled rule pack (Hyperscan database) is cached beside the state: a check compiles it once
-        # (seconds), not on every run, even where the home directory is read-only or absent (containers).
-        os.environ["XDG_CACHE_HOME"] = os.path.join(state_path, "cache")
-    compiled = _compile(options)
+    _cache_beside(state_path)
+    progress.step = "loading the rules"
+    pause("load")
+    progress.compiled = compiled = _compile(options, deadline)
     policy = NodePolicy.of(compiled.pack.classes)
     boot_id = read_boot_id()
     config = CheckConfig(hold=options.hold, max_bytes=options.max_bytes, timeout=options.timeout)
+    progress.step = "waiting for the state lock"
     try:
-        with store.locked(timeout=min(1.5, options.timeout / 2)):
+        with store.locked(timeout=min(1.5, max(deadline.left() - reserve, 0.0) / 2)):
             state = store.load()
             by_hand = clear_by_hand(state, options.clear)
+            progress.step, progress.state = "reading", state
+            progress.answer = lambda s, note: _with_policy(
+                stored_result(s, config, boot_id, note, options.now), policy)
             if readers:
                 result = run_check(readers, state, compiled, config, boot_id, now=options.now,
-                                   started=options.started)
+                                   started=options.started, deadline=deadline.monotonic(reserve))
             else:  # `--clear` alone: let go, and say (and write to --textfile) what is still active
                 result = stored_result(state, config, boot_id, "no source read: --clear only", options.now)
             result.notes[:0] = store.notes
             result.cleared[:0] = by_hand
             result.notes += [f"cleared by hand: {d.class_} from {d.source}" for d in by_hand]
+            progress.step = "saving the state"
             store.save(state)
     except StateLocked as exc:
         # another check (an NPD condition of its own, the Slurm health check) is reading right now: answer
@@ -132,5 +196,9 @@ def run(options: CheckOptions) -> CheckResult:
         raise CheckFailed(str(exc)) from exc
     except OSError as exc:
         raise CheckFailed(f"state directory {store.dir}: {exc.strerror or exc}") from exc
+    return _with_policy(result, policy)
+
+
+def _with_policy(result: CheckResult, policy: NodePolicy) -> CheckResult:
     result.policy = policy
     return result

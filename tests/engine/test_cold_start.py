@@ -145,11 +145,10 @@ def test_a_fresh_node_check_cut_at_loading_answers_unknown_and_warms_up(tmp_path
     # fresh: the check caches under <state>/cache; no artefact validated at build time (a source checkout)
     env = {BUILD_ENV: "off", "XDG_CACHE_HOME": "", PREBUILT_ENV: "off"}
     args = ("check", "--format", "npd", "--file", str(log), "--state", str(state))
-    cut = _cli(*args, "--timeout", "0.1", env=env)
+    cut = _cli(*args, "--timeout", "0.1", env=env)  # --timeout covers the whole run: over before loading
     assert cut.returncode == 2, cut.stdout + cut.stderr  # NPD: Unknown
     assert cut.stdout.startswith("unknown:")
-    cached = list((state / "cache" / "qwen-triage").glob("file-*"))
-    assert cached  # what it validated before the deadline is kept for the next run
+    assert not (state / "cache" / "qwen-triage" / "lock-pack").exists()  # "off": no child left to load
     full = _cli(*args, "--timeout", "300", env=env)
     assert full.returncode == 0, full.stdout + full.stderr
     assert full.stdout.startswith("ok:")
