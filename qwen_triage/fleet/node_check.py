@@ -87,7 +87,7 @@ def _cache_beside(state_path: str) -> None:
         os.environ["XDG_CACHE_HOME"] = os.path.join(state_path, "cache")
 
 
-def _hand_over_load(options: CheckOptions, state_path: str | None) -> None:
+def _hand_over_load(options: CheckOptions, state_path: str) -> None:
     """A run its deadline cut before the rules were loaded (a slow start, one long rule file) leaves a
     detached child to load them and build the database, so the next run on this node is warm however slow
     this one was; a child already at it (a load cut by its own deadline) holds the lock and is left alone."""
@@ -95,9 +95,8 @@ def _hand_over_load(options: CheckOptions, state_path: str | None) -> None:
     from qwen_triage.rulepack.cache import user_cache_path
     from qwen_triage.rulepack.pack import extra_rule_dirs
 
-    if state_path is not None:
-        _cache_beside(state_path)
-        start_pack_load(user_cache_path(), extra_rule_dirs(list(options.rule_dirs)), bundled=True)
+    _cache_beside(state_path)
+    start_pack_load(user_cache_path(), extra_rule_dirs(list(options.rule_dirs)), bundled=True)
 
 
 def _compile(options: CheckOptions, deadline: Deadline):  # type: ignore[no-untyped-def]
@@ -116,7 +115,7 @@ def run(options: CheckOptions) -> CheckResult:
     """One check, over by ``options.started + options.timeout`` whatever step is slow; raises
     :class:`CheckFailed` when it cannot run or cannot say anything by then."""
     deadline = Deadline.after(options.started, options.timeout)
-    progress = _Progress()
+    progress = _Progress(state_path=options.state_dir or default_state_dir())
     try:
         with armed(deadline):
             return _run(options, deadline, progress)
@@ -134,8 +133,8 @@ def run(options: CheckOptions) -> CheckResult:
 class _Progress:
     """Where a run is, so a run its deadline cuts can say where and answer from what it has."""
 
+    state_path: str
     step: str = "starting"
-    state_path: str | None = None
     compiled: object | None = None  # the rule pack, once loaded
     state: State | None = None
     answer: Callable[[State, str], CheckResult] | None = None
@@ -155,7 +154,7 @@ def _run(options: CheckOptions, deadline: Deadline, progress: _Progress) -> Chec
     readers = _readers(options)
     if not readers and not options.clear:
         raise CheckFailed("nothing to check: give --kernel, --journal UNIT or --file PATH")
-    progress.state_path = state_path = options.state_dir or default_state_dir()
+    state_path = progress.state_path
     store = StateStore(state_path)
     progress.step = "preparing the state directory"
     try:
