@@ -158,6 +158,14 @@ def git_unpack(rel: dict, into: Path) -> bool:
     return True
 
 
+def _class_of(e: TemplateEntry, classifier: Classifier) -> dict[str, object]:
+    """A kept entry classed again by today's pack, from its example."""
+    if not e.example:
+        return {}
+    class_ = classifier.classify(e.example)[0]
+    return {"class_": class_, "class_from": "rule" if class_ else None}
+
+
 def release_entries(key: str, rel: dict, cache: Path, classifier: Classifier, old: Catalogue) -> tuple[
         list[TemplateEntry], ReleaseInfo]:
     version = str(rel["version"])
@@ -178,7 +186,7 @@ def release_entries(key: str, rel: dict, cache: Path, classifier: Classifier, ol
                 kept = [e for e in old.entries(key) if version in e.releases] if key in old.programs() else []
                 log(f"{key} {version}: no mirror holds {rel['github']}@{rel['commit'][:12]}; "
                     f"keeping its {len(kept)} committed entries")
-                kept = [e.model_copy(update={"releases": [version]}) for e in kept]
+                kept = [e.model_copy(update={"releases": [version], **_class_of(e, classifier)}) for e in kept]
                 return kept, info.model_copy(update={"templates": len(kept)})
             n = sum(1 for _ in tree.rglob("*") if _.is_file())
         cov = Coverage()
@@ -235,8 +243,10 @@ def main(argv: list[str] | None = None) -> int:
             with open(PINS, "w") as f:
                 yaml.dump(pins, f)
     order = [k for k in pins["programs"] if k in programs]
-    manifest = Manifest(builder=BUILDER, built=datetime.date.today().isoformat(),
-                        build_seconds=round(time.monotonic() - started, 1),
+    seconds = round(time.monotonic() - started, 1)
+    if args.only and (args.out / MANIFEST).is_file():  # a partial build says nothing of the whole one's time
+        seconds = old.manifest.build_seconds or seconds
+    manifest = Manifest(builder=BUILDER, built=datetime.date.today().isoformat(), build_seconds=seconds,
                         programs={k: programs[k] for k in order})
     out = io.StringIO()
     writer = YAML()
