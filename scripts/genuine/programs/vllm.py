@@ -88,17 +88,16 @@ CASES = [
           build=False, model="Qwen/Qwen2.5-0.5B-Instruct",
           env={"HF_HUB_OFFLINE": "0", "HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_ETAG_TIMEOUT": "3"}),
     # --- more of what users hit (issue 26) --------------------------------------------------------------
-    # (a healthy serve is not possible on this machine kind: the CPU lists AMX, the VM does not grant it, and the
-    # worker dies of SIGILL on the first forward pass -- which is a case of its own)
-    Case(id="completion-worker-sigill", expect=["runtime.cpu_isa_unsupported"], input="vllm-serve", env=ENV,
-         timeout=420, files=_files(),
-         note="the server comes up, the first completion's forward pass runs an instruction the VM does not allow"
-         " (AMX listed in /proc/cpuinfo, not granted): the worker dies of SIGILL (exit code -4)",
+    Case(id="serve-ready-healthy", expect=[], input="vllm-serve", env=ENV, exit="ok", timeout=420, files=_files(),
+         note="healthy: the tiny model's server starts on the CPU, answers /health and /v1/models, and is stopped"
+         " by SIGINT (Ctrl-C)",
          argv=["bash", "-c", BUILD.replace("&& exec ", "&& ") + "{ " + SERVE % "{work}/tiny" + " & } ; SRV=$!; "
                "for i in $(seq 360); do curl -sf http://127.0.0.1:{port}/health >/dev/null && break; sleep 1; done; "
-               "curl -sf http://127.0.0.1:{port}/v1/completions -H 'Content-Type: application/json' "
-               "-d '{\"model\": \"{work}/tiny\", \"prompt\": \"hello\", \"max_tokens\": 4}'; rc=$?; "
-               "sleep 5; kill -INT $SRV; wait $SRV; exit $rc"]),
+               "curl -sf http://127.0.0.1:{port}/v1/models >/dev/null; rc=$?; kill -INT $SRV; wait $SRV; exit $rc"]),
+    # (no serving case: on this machine kind the CPU lists AMX but the VM does not grant it, and the worker dies on
+    # the first forward pass. Its monitor printed "died unexpectedly (exit code: -4)" -- SIGILL, which
+    # vllm.worker-died-signal reads -- in one run out of three, "exit code: None" in the others: a log that names
+    # no cause, so neither a healthy nor a failing case is kept)
     _case("max-model-len-too-large", ["config.bad_argument"],
           "--max-model-len 32768 on a model whose max_position_embeddings is 512", extra="--max-model-len 32768"),
     _case("tensor-parallel-indivisible", ["config.tp_indivisible"],
