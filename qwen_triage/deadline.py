@@ -56,16 +56,16 @@ def armed(deadline: Deadline) -> Iterator[None]:
     """Raise :class:`DeadlinePassed` in this (main) thread when ``deadline`` passes inside the block.
 
     Where no alarm can be set (not the main thread, no SIGALRM) the block runs unguarded: the steps still
-    watch the deadline themselves. The previous handler and timer are put back on the way out.
+    watch the deadline themselves. Inside a block already armed, the outer alarm governs. The previous
+    handler is put back and the timer stopped on the way out.
     """
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         yield
         return
-
-    def fire(signum: int, frame: object) -> None:
-        raise DeadlinePassed
-
-    previous = signal.signal(signal.SIGALRM, fire)
+    if signal.getsignal(signal.SIGALRM) is _fire:  # armed already, further out (the command line's own)
+        yield
+        return
+    previous = signal.signal(signal.SIGALRM, _fire)
     try:
         left = deadline.left()
         if left <= 0:
@@ -75,6 +75,10 @@ def armed(deadline: Deadline) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def _fire(signum: int, frame: object) -> None:
+    raise DeadlinePassed
 
 
 def pause(step: str) -> None:

@@ -280,7 +280,8 @@ def compiled_for(rule_dirs: tuple[str, ...], engine: str, pack_dir: str | None) 
     from qwen_triage.engine.scanner import cache_dir, compile_pack, load_compiled
     from qwen_triage.exits import Failure
     from qwen_triage.rulepack.errors import RuleFileError
-    from qwen_triage.rulepack.pack import extra_rule_dirs, load_pack
+    from qwen_triage.rulepack.pack import load_pack
+    from qwen_triage.rulepack.paths import extra_rule_dirs
 
     if pack_dir is None:
         return load_compiled(rule_dirs, engine)

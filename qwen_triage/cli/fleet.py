@@ -78,6 +78,31 @@ def _channels(params: dict[str, Any]) -> list:  # type: ignore[type-arg]
 
 
 def _check(params: dict[str, Any], started: float, now: float) -> tuple[int, str]:
+    from qwen_triage.deadline import Deadline, DeadlinePassed, armed
+
+    # armed before the channels and the check are imported (a third of a fresh run's CPU): on a busy node
+    # the imports alone can use up --timeout, and the answer must still come
+    try:
+        with armed(Deadline.after(started, params["timeout"])):
+            return _check_armed(params, started, now)
+    except DeadlinePassed:
+        return _unknown(params["fmt"], params["max_output"], f"the --timeout of {params['timeout']:g} s passed "
+                        "while starting", now)
+
+
+def _unknown(fmt: str, max_output: int, reason: str, now: float) -> tuple[int, str]:
+    """The answer of a check that could not say, in the format asked for (no channel but NPD's own words)."""
+    from qwen_triage.fleet.npd import npd_failure
+
+    click.echo(f"qwen-triage: {reason}", err=True)
+    return pick(fmt, {
+        "npd": lambda: npd_failure(reason, max_output),
+        "json": lambda: (EXIT_UNKNOWN, json.dumps({"status": "unknown", "errors": [reason]})),
+        "text": lambda: (EXIT_UNKNOWN, ""),
+    })()
+
+
+def _check_armed(params: dict[str, Any], started: float, now: float) -> tuple[int, str]:
     from qwen_triage.fleet.channels import build
     from qwen_triage.fleet.node_check import CheckFailed, CheckOptions, run
 

@@ -60,7 +60,8 @@ class LazyGroup(click.Group):
 
 def load_rule_pack(rule_dirs: tuple[str, ...]):
     """The bundled pack plus ``rule_dirs``, uncompiled; a bad rule file stops with exit status 2."""
-    from qwen_triage.rulepack.pack import extra_rule_dirs, load_pack
+    from qwen_triage.rulepack.pack import load_pack
+    from qwen_triage.rulepack.paths import extra_rule_dirs
 
     try:
         return load_pack(extra_rule_dirs(list(rule_dirs)))

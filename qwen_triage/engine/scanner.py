@@ -13,7 +13,8 @@ from qwen_triage.engine.compiled import CompiledPack
 from qwen_triage.engine.finding import Finding
 from qwen_triage.engine.matcher import Matcher
 from qwen_triage.report.summary import Figures
-from qwen_triage.rulepack.pack import RulePack, extra_rule_dirs, load_pack
+from qwen_triage.rulepack.pack import RulePack, load_pack
+from qwen_triage.rulepack.paths import extra_rule_dirs
 
 from qwen_triage.engine.sources import Block, chunk_blocks, decode, source_blocks
 from qwen_triage.inputs.source import MAX_LINE, TEXT, Source

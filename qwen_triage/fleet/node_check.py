@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 from qwen_triage.deadline import Deadline, DeadlinePassed, armed, pause
-
 from qwen_triage.fleet.check import DEFAULT_HOLD, DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT, CheckConfig, CheckResult
 from qwen_triage.fleet.policy import NodePolicy
 from qwen_triage.fleet.state import ActiveDiagnosis, State
@@ -93,7 +92,7 @@ def _hand_over_load(options: CheckOptions, state_path: str) -> None:
     this one was; a child already at it (a load cut by its own deadline) holds the lock and is left alone."""
     from qwen_triage.engine.detached import start_pack_load
     from qwen_triage.rulepack.cache import user_cache_path
-    from qwen_triage.rulepack.pack import extra_rule_dirs
+    from qwen_triage.rulepack.paths import extra_rule_dirs
 
     _cache_beside(state_path)
     start_pack_load(user_cache_path(), extra_rule_dirs(list(options.rule_dirs)), bundled=True)

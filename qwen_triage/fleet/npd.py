@@ -11,11 +11,15 @@ never removes the class.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from qwen_triage.exits import EXIT_OK, EXIT_PROBLEM, EXIT_UNKNOWN
-from qwen_triage.fleet.check import CheckResult
 from qwen_triage.fleet.policy import NodePolicy, acts_on_node
-from qwen_triage.fleet.state import ActiveDiagnosis
 from qwen_triage.textsafe import clean
+
+if TYPE_CHECKING:  # types only: a check cut by its deadline says "unknown" without importing the engine
+    from qwen_triage.fleet.check import CheckResult
+    from qwen_triage.fleet.state import ActiveDiagnosis
 
 DEFAULT_MAX_OUTPUT = 80
 

@@ -15,7 +15,6 @@ parses only a site's own rule files.
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +35,6 @@ if TYPE_CHECKING:
 PACK_CACHE_FORMAT = 1
 MAX_RULE_FILES = 2000
 
-RULES_ENV = "QWEN_TRIAGE_RULES"
 # Data files beside the rules that are not rule files: the class catalogue, the
 # launch stages of the stall watchdog, the runner's per-class fix defaults, the message catalogue's map.
 DATA_FILES = (CLASSES_FILE, "stages.yaml", "fix-defaults.yaml", "benign.yaml", "checks.yaml", CATALOGUE_MAP_FILE)
@@ -113,12 +111,6 @@ def rule_files(directory: Path) -> list[Path]:
         raise RuleFileError(directory, 1, 1, "rules directory does not exist")
     return sorted(p for p in directory.rglob("*") if p.suffix in (".yaml", ".yml") and p.name not in DATA_FILES
                   and not {CODES_DIR, CATALOGUE_DIR} & set(p.relative_to(directory).parts[:-1]))
-
-
-def extra_rule_dirs(cli_dirs: tuple[str, ...] | list[str] = ()) -> list[Path]:
-    dirs = [Path(d) for d in os.environ.get(RULES_ENV, "").split(os.pathsep) if d.strip()]
-    dirs += [Path(d) for d in cli_dirs]
-    return dirs
 
 
 def bundled_code_tables(classes: dict[str, ClassSpec]) -> CodeTables:

@@ -1,7 +1,9 @@
-"""Where the bundled rules live: inside the installed package, or beside it in a source checkout."""
+"""Where the rules live: the bundled ones inside the installed package (or beside it in a source
+checkout), and the extra rule directories."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 CLASSES_FILE = "classes.yaml"
@@ -25,3 +27,14 @@ def bundled_rules_dir() -> Path:
         if (candidate / CLASSES_FILE).is_file():
             return candidate
     raise FileNotFoundError("the bundled rules/ directory is missing from this installation")
+
+
+RULES_ENV = "QWEN_TRIAGE_RULES"
+
+
+def extra_rule_dirs(cli_dirs: tuple[str, ...] | list[str] = ()) -> list[Path]:
+    """The rule directories beside the bundled ones: $QWEN_TRIAGE_RULES's, then the command line's. Here, not
+    in rulepack.pack, so a check cut by its deadline hands its load over without importing the loader."""
+    dirs = [Path(d) for d in os.environ.get(RULES_ENV, "").split(os.pathsep) if d.strip()]
+    dirs += [Path(d) for d in cli_dirs]
+    return dirs
