@@ -6,8 +6,8 @@
 A change to the engine is measured against the code before it (``git worktree add /tmp/before main``)
 in one run: ``qwen-triage scan --format json LOG`` of each checkout, alternating, each with a private
 cache whose Hyperscan database is compiled before timing (the user's cache is shared by every checkout
-and pack on the machine). With ``--rg``, ripgrep on the pack's own patterns (``bench_rg.py``'s
-conversion, bounded repeats widened, byte mode) is the yardstick the issues quote. CPU time (user +
+and pack on the machine). With ``--rg``, ripgrep on the prefilter's own patterns, widened as the literal
+engine widens them, in byte mode (``--no-unicode``), is the yardstick the issues quote. CPU time (user +
 system, from ``wait4``) measures the work; wall time on a loaded machine measures the queue. Prints
 each round, the medians, the ratios and the load average before and after: read ratios from one run.
 """
@@ -15,7 +15,6 @@ each round, the medians, the ratios and the load average before and after: read 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import statistics
 import subprocess
@@ -36,23 +35,15 @@ def cpu_run(cmd: list[str], env: dict[str, str] | None = None, cwd: Path | None 
     return usage.ru_utime + usage.ru_stime, time.perf_counter() - t0, child.returncode
 
 
-def _bench_module(name: str):  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
-
-
-def rg_patterns(rg: str, work: Path) -> Path:
-    """The pack's patterns as ripgrep takes them, bounded repeats widened (bench_rg.py's conversion)."""
-    bs, br = _bench_module("bench_scan"), _bench_module("bench_rg")
-    out = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
-                          "from qwen_triage.engine.scanner import compile_pack; "
-                          "print('\\n'.join(compile_pack(engine='literal').patterns))", str(ROOT)],
-                         capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    plain = [p for p in (bs.to_rust(p) for p in out.stdout.splitlines() if p) if bs.usable([rg, "-q"], p)]
-    path = work / "rg-wide.pats"
-    path.write_text("\n".join(br.widen_repeats(p) for p in plain) + "\n")
+def rg_patterns(work: Path) -> Path:
+    """The prefilter's own patterns as the literal engine widens them (every construct whose bytes are not known
+    exactly made "any bytes"): in byte mode ripgrep then finds about the lines the prefilter gives."""
+    path = work / "rg-prefilter.pats"
+    subprocess.run([sys.executable, "-c", "import sys; from qwen_triage.engine.scanner import compile_pack; "
+                    "from qwen_triage.engine.prefilter import _widen; "
+                    "open(sys.argv[1], 'wb').write(b''.join(_widen(p) + b'\\n' for p in "
+                    "compile_pack(engine='literal').patterns))", str(path)],
+                   check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     return path
 
 
@@ -73,7 +64,7 @@ def main() -> int:
         cpu_run(cmd + ["/dev/null"], {**env, "QWEN_TRIAGE_HS_BUILD": "inline"}, work)  # the database, compiled
         runs[name] = (cmd + [str(args.log)], env, work)
     if args.rg:
-        pats = rg_patterns(args.rg, work)
+        pats = rg_patterns(work)
         runs["rg"] = ([args.rg, "--regex-size-limit", "1G", "--dfa-size-limit", "1G", "--no-unicode", "-c", "-f",
                        str(pats), str(args.log)], None, None)
     load = [os.getloadavg()[0]]
