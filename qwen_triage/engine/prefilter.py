@@ -453,8 +453,7 @@ def _hs_key(hyperscan, patterns: list[str], multiline: frozenset[int], flags: in
             h.update(Path(module_file).read_bytes())
     except (OSError, TypeError):  # no source files (a frozen build): key on the expressions themselves
         h.update(b"\0".join(_hs_expressions(patterns, multiline)))
-    for part in (*patterns, ",".join(map(str, sorted(multiline))), str(flags), hyperscan.__version__):
-        h.update(len(part.encode()).to_bytes(8, "little") + part.encode())
+    h.update(json.dumps([patterns, sorted(multiline), flags, hyperscan.__version__]).encode())  # one update, in C
     return h.hexdigest()[:32]
 
 
