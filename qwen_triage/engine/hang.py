@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from qwen_triage.engine import clock
 from qwen_triage.engine.block_records import record_of
 from qwen_triage.engine.normalize import normalize, rank_of_path
 from qwen_triage.engine.records import LineRecord
@@ -31,8 +32,18 @@ from qwen_triage.units import bounded_int
 if TYPE_CHECKING:
     from qwen_triage.report.model import Diagnosis, Hang
 
+# Events every host of a job logs at about the same moment, that engine.clock aligns the hosts' clocks on:
+# the process group's init (gloo's device setup, ProcessGroupNCCL's options, NCCL's communicator) and the
+# rendezvous. Each with the event's name; a host's first line of each counts.
+ANCHORS = (
+    ("pg_init", r"ProcessGroupGloo\.cpp:\d+\]|ProcessGroupNCCL initialization options"),
+    ("nccl_init", r"NCCL INFO [^\n]{0,300}Init COMPLETE"),
+    ("rendezvous", r"Rendezvous complete for workers"),  # torchelastic's agent
+)
+ANCHOR_PATTERN = "|".join(p for _, p in ANCHORS)
+
 # Lines the tracker reads; one alternation the prefilter finds in its pass (engine.compiled, signal "hang").
-HANG_PATTERN = (
+HANG_SIGNALS = (
     r"Timed out waiting \d+ms for (?:recv|send) operation"  # gloo transport/tcp/unbound_buffer.cc
     r"|Connection (?:closed|reset) by peer"  # gloo transport/tcp/pair.cc
     r"|WorkNCCL\(SeqNum=\d+"  # ProcessGroupNCCL: the watchdog's timeout report
@@ -45,8 +56,10 @@ HANG_PATTERN = (
     r"|Root Cause \(first observed failure\)"
     r'|distributed_c10d\.py", line \d+, in \w+'  # the collective a traceback waited in
 )
+HANG_PATTERN = HANG_SIGNALS + "|" + ANCHOR_PATTERN
 
-_HANG_RE = lazy(HANG_PATTERN, re.M)
+_HANG_RE = lazy(HANG_SIGNALS, re.M)
+_ANCHORS = tuple((name, lazy(p)) for name, p in ANCHORS)
 _GLOO_TIMEOUT = lazy(r"Timed out waiting (?P<ms>\d+)ms for (?:recv|send) operation")
 _PEER_LOST = lazy(r"Connection (?:closed|reset) by peer")
 # `[PG ID 0 PG GUID 0(default_pg) Rank 4]` or `[Rank 5]`: the process group's rank, where the line has no prefix
@@ -73,6 +86,8 @@ _EXCEPTION = lazy(r"^\s*(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Fa
 SIGTERM = -15  # what torchelastic sends the other workers once one has failed: their exit says nothing
 MAX_RANKS = 65536
 MAX_LINE_KEPT = 400
+CAUSE_AFTER_S = 5.0  # a host's line this long after the first failure (clocks aligned) is not its cause
+MAX_CLOCKS = 4096  # hosts (or files) whose clocks are kept
 
 
 @dataclass
@@ -113,6 +128,13 @@ class Verdict:
     ranks: list[RankState]
     decided: bool
     note: str
+    clocks: dict[str, float] = field(default_factory=dict)  # host -> its clock's offset from the reference host
+    failed_at: float | None = None  # the first failure or timeout the hosts reported, on the reference clock
+
+    def aligned(self, host: str | None, ts: str | None) -> float | None:
+        """A host's timestamp on the reference host's clock."""
+        t = clock.seconds(ts)
+        return None if t is None else t - self.clocks.get(host or "", 0.0)
 
 
 class HangTracker:
@@ -125,6 +147,10 @@ class HangTracker:
         self._root_cause_next: set[int] = set()
         self.root_cause: int | None = None  # the rank torchelastic named as the first observed failure
         self._host_of_local: dict[tuple[str | None, int], int] = {}
+        # engine.clock's inputs, by clock (a line's host, else its file): each anchor event's first time, and the
+        # time of the first failure or timeout reported there
+        self.anchors: dict[str, dict[str, float]] = {}
+        self.failed_at: dict[str, float] = {}
 
     def _state(self, rank: int) -> RankState | None:
         if not 0 <= rank < MAX_RANKS:
@@ -151,9 +177,11 @@ class HangTracker:
         """One record with a rank or a hang signal."""
         self._order += 1
         msg = rec.message
+        self._anchor(rec)
         if self._summary_line(rec):
             return
         if m := _AGENT_FAILED.search(msg):
+            self._failure_time(rec)
             # the launcher's own line: local rank only; the summary after it gives the global rank
             self._summary.setdefault(rec.source_index, {})
             return
@@ -203,8 +231,31 @@ class HangTracker:
             trouble = True
         elif "monitoredBarrier" in msg:
             st.waited = trouble = True
+        if trouble:
+            self._failure_time(rec)
         if trouble and st.first_trouble is None:
             st.first_trouble = self._order
+
+    @staticmethod
+    def _clock_of(rec: LineRecord) -> str:
+        return rec.host or "\0" + rec.path  # a file that names no host: resolved in verdict()
+
+    def _anchor(self, rec: LineRecord) -> None:
+        """An event every host logs (the process group's init, the rendezvous): its first time on this clock."""
+        if rec.timestamp is None or len(self.anchors) >= MAX_CLOCKS:
+            return
+        for name, pattern in _ANCHORS:
+            if pattern.search(rec.text) is not None:
+                t = clock.seconds(rec.timestamp)
+                if t is not None:
+                    self.anchors.setdefault(self._clock_of(rec), {}).setdefault(name, t)
+                return
+
+    def _failure_time(self, rec: LineRecord) -> None:
+        t = clock.seconds(rec.timestamp)
+        if t is not None and len(self.failed_at) < MAX_CLOCKS:
+            key = self._clock_of(rec)
+            self.failed_at[key] = min(self.failed_at.get(key, t), t)
 
     def file_ended(self, path: str, block: "Block") -> None:
         """A file has been read: when its path names a rank (torchrun's --log-dir files), that rank was there,
@@ -267,7 +318,26 @@ class HangTracker:
             for st in self.ranks.values():
                 if st.host is None and len(st.files) == 1:
                     st.host = host_of_file(next(iter(st.files)))
-        return decide(sorted(self.ranks.values(), key=lambda s: s.rank), self.root_cause)
+        v = decide(sorted(self.ranks.values(), key=lambda s: s.rank), self.root_cause)
+        self._timeline(v, several_files)
+        return v
+
+    def _timeline(self, v: Verdict, several_files: bool) -> None:
+        """The hosts' clocks aligned (engine.clock) and the first failure on the common clock."""
+
+        def host(key: str) -> str:
+            if not key.startswith("\0"):
+                return key
+            return (host_of_file(key[1:]) if several_files else None) or ""
+
+        anchors: dict[str, dict[str, float]] = {}
+        for key, events in self.anchors.items():
+            merged = anchors.setdefault(host(key), {})
+            for name, t in events.items():
+                merged[name] = min(merged.get(name, t), t)
+        v.clocks = clock.offsets(anchors) if len(anchors) > 1 else {}
+        times = [t - v.clocks.get(host(key), 0.0) for key, t in self.failed_at.items()]
+        v.failed_at = min(times) if times else None
 
 
 def _fingerprint(st: RankState) -> tuple[int | None, str | None, str | None]:
@@ -418,16 +488,36 @@ def join_cause(verdict: Verdict, diagnoses: list["Diagnosis"], several_files: bo
             continue  # another host's trouble
         if c.host and host is not None and host not in hosts and host != c.host and several_files:
             continue
+        lead = cause_lead(verdict, d)
+        if lead is not None and lead < -CAUSE_AFTER_S:
+            continue  # logged after the ranks had failed, on the aligned clock: it cannot explain them
         return d
     return None
 
 
-def _cause_words(cause: "Diagnosis | None") -> str:
+def cause_lead(verdict: Verdict, cause: "Diagnosis") -> float | None:
+    """How many seconds the cause's line came before the first failure the ranks' hosts reported, both on the
+    reference host's clock; None when either has no time, or the logs came from one host (or hosts whose clocks
+    could not be aligned): one log's formats need not agree on the date (a year-less glog line beside a
+    journal's), and only a shared event ties clocks together."""
+    if verdict.failed_at is None or not verdict.clocks or not cause.evidence:
+        return None
+    ev = cause.evidence[0]
+    rec = normalize(ev.text, ev.path)
+    t = verdict.aligned(rec.host or host_of_file(ev.path), rec.timestamp)
+    return None if t is None else round(verdict.failed_at - t, 3)
+
+
+def _cause_words(cause: "Diagnosis | None", lead: float | None, aligned: bool) -> str:
     if cause is None:
         return ""
     ev = cause.evidence[0]
     name = ev.path.replace("\\", "/").rsplit("/", 1)[-1]
-    return f"; its host logged {cause.title} ({cause.class_}, {name}:{ev.line}), which explains the timeouts"
+    when = ""
+    if lead is not None:
+        when = (f" {abs(lead):.0f} s {'before' if lead >= 0 else 'after'} the first failure the ranks reported"
+                f"{' (host clocks aligned)' if aligned else ''}")
+    return f"; its host logged {cause.title} ({cause.class_}, {name}:{ev.line}){when}, which explains the timeouts"
 
 
 def _rank_verdict(st: RankState, verdict: Verdict) -> str:
@@ -451,16 +541,20 @@ def _rank_verdict(st: RankState, verdict: Verdict) -> str:
 def to_report(verdict: Verdict, cause: "Diagnosis | None" = None) -> "Hang":
     """The report's `hang` object (report.model.Hang), text from the logs redacted."""
     from qwen_triage.redact import redact_text
-    from qwen_triage.report.model import Evidence, Hang, HangCulprit, HangRank, HangSuspect
+    from qwen_triage.report.model import Evidence, Hang, HangClock, HangCulprit, HangRank, HangSuspect
 
     def clean(text: str | None) -> str | None:
         return None if text is None else redact_text(text)
 
     c = verdict.culprit
+    lead = None if cause is None else cause_lead(verdict, cause)
+    words = _cause_words(cause, lead, bool(verdict.clocks))
     return Hang(
         culprit=None if c is None else HangCulprit(rank=c.rank, host=clean(c.host), collective=c.collective,
-                                                  seq=c.seq, why=redact_text(c.why + _cause_words(cause))),
+                                                  seq=c.seq, why=redact_text(c.why + words)),
         cause=cause,
+        cause_lead_s=lead,
+        clocks=[HangClock(host=redact_text(h), clock_offset_s=o) for h, o in sorted(verdict.clocks.items())],
         suspects=[HangSuspect(rank=r, why=redact_text(why)) for r, why in verdict.suspects],
         ranks=[
             HangRank(rank=s.rank, local_rank=s.local_rank, host=clean(s.host), entered=s.entered,

@@ -21,6 +21,15 @@ def headline(hang: Hang) -> str:
     return f"Multi-rank job: {hang.summary}"
 
 
+def clocks_line(hang: Hang) -> str | None:
+    """The hosts' clocks as aligned (engine.clock): which host is the reference, how far each other is off."""
+    if not hang.clocks:
+        return None
+    ref = next((c.host for c in hang.clocks if c.clock_offset_s == 0.0), hang.clocks[0].host)
+    others = ", ".join(f"{c.host} {c.clock_offset_s:+.1f} s" for c in hang.clocks if c.host != ref)
+    return f"Clocks aligned on host {ref} (from events every host logged): {others or 'no other host'}"
+
+
 def row(r: HangRank) -> tuple[str, ...]:
     def opt(v: object) -> str:
         return "" if v is None else str(v)

@@ -65,11 +65,13 @@ def _fix_note(action: dict | None) -> str:
 
 def _hang_markdown(report: Report) -> list[str]:
     """The culprit first (the root cause of a hang), then the per-rank table."""
-    from qwen_triage.report.hangview import COLUMNS, headline, row
+    from qwen_triage.report.hangview import COLUMNS, clocks_line, headline, row
 
     hang = report.hang
     assert hang is not None
     out = ["## Hang: who stopped first", "", f"**{md_escape(headline(hang))}**", ""]
+    if (clocks := clocks_line(hang)) is not None:
+        out += [md_escape(clocks), ""]
     for s in hang.suspects:
         out.append(f"- suspect rank {s.rank}: {md_escape(s.why)}")
     if hang.suspects:

@@ -240,6 +240,16 @@ class HangRank:
 
 
 @dataclass(kw_only=True)
+class HangClock:
+    """One host's clock against the reference host's (engine.clock), estimated from events every host logs."""
+
+    __pydantic_config__ = _CONFIG
+    host: str
+    clock_offset_s: float
+    """seconds this host's clock is ahead of the reference host's (0 for the reference)"""
+
+
+@dataclass(kw_only=True)
 class Hang:
     """Hang forensics over a multi-rank job's logs (engine.hang): who stopped first, and who only waited."""
 
@@ -253,6 +263,11 @@ class Hang:
     cause: Diagnosis | None = None
     """a diagnosis on the culprit's host that the taxonomy says explains the ranks' timeouts (an Xid, an OOM
     kill in that host's kernel log): why the culprit stopped"""
+    cause_lead_s: float | None = None
+    """seconds the cause's line came before the first failure the ranks reported, the hosts' clocks aligned
+    (negative: after); null when either has no time"""
+    clocks: list[HangClock] = field(default_factory=list)
+    """each host's clock offset, where the logs of several hosts share events to align them on"""
 
 
 @dataclass(kw_only=True)

@@ -8,8 +8,10 @@ tell. The suite reads the recordings; one test re-runs a scenario live where the
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -238,3 +240,68 @@ def test_lines_that_only_carry_a_rank_say_nothing_whatever_the_prefilter(compile
                            f"request model layer ready error_count=0\n[rank{r}]: cache ready\n" for r in range(4)))
     assert scan(compiled_literal, [log]).hang is None
     assert scan(compiled, [log]).hang is None
+
+
+# -- several hosts, one clock (engine.clock) -------------------------------------------------------------------
+
+GLOG_TS = re.compile(r"(?m)^(\[?[IWEF])(\d{4} \d\d:\d\d:\d\d)")
+
+
+def _shift_glog(text: str, seconds: int) -> str:
+    """Moves every glog timestamp of a recorded log by ``seconds``: the recording's two "hosts" share one clock
+    (loopback), so the test shifts one host's timestamps to simulate a host whose clock is off."""
+    def move(m: re.Match) -> str:
+        t = datetime.strptime("2000" + m[2], "%Y%m%d %H:%M:%S") + timedelta(seconds=seconds)
+        return m[1] + t.strftime("%m%d %H:%M:%S")
+    return GLOG_TS.sub(move, text)
+
+
+def _two_hosts(tmp_path: Path, scenario: str, shift: int, kernel: str | None = None) -> list[Path]:
+    a, b = tmp_path / "node-a.log", tmp_path / "node-b.log"
+    a.write_bytes((HANG / scenario / "node-a.log").read_bytes())
+    b.write_text(_shift_glog((HANG / scenario / "node-b.log").read_text(), shift))
+    paths = [a, b]
+    if kernel is not None:
+        (tmp_path / "node-b-kern.log").write_text(kernel)
+        paths.append(tmp_path / "node-b-kern.log")
+    return paths
+
+
+def _offset(hang, host: str) -> float:
+    return next(c.clock_offset_s for c in hang.clocks if c.host == host)
+
+
+SKEW = 1.0  # the recorded launches of the two "hosts" began within a second of each other (same clock, loopback)
+
+
+@pytest.mark.parametrize("shift", [0, 37, -250, 3600])
+def test_a_host_clock_that_is_off_is_recovered(compiled, tmp_path, shift):
+    hang = scan(compiled, _two_hosts(tmp_path, "n2-sleep", shift)).hang
+    assert _offset(hang, "node-a") == 0.0  # the reference
+    assert abs(_offset(hang, "node-b") - shift) < SKEW, hang.clocks
+    assert (hang.culprit.rank, hang.culprit.host) == (4, "node-b")
+
+
+def _xid_on_b(at: str) -> str:
+    return XID79.format(host="node-b").replace("08:47:58", at)
+
+
+def test_kernel_log_joins_on_the_aligned_clock(compiled, tmp_path):
+    # node-b's clock is 37 s ahead: its kernel logged the Xid at 08:48:35 by its clock, 08:47:58 on node-a's,
+    # 8 s before the ranks' first failure (node-a's launcher, 08:48:06). Unaligned it would come 29 s after.
+    hang = scan(compiled, _two_hosts(tmp_path, "n2-sleep", 37, kernel=_xid_on_b("08:48:35"))).hang
+    assert hang.cause is not None and hang.cause.class_ == "hardware.xid_fatal"
+    assert abs(hang.cause_lead_s - 8) < SKEW
+    assert f"{hang.cause_lead_s:.0f} s before the first failure the ranks reported (host clocks aligned)" \
+        in hang.culprit.why
+
+
+def test_kernel_line_after_the_failure_on_the_aligned_clock_is_not_the_cause(compiled, tmp_path):
+    # the same Xid a minute after the ranks failed (on node-b's clock 08:49:43 = 08:49:06 aligned): not why
+    hang = scan(compiled, _two_hosts(tmp_path, "n2-sleep", 37, kernel=_xid_on_b("08:49:43"))).hang
+    assert hang.culprit.rank == 4 and hang.cause is None
+
+
+def test_healthy_two_host_run_names_no_culprit_whatever_the_clocks(compiled, tmp_path):
+    hang = scan(compiled, _two_hosts(tmp_path, "n2-healthy", 37)).hang
+    assert hang is None or (hang.culprit is None and not hang.suspects)
