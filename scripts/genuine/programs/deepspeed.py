@@ -171,18 +171,20 @@ PROGRAM = Program(
             note="healthy: one rank, ZeRO off, torch's SGD through deepspeed.initialize: one step",
         ),
         *[
-            Case(id=cid, expect=expect, argv=[DS, *where, *LOCAL, *script], files=FILES,
-                 env={**ENV, "TORCH_EXTENSIONS_DIR": "{bin}/../torch_extensions"}, timeout=240, note=note)
-            for cid, expect, where, script, note in (
+            Case(id=cid, expect=expect, argv=[DS, *where, *LOCAL, *script], files=FILES, env=env, timeout=240,
+                 note=note)
+            for cid, expect, where, script, note, env in (
                 ("launcher-rank-sigkill", ["memory.host_oom"], ["--num_gpus", "1"],
                  ["train.py", "--deepspeed_config", "ds_sgd.json", "--mode", "sigkill"],
-                 "the rank is SIGKILLed (as the OOM killer does) after its step; the launcher reports return code -9"),
+                 "the rank is SIGKILLed (as the OOM killer does) after its step; the launcher reports return code -9",
+                 {**ENV, "TORCH_EXTENSIONS_DIR": "{bin}/../torch_extensions"}),
                 ("launcher-script-missing", ["config.bad_argument"], ["--num_gpus", "1"],
                  ["trian.py", "--deepspeed_config", "ds_sgd.json"],
-                 "the training script's name is misspelt: python cannot open it, the launcher reports code 2"),
+                 "the training script's name is misspelt: python cannot open it, the launcher reports code 2", ENV),
                 ("hostfile-ssh-unreachable", ["config.bad_argument"], ["--hostfile", "hostfile_ok"],
                  ["train.py", "--deepspeed_config", "ds_sgd.json"],
-                 "a hostfile on a node without passwordless ssh to the hosts it lists: the launcher's ssh check fails"),
+                 "a hostfile on a node without passwordless ssh to the hosts it lists: the launcher's ssh check fails",
+                 ENV),
             )
         ],
     ],
