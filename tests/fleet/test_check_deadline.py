@@ -8,6 +8,7 @@ bench/bench_check_deadline.py.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -99,3 +100,19 @@ def test_a_rule_load_cut_by_the_deadline_is_finished_by_the_detached_loader(  # 
     assert warm.returncode == 0, warm.stdout + warm.stderr
     assert _npd_line(warm).startswith("ok:")
     assert {p.name for p in cache.glob("file-*")} == validated  # the next run parsed nothing: the child had
+
+
+@pytest.mark.parametrize("fmt", ["npd", "json", "text"])
+def test_a_run_over_before_it_began_answers_unknown_in_every_format(tmp_path: Path, fmt: str) -> None:
+    log = tmp_path / "k.log"
+    log.write_text(QUIET)
+    # 0.1 s: start-up alone takes longer, wherever the cut comes (the command line's imports, or the check's)
+    cp = run_check_cli("--file", str(log), "--state", str(tmp_path / "state"), "--format", fmt, "--timeout", "0.1",
+                       env={BUILD_ENV: "off", PAUSE_ENV: f"load:{LONG}"}, timeout=300)
+    assert cp.returncode == EXIT_UNKNOWN, cp.stdout + cp.stderr
+    assert "the --timeout of 0.1 s passed while" in cp.stderr
+    if fmt == "npd":
+        assert _npd_line(cp).startswith("unknown: ")
+    elif fmt == "json":
+        out = json.loads(cp.stdout)
+        assert out["status"] == "unknown" and "--timeout" in out["errors"][0]
