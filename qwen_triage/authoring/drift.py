@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from qwen_triage.engine.compiled import CompiledPack, Matcher
+from qwen_triage.engine.compiled import CompiledPack
+from qwen_triage.engine.matcher import Matcher
 from qwen_triage.engine.sources import Block
 from qwen_triage.rulepack.catalogue import Catalogue, TemplateEntry
 
