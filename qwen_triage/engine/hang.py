@@ -41,6 +41,13 @@ ANCHORS = (
     ("rendezvous", r"Rendezvous complete for workers"),  # torchelastic's agent
 )
 ANCHOR_PATTERN = "|".join(p for _, p in ANCHORS)
+# What every host of one job should print alike; a host that printed otherwise is the outlier (a node on another
+# NCCL, a launch with another world size). Group `v`: the value.
+CONFIGS = (
+    ("NCCL version", r"NCCL INFO NCCL version (?P<v>[\w.+-]{1,40})"),
+    ("world size", r"ProcessGroupNCCL initialization options:[^\n]{0,200}?\bsize: (?P<v>\d{1,7})"),
+)
+CONFIG_PATTERN = "|".join(p.replace("(?P<v>", "(?:") for _, p in CONFIGS)  # the prefilter takes no named groups
 
 # Lines the tracker reads; one alternation the prefilter finds in its pass (engine.compiled, signal "hang").
 HANG_SIGNALS = (
@@ -56,10 +63,11 @@ HANG_SIGNALS = (
     r"|Root Cause \(first observed failure\)"
     r'|distributed_c10d\.py", line \d+, in \w+'  # the collective a traceback waited in
 )
-HANG_PATTERN = HANG_SIGNALS + "|" + ANCHOR_PATTERN
+HANG_PATTERN = HANG_SIGNALS + "|" + ANCHOR_PATTERN + "|" + CONFIG_PATTERN
 
 _HANG_RE = lazy(HANG_SIGNALS, re.M)
 _ANCHORS = tuple((name, lazy(p)) for name, p in ANCHORS)
+_CONFIGS = tuple((name, lazy(p)) for name, p in CONFIGS)
 _GLOO_TIMEOUT = lazy(r"Timed out waiting (?P<ms>\d+)ms for (?:recv|send) operation")
 _PEER_LOST = lazy(r"Connection (?:closed|reset) by peer")
 # `[PG ID 0 PG GUID 0(default_pg) Rank 4]` or `[Rank 5]`: the process group's rank, where the line has no prefix
@@ -129,6 +137,7 @@ class Verdict:
     decided: bool
     note: str
     clocks: dict[str, float] = field(default_factory=dict)  # host -> its clock's offset from the reference host
+    outliers: list[tuple[str, str, str, str]] = field(default_factory=list)  # host, what, its value, the others'
     failed_at: float | None = None  # the first failure or timeout the hosts reported, on the reference clock
 
     def aligned(self, host: str | None, ts: str | None) -> float | None:
@@ -151,6 +160,7 @@ class HangTracker:
         # time of the first failure or timeout reported there
         self.anchors: dict[str, dict[str, float]] = {}
         self.failed_at: dict[str, float] = {}
+        self.config: dict[str, dict[str, str]] = {}  # clock (host) -> what it printed of CONFIGS, first value
 
     def _state(self, rank: int) -> RankState | None:
         if not 0 <= rank < MAX_RANKS:
@@ -241,7 +251,11 @@ class HangTracker:
         return rec.host or "\0" + rec.path  # a file that names no host: resolved in verdict()
 
     def _anchor(self, rec: LineRecord) -> None:
-        """An event every host logs (the process group's init, the rendezvous): its first time on this clock."""
+        """An event every host logs (the process group's init, the rendezvous): its first time on this clock;
+        and what the host printed of its configuration."""
+        for name, pattern in _CONFIGS:
+            if len(self.config) < MAX_CLOCKS and (m := pattern.search(rec.text)) is not None:
+                self.config.setdefault(self._clock_of(rec), {}).setdefault(name, m["v"])
         if rec.timestamp is None or len(self.anchors) >= MAX_CLOCKS:
             return
         for name, pattern in _ANCHORS:
@@ -338,6 +352,25 @@ class HangTracker:
         v.clocks = clock.offsets(anchors) if len(anchors) > 1 else {}
         times = [t - v.clocks.get(host(key), 0.0) for key, t in self.failed_at.items()]
         v.failed_at = min(times) if times else None
+        printed: dict[str, dict[str, str]] = {}
+        for key, values in self.config.items():
+            for name, value in values.items():
+                printed.setdefault(name, {}).setdefault(host(key), value)
+        v.outliers = [o for name, by_host in printed.items() for o in config_outliers(name, by_host)]
+
+
+def config_outliers(what: str, by_host: dict[str, str]) -> list[tuple[str, str, str, str]]:
+    """The one host whose value differs from what every other host printed (at least two of them agreeing):
+    (host, what, its value, the others'). Two hosts that differ cannot say which is off: none."""
+    values = set(by_host.values())
+    if len(by_host) < 3 or len(values) != 2:
+        return []
+    for value in values:
+        odd = [h for h, v in by_host.items() if v == value]
+        if len(odd) == 1:
+            other = next(v for v in values if v != value)
+            return [(odd[0], what, value, other)]
+    return []
 
 
 def _fingerprint(st: RankState) -> tuple[int | None, str | None, str | None]:
@@ -541,7 +574,8 @@ def _rank_verdict(st: RankState, verdict: Verdict) -> str:
 def to_report(verdict: Verdict, cause: "Diagnosis | None" = None) -> "Hang":
     """The report's `hang` object (report.model.Hang), text from the logs redacted."""
     from qwen_triage.redact import redact_text
-    from qwen_triage.report.model import Evidence, Hang, HangClock, HangCulprit, HangRank, HangSuspect
+    from qwen_triage.report.model import (Evidence, Hang, HangClock, HangCulprit, HangOutlier, HangRank,
+                                           HangSuspect)
 
     def clean(text: str | None) -> str | None:
         return None if text is None else redact_text(text)
@@ -555,6 +589,8 @@ def to_report(verdict: Verdict, cause: "Diagnosis | None" = None) -> "Hang":
         cause=cause,
         cause_lead_s=lead,
         clocks=[HangClock(host=redact_text(h), clock_offset_s=o) for h, o in sorted(verdict.clocks.items())],
+        outliers=[HangOutlier(host=redact_text(h), what=what, value=redact_text(value), others=redact_text(others))
+                  for h, what, value, others in verdict.outliers],
         suspects=[HangSuspect(rank=r, why=redact_text(why)) for r, why in verdict.suspects],
         ranks=[
             HangRank(rank=s.rank, local_rank=s.local_rank, host=clean(s.host), entered=s.entered,

@@ -30,6 +30,12 @@ def clocks_line(hang: Hang) -> str | None:
     return f"Clocks aligned on host {ref} (from events every host logged): {others or 'no other host'}"
 
 
+def outlier_lines(hang: Hang) -> list[str]:
+    """Hosts that printed a configuration unlike the others'."""
+    return [f"Outlier: host {o.host} printed {o.what} {o.value} where every other host printed {o.others}"
+            for o in hang.outliers]
+
+
 def row(r: HangRank) -> tuple[str, ...]:
     def opt(v: object) -> str:
         return "" if v is None else str(v)

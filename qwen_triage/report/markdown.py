@@ -65,13 +65,14 @@ def _fix_note(action: dict | None) -> str:
 
 def _hang_markdown(report: Report) -> list[str]:
     """The culprit first (the root cause of a hang), then the per-rank table."""
-    from qwen_triage.report.hangview import COLUMNS, clocks_line, headline, row
+    from qwen_triage.report.hangview import COLUMNS, clocks_line, headline, outlier_lines, row
 
     hang = report.hang
     assert hang is not None
     out = ["## Hang: who stopped first", "", f"**{md_escape(headline(hang))}**", ""]
     if (clocks := clocks_line(hang)) is not None:
         out += [md_escape(clocks), ""]
+    out += [f"- {md_escape(line)}" for line in outlier_lines(hang)] + ([""] if hang.outliers else [])
     for s in hang.suspects:
         out.append(f"- suspect rank {s.rank}: {md_escape(s.why)}")
     if hang.suspects:

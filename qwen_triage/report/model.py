@@ -250,6 +250,18 @@ class HangClock:
 
 
 @dataclass(kw_only=True)
+class HangOutlier:
+    """A host that printed a configuration unlike every other host's (NCCL version, world size)."""
+
+    __pydantic_config__ = _CONFIG
+    host: str
+    what: str
+    value: str
+    others: str
+    """what the other hosts printed"""
+
+
+@dataclass(kw_only=True)
 class Hang:
     """Hang forensics over a multi-rank job's logs (engine.hang): who stopped first, and who only waited."""
 
@@ -268,6 +280,8 @@ class Hang:
     (negative: after); null when either has no time"""
     clocks: list[HangClock] = field(default_factory=list)
     """each host's clock offset, where the logs of several hosts share events to align them on"""
+    outliers: list[HangOutlier] = field(default_factory=list)
+    """hosts whose configuration differs from every other host's"""
 
 
 @dataclass(kw_only=True)

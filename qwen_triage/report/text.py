@@ -172,12 +172,14 @@ def print_text(report: Report, console: Console, shown: Container[str] = (), box
 
 def print_hang(hang: Hang, console: Console) -> None:
     """Who stopped first, then one row per rank (engine.hang)."""
-    from qwen_triage.report.hangview import COLUMNS, clocks_line, headline, row
+    from qwen_triage.report.hangview import COLUMNS, clocks_line, headline, outlier_lines, row
 
     style = "bold red" if hang.culprit is not None else "bold yellow"
     console.print(Text(clean(headline(hang)), style=style, overflow="fold"))
     if (clocks := clocks_line(hang)) is not None:
         console.print(Text(clean(f"  {clocks}"), overflow="fold"))
+    for line in outlier_lines(hang):
+        console.print(Text(clean(f"  {line}"), overflow="fold"))
     for s in hang.suspects:
         console.print(Text(clean(f"  suspect rank {s.rank}: {s.why}"), overflow="fold"))
     rows = [COLUMNS] + [row(r) for r in hang.ranks]

@@ -305,3 +305,29 @@ def test_kernel_line_after_the_failure_on_the_aligned_clock_is_not_the_cause(com
 def test_healthy_two_host_run_names_no_culprit_whatever_the_clocks(compiled, tmp_path):
     hang = scan(compiled, _two_hosts(tmp_path, "n2-healthy", 37)).hang
     assert hang is None or (hang.culprit is None and not hang.suspects)
+
+
+def _versions(by_host: dict[str, str]) -> list[str]:
+    # NCCL's own init line, as each host's rank 0 prints it (`host:pid:tid [dev] NCCL INFO NCCL version …`)
+    return [f"{h}:{100 + i}:{100 + i} [0] NCCL INFO NCCL version {v}" for i, (h, v) in enumerate(by_host.items())]
+
+
+def test_a_host_with_another_nccl_version_is_the_outlier(compiled, tmp_path):
+    lines = _versions({"node-a": "2.21.5+cuda12.4", "node-b": "2.21.5+cuda12.4", "node-c": "2.18.1+cuda12.1"})
+    v = _track(lines + _nccl_lines({0: (32, 31), 1: (32, 31), 2: (32, 31)})).verdict()
+    assert v.outliers == [("node-c", "NCCL version", "2.18.1+cuda12.1", "2.21.5+cuda12.4")]
+    log = tmp_path / "job.log"
+    log.write_text("\n".join(lines + _nccl_lines({0: (32, 31), 1: (32, 31), 2: (32, 31)})) + "\n")
+    report = scan(compiled, [log])
+    assert [(o.host, o.what) for o in report.hang.outliers] == [("node-c", "NCCL version")]
+    validate(Report, to_dict(report))
+
+
+@pytest.mark.parametrize("by_host", [
+    {"node-a": "2.21.5", "node-b": "2.18.1"},  # two hosts that differ: which one is off cannot be told
+    {"node-a": "2.21.5", "node-b": "2.21.5", "node-c": "2.21.5"},
+    {"node-a": "2.21.5", "node-b": "2.19.3", "node-c": "2.18.1"},
+])
+def test_no_outlier_when_no_one_host_stands_apart(by_host):
+    v = _track(_versions(by_host) + _nccl_lines({0: (32, 31), 1: (32, 31), 2: (32, 31)})).verdict()
+    assert v.outliers == []
