@@ -13,9 +13,7 @@ Also what the loaded catalogue lacks: rule files in the working directory's
 from __future__ import annotations
 
 import json
-import re
 from collections import defaultdict
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from qwen_triage.authoring.msg_template import Template, render
-from qwen_triage.engine.correlate import Correlator
 from qwen_triage.engine.compiled import CompiledPack
+from qwen_triage.engine.correlate import Correlator
 from qwen_triage.engine.matcher import Matcher
 from qwen_triage.engine.sources import Block
 

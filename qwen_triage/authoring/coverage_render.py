@@ -8,10 +8,8 @@ cleaned of control characters before they reach a terminal.
 
 from __future__ import annotations
 
-from typing import Any
-
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from qwen_triage.authoring.coverage import Coverage, stage_of, summary
 from qwen_triage.textsafe import clean, json_safe

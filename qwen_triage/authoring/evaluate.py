@@ -8,8 +8,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from qwen_triage.engine.scanner import scan_paths
 from qwen_triage.engine.compiled import CompiledPack
+from qwen_triage.engine.scanner import scan_paths
 from qwen_triage.rulepack.yamlload import load_yaml
 
 

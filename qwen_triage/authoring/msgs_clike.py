@@ -24,7 +24,6 @@ from typing import Iterator
 from qwen_triage.authoring.msg_template import MAX_TEMPLATE, PRINTF, Field, Template, printf_parts, text_of
 
 
-
 def _token_pattern(go: bool) -> re.Pattern[str]:
     """C/C++ (raw strings R"d(…)d") or Go (raw strings in backquotes); each alternative linear.
 

@@ -85,8 +85,8 @@ def section_of(report: Report, title: str, source: str) -> Section:
 
 def _scan(compiled: CompiledPack, name: str, data: bytes | None = None, path: str | None = None) -> Report:
     from qwen_triage.engine.scanner import Scanner
-    from qwen_triage.inputs.source import Source
     from qwen_triage.inputs.file import open_source
+    from qwen_triage.inputs.source import Source
 
     scanner = Scanner(compiled)
     source = open_source(path) if path is not None else Source(name=name, stream=io.BytesIO(data or b""))

@@ -19,6 +19,7 @@ from qwen_triage.exits import EXIT_OK, EXIT_PROBLEM, EXIT_UNKNOWN
 from qwen_triage.inputs.helptext import KERNEL_CHECK_SOURCES
 from qwen_triage.report.formats import pick
 
+
 @click.command("check", short_help="One incremental node check (node-problem-detector, node_exporter, Slurm).")
 @click.option("--kernel", is_flag=True, help=f"Read the kernel log ({KERNEL_CHECK_SOURCES}).")
 @click.option("--journal", "units", metavar="UNIT", multiple=True, help="Read a systemd unit's journal (repeatable).")
@@ -67,7 +68,7 @@ def check(**params: Any) -> None:
     sys.exit(code)
 
 
-def _channels(params: dict[str, Any]) -> list:  # type: ignore[type-arg]
+def _channels(params: dict[str, Any]) -> list:
     """The side channels asked for, in the order they act: the metrics first, then the drain."""
     from qwen_triage.fleet.channels import build
 
@@ -139,11 +140,11 @@ def _check_armed(params: dict[str, Any], started: float, now: float) -> tuple[in
     })()
 
 
-def _status_and_text(published) -> tuple[int, str]:  # type: ignore[no-untyped-def]
+def _status_and_text(published) -> tuple[int, str]:
     return published.status, published.text
 
 
-def _say_errors(published: list) -> None:  # type: ignore[type-arg]
+def _say_errors(published: list) -> None:
     for p in published:
         if p.error:
             click.echo(f"qwen-triage: {p.error}", err=True)

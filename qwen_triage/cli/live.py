@@ -11,7 +11,6 @@ from qwen_triage.cli.options import format_option, pack_options
 from qwen_triage.inputs.helptext import SINCE_FORMS
 
 
-
 def _seconds_option(flag: str, default: float, help_text: str):
     return click.option(
         flag, metavar="SECONDS", type=click.FloatRange(min=0), default=default, show_default=True, help=help_text
@@ -61,7 +60,8 @@ def run(command: tuple[str, ...], stall: float, **options: Any) -> None:
     it started (SIGKILL after --grace). The exit status is the child's (128+N when
     signal N killed it).
     """
-    from qwen_triage.live.run import RunOptions, run as run_command
+    from qwen_triage.live.run import RunOptions
+    from qwen_triage.live.run import run as run_command
 
     # The options reach RunOptions by name: its fields are the one list of them.
     sys.exit(run_command(RunOptions(command=command, stall=stall, **options)))
@@ -78,7 +78,8 @@ def attach(pid: int, new_only: bool, fmt: str, rule_dirs: tuple[str, ...], engin
     \b
       qwen-triage attach $(pgrep -f 'vllm serve')
     """
-    from qwen_triage.live.attach import AttachOptions, run as attach_command
+    from qwen_triage.live.attach import AttachOptions
+    from qwen_triage.live.attach import run as attach_command
 
     sys.exit(attach_command(AttachOptions(pid=pid, new_only=new_only, fmt=fmt, rule_dirs=rule_dirs, engine=engine)))
 
@@ -108,7 +109,8 @@ def journal(
       qwen-triage journal vllm --kernel --since -2h
       qwen-triage journal ollama --follow
     """
-    from qwen_triage.live.systemd_journal import JournalOptions, run as journal_command
+    from qwen_triage.live.systemd_journal import JournalOptions
+    from qwen_triage.live.systemd_journal import run as journal_command
 
     sys.exit(journal_command(JournalOptions(unit=unit, since=since, kernel=kernel, follow=follow, user=user, fmt=fmt,
                                             rule_dirs=rule_dirs, engine=engine)))

@@ -12,13 +12,12 @@ from pathlib import Path
 import click
 
 from qwen_triage import __version__
-from qwen_triage.interrupts import take_pending
-from qwen_triage.rulepack.errors import RuleFileError
-
 from qwen_triage.cli.options import engine_option, fail, format_option, pack_options, rules_option
+from qwen_triage.exits import EXIT_CLEAN, EXIT_FOUND, EXIT_INTERRUPTED, Failure
+from qwen_triage.interrupts import take_pending
 from qwen_triage.report.emit import FORMATS
 from qwen_triage.report.formats import JSONL, write_format
-from qwen_triage.exits import EXIT_CLEAN, EXIT_FOUND, EXIT_INTERRUPTED, Failure
+from qwen_triage.rulepack.errors import RuleFileError
 
 # Commands that live in their own subpackages, imported only when asked for, so
 # that `scan` starts fast and a broken optional part cannot take it down.
@@ -361,7 +360,8 @@ def rules_coverage(paths: tuple[str, ...], fmt: str, rule_dirs: tuple[str, ...],
 
     if drift is not None:
         from qwen_triage.authoring.coverage_render import drift_json, drift_text
-        from qwen_triage.authoring.drift import DriftOptions, run as run_drift
+        from qwen_triage.authoring.drift import DriftOptions
+        from qwen_triage.authoring.drift import run as run_drift
 
         result = run_drift(DriftOptions(old=drift[0], new=drift[1], rule_dirs=rule_dirs, engine=engine,
                                         pack_dir=pack_dir))

@@ -10,7 +10,6 @@ from contextlib import contextmanager
 from typing import Callable, Iterator
 
 from qwen_triage.engine.sources import is_terminal
-
 from qwen_triage.inputs.source import Source
 
 BIG_INPUT = 16 * 2**20  # below this a scan takes well under a second

@@ -30,10 +30,10 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Iterator
 
-from qwen_triage.engine.scanner import Scanner, compile_pack
 from qwen_triage.engine.compiled import CompiledPack
-from qwen_triage.inputs.file import open_source
+from qwen_triage.engine.scanner import Scanner, compile_pack
 from qwen_triage.exits import EXIT_CLEAN, EXIT_ERROR, EXIT_FOUND
+from qwen_triage.inputs.file import open_source
 from qwen_triage.inputs.source import MAX_LINE, InputError
 from qwen_triage.report.model import to_dict
 

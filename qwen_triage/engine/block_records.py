@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from qwen_triage.engine.multiline import Assembly, continuing_family
 from qwen_triage.engine.normalize import decode_line, normalize
-from qwen_triage.engine.records import SOURCE, LineRecord
+from qwen_triage.engine.records import LineRecord
 from qwen_triage.engine.sources import Block, LineMeta
 from qwen_triage.engine.unrecognised import frame_file
 

@@ -19,10 +19,10 @@ from qwen_triage.engine.hang import HANG_PATTERN
 from qwen_triage.engine.multiline import HINTS_PATTERN
 from qwen_triage.engine.prefilter import Prefilter, build_prefilter
 from qwen_triage.engine.unrecognised import SIGNALS
+from qwen_triage.lazyre import lazy_with
 from qwen_triage.rulepack.pack import LoadedRule, RulePack, compile_pattern
 from qwen_triage.rulepack.severity import Status
 from qwen_triage.rulepack.spec import MatchSpec, RuleSpec
-from qwen_triage.lazyre import lazy_with
 
 if TYPE_CHECKING:  # annotations only: `regex` is imported where a pattern is compiled (compile_pattern)
     import regex

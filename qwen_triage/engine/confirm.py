@@ -8,10 +8,8 @@ for the rest of the scan: the report names them (:class:`DisabledRule`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from dataclasses import dataclass
-
+from typing import TYPE_CHECKING
 
 from qwen_triage.engine.compiled import CONFIRM_TIMEOUT, CompiledPack, CompiledRule
 from qwen_triage.engine.origin import accepts

@@ -38,11 +38,11 @@ from typing import TYPE_CHECKING, Any
 from qwen_triage.engine.finding import Finding
 from qwen_triage.engine.records import LineRecord
 from qwen_triage.engine.unrecognised import indent_of, is_exception_line
-from qwen_triage.rulepack.templates import OPTIONAL_PART, PLACEHOLDER
 from qwen_triage.redact import redact_text, redact_tree
 from qwen_triage.report.model import Diagnosis, Evidence, FixOut, Observation, Relayed, Symptom
 from qwen_triage.rulepack.severity import Severity, Status
 from qwen_triage.rulepack.spec import ClassSpec
+from qwen_triage.rulepack.templates import OPTIONAL_PART, PLACEHOLDER
 
 if TYPE_CHECKING:
     from qwen_triage.engine.check_finding import CheckFinding

@@ -10,11 +10,9 @@ ever settled, and settling leaves exactly what matching them at once would have.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Iterator
-
 from collections import deque
 from dataclasses import dataclass, field
-
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from qwen_triage.engine.block_records import normalized
 from qwen_triage.engine.compiled import CompiledPack, CompiledRule

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable
 
-
 from qwen_triage.rulepack.spec import RuleSpec
 
 if TYPE_CHECKING:  # annotations only: `regex` is imported where a pattern is compiled

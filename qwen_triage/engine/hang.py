@@ -574,8 +574,7 @@ def _rank_verdict(st: RankState, verdict: Verdict) -> str:
 def to_report(verdict: Verdict, cause: "Diagnosis | None" = None) -> "Hang":
     """The report's `hang` object (report.model.Hang), text from the logs redacted."""
     from qwen_triage.redact import redact_text
-    from qwen_triage.report.model import (Evidence, Hang, HangClock, HangCulprit, HangOutlier, HangRank,
-                                           HangSuspect)
+    from qwen_triage.report.model import Evidence, Hang, HangClock, HangCulprit, HangOutlier, HangRank, HangSuspect
 
     def clean(text: str | None) -> str | None:
         return None if text is None else redact_text(text)

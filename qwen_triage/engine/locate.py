@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from qwen_triage.engine.compiled import CompiledPack
     from qwen_triage.rulepack.catalogue import TemplateEntry
     from qwen_triage.rulepack.catalogue_index import CatalogueIndex
-    from qwen_triage.rulepack.catalogue_map import CatalogueMap, Family
+    from qwen_triage.rulepack.catalogue_map import Family
     from qwen_triage.rulepack.spec import ClassSpec
 
 LOCATED_KINDS = ("exception", "error")  # what says something failed; stalls and relays are not printed lines

@@ -16,7 +16,6 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
 
-
 from qwen_triage.engine.block_records import assemble, may_be_quoted_source, quoted_source, record_of, record_start
 from qwen_triage.engine.compiled import CONFIRM_TIMEOUT, CompiledPack, CompiledRule
 from qwen_triage.engine.confirm import Confirmer, DisabledRule

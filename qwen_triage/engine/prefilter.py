@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Protocol
 
 from qwen_triage.engine.detached import BUILD_ENV, build_mode, start_build
-from qwen_triage.lazyre import lazy
 from qwen_triage.engine.literals import required_literals
+from qwen_triage.lazyre import lazy
 
 __all__ = ["BUILD_ENV", "build_prefilter", "hyperscan_available"]
 

@@ -6,18 +6,17 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
-from qwen_triage.engine.hang import HangTracker, join_cause, to_report
-from qwen_triage.engine.unrecognised import Collector, Item, template_of
-from qwen_triage.redact import redact_text
 from qwen_triage.engine.compiled import CompiledPack
 from qwen_triage.engine.finding import Finding
+from qwen_triage.engine.hang import HangTracker, join_cause, to_report
 from qwen_triage.engine.matcher import Matcher
+from qwen_triage.engine.sources import Block, chunk_blocks, decode, source_blocks
+from qwen_triage.engine.unrecognised import Collector, Item, template_of
+from qwen_triage.inputs.source import MAX_LINE, TEXT, Source
+from qwen_triage.redact import redact_text
 from qwen_triage.report.summary import Figures
 from qwen_triage.rulepack.pack import RulePack, load_pack
 from qwen_triage.rulepack.paths import extra_rule_dirs
-
-from qwen_triage.engine.sources import Block, chunk_blocks, decode, source_blocks
-from qwen_triage.inputs.source import MAX_LINE, TEXT, Source
 
 if TYPE_CHECKING:
     from qwen_triage.engine.check_finding import CheckFinding
@@ -229,8 +228,8 @@ class Scanner:
         if c is not None and (c.groups or c.observed or c.relayed):
             return None
         if any(s.notes for s in self.sources) or m.stats.truncated or m.disabled_rules \
-                or any(getattr(p, "disabled_at", None) for p in self.unrecognised.benign) \
-                or getattr(self.compiled.prefilter, "screened", ()) or self.unrecognised.dropped:
+                or any(p.disabled_at for p in self.unrecognised.benign) \
+                or getattr(self.compiled.prefilter, "screened", None) or self.unrecognised.dropped:
             return None
         if (bool(self.sources) and all(s.empty for s in self.sources)) or self.hang.verdict(len(self.sources) > 1):
             return None

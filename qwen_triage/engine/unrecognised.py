@@ -35,9 +35,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Sequence
 
+from qwen_triage.engine.records import LineRecord
 from qwen_triage.lazyre import lazy
 from qwen_triage.redact import redact_text
-from qwen_triage.engine.records import LineRecord
 
 
 class BenignPattern(Protocol):

@@ -24,13 +24,13 @@ from typing import Any, Iterable, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from qwen_triage.deadline import pause
-from qwen_triage.engine.scanner import Scanner
-from qwen_triage.fleet.policy import NodePolicy, acts_on_node
-from qwen_triage.inputs.base import Reader
-from qwen_triage.fleet.state import ActiveDiagnosis, State, diagnosis_key
 from qwen_triage.engine.compiled import CompiledPack
 from qwen_triage.engine.finding import Finding
 from qwen_triage.engine.origin import node_evidence
+from qwen_triage.engine.scanner import Scanner
+from qwen_triage.fleet.policy import NodePolicy, acts_on_node
+from qwen_triage.fleet.state import ActiveDiagnosis, State, diagnosis_key
+from qwen_triage.inputs.base import Reader
 from qwen_triage.inputs.source import Source
 
 DEFAULT_HOLD = 3600.0

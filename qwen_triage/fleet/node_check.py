@@ -70,7 +70,7 @@ def clear_by_hand(state: State, patterns: tuple[str, ...]) -> list[ActiveDiagnos
     return dropped
 
 
-def _readers(options: CheckOptions) -> list:  # type: ignore[type-arg]
+def _readers(options: CheckOptions) -> list:
     from qwen_triage.inputs.registry import build
 
     readers = [build("kernel")] if options.kernel else []
@@ -98,7 +98,7 @@ def _hand_over_load(options: CheckOptions, state_path: str) -> None:
     start_pack_load(user_cache_path(), extra_rule_dirs(list(options.rule_dirs)), bundled=True)
 
 
-def _compile(options: CheckOptions, deadline: Deadline):  # type: ignore[no-untyped-def]
+def _compile(options: CheckOptions, deadline: Deadline):
     from qwen_triage.engine.scanner import compile_pack
 
     # a fresh node's first checks answer "unknown" in time, keep what they validated in the cache and leave a

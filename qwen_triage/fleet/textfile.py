@@ -22,8 +22,8 @@ import math
 import os
 from pathlib import Path
 
-from qwen_triage.fleet.check import CheckResult
 from qwen_triage.atomicfile import write_atomic
+from qwen_triage.fleet.check import CheckResult
 
 PREFIX = "qwen_triage_"
 

@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import IO, Any, Generator, Iterator
 
 from qwen_triage.inputs.base import Chunk, Reader, totals
-from qwen_triage.inputs.position import SourceState
 from qwen_triage.inputs.helptext import JOURNAL_TOOL
+from qwen_triage.inputs.position import SourceState
 from qwen_triage.inputs.source import JOURNAL_JSON, JOURNAL_MAX_LINE
 
 JOURNAL_TOOL_ENV = "QWEN_TRIAGE_JOURNALCTL"  # a journalctl to run instead (tests, containers with a host journal)

@@ -29,11 +29,15 @@ from datetime import datetime
 from typing import Iterator
 
 from qwen_triage.inputs.base import Chunk, Reader, totals
-from qwen_triage.inputs.position import SourceState
 from qwen_triage.inputs.helptext import JOURNAL_TOOL
 from qwen_triage.inputs.journal import (
-    JOURNAL_TOOL_ENV, JournalReader, journal_command, journal_present, journal_tool_path,
+    JOURNAL_TOOL_ENV,
+    JournalReader,
+    journal_command,
+    journal_present,
+    journal_tool_path,
 )
+from qwen_triage.inputs.position import SourceState
 
 READ_CHUNK = 4 << 20  # bytes of records gathered per chunk handed to the engine
 KMSG_ENV = "QWEN_TRIAGE_KMSG"

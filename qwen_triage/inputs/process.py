@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from qwen_triage.inputs.base import Chunk, Reader
-from qwen_triage.inputs.position import SourceState
 from qwen_triage.inputs.file import FileReader
+from qwen_triage.inputs.position import SourceState
 
 
 @dataclass(frozen=True)

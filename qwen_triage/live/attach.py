@@ -24,9 +24,9 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-from qwen_triage.inputs.registry import live
 from qwen_triage.inputs.helptext import JOURNAL_TOOL
 from qwen_triage.inputs.process import OutputTarget, cmdline_of, inspect_fd, unit_of
+from qwen_triage.inputs.registry import live
 from qwen_triage.live import procs
 
 if TYPE_CHECKING:
@@ -180,11 +180,11 @@ def run(options: AttachOptions) -> int:
 
 def _attach(pid: int, compiled: CompiledPack, fmt: str, new_only: bool) -> int:
     from qwen_triage.exits import EXIT_CLEAN, EXIT_ERROR, EXIT_FOUND
-    from qwen_triage.report.emit import emit_report
     from qwen_triage.inputs.journal import journal_tool_available
     from qwen_triage.live.follow import FollowLoop, stop_signals
     from qwen_triage.live.live_report import LiveReporter, Sink
     from qwen_triage.live.session import LiveSession
+    from qwen_triage.report.emit import emit_report
 
     if procs.proc_stat(pid) is None:
         _say(f"no process {pid}")

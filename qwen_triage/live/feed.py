@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Callable
 
 from qwen_triage.engine.sources import clean_lines
 from qwen_triage.live.hooks import Hooks
-from qwen_triage.live.lines import LineSplitter, Lines
+from qwen_triage.live.lines import Lines, LineSplitter
 from qwen_triage.live.stall import (
     LastLines,
-    Stall,
     StageState,
     StageTracker,
+    Stall,
     StallWatchdog,
     bundled_table,
     has_progress,
@@ -34,8 +34,7 @@ from qwen_triage.live.stall import (
 
 if TYPE_CHECKING:
     from qwen_triage.engine.compiled import CompiledPack
-    from qwen_triage.live.session import LiveInput
-    from qwen_triage.live.session import LiveEvent, LiveSession
+    from qwen_triage.live.session import LiveEvent, LiveInput, LiveSession
 
 SETTLE, STDOUT, STDERR, QUIET = 0, 1, 2, 3  # SETTLE: release pending findings; QUIET: the output paused
 TRIAGE_BATCH = 1 << 16  # bytes merged for one engine pass: short C calls, so other threads get the GIL soon

@@ -21,9 +21,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
+from qwen_triage.engine.scan import ScanOptions, compiled_for
 from qwen_triage.inputs.file import FileFollower, is_gzip
 from qwen_triage.inputs.registry import LiveSource, live
-from qwen_triage.engine.scan import ScanOptions, compiled_for
 
 if TYPE_CHECKING:
     from qwen_triage.live.session import LiveInput, LiveSession
@@ -154,9 +154,9 @@ def follow_scan(options: ScanOptions, fmt: str, note: Callable[[str], None] = la
     """`qwen-triage scan --follow`: live diagnoses on stderr, the report on stdout at the end; ``note`` takes
     remarks before the follow starts (rule files the pack does not hold)."""
     from qwen_triage.exits import EXIT_CLEAN, EXIT_ERROR, EXIT_FOUND
-    from qwen_triage.report.emit import emit_report
     from qwen_triage.live.live_report import LiveReporter, Sink
     from qwen_triage.live.session import LiveSession
+    from qwen_triage.report.emit import emit_report
 
     compiled = compiled_for(options, note)
     paths = list(options.paths) or ["-"]

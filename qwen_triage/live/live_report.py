@@ -14,7 +14,7 @@ import os
 import shutil
 import threading
 import time
-from typing import Callable, Literal, TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, Literal
 
 from qwen_triage.live.pump import same_target, write_all
 

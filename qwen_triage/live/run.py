@@ -69,8 +69,7 @@ def _say(msg: str) -> None:
 
 def _supervise(o: RunOptions, supervisor: list[Any], early: list[int]) -> int:
     from qwen_triage.engine.scanner import load_compiled
-    from qwen_triage.exits import EXIT_ERROR
-    from qwen_triage.exits import EXIT_CANNOT_RUN, EXIT_NOT_EXECUTABLE
+    from qwen_triage.exits import EXIT_CANNOT_RUN, EXIT_ERROR, EXIT_NOT_EXECUTABLE
     from qwen_triage.live.live_report import LiveReporter, Sink
     from qwen_triage.live.run_log import LogFileError, default_log_path
     from qwen_triage.live.supervisor import Supervisor

@@ -15,15 +15,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from qwen_triage.engine.scanner import Scanner
-from qwen_triage.live.lines import LineSplitter, Lines
 from qwen_triage.engine.check_finding import CheckFinding
 from qwen_triage.engine.compiled import CompiledPack
 from qwen_triage.engine.finding import Finding
-from qwen_triage.report.model import Diagnosis, Observation, Report
-from qwen_triage.rulepack.severity import Severity
+from qwen_triage.engine.scanner import Scanner
 from qwen_triage.engine.sources import Block, clean_lines
 from qwen_triage.inputs.source import MAX_LINE, TEXT, Source, sniff
+from qwen_triage.live.lines import Lines, LineSplitter
+from qwen_triage.report.model import Diagnosis, Observation, Report
+from qwen_triage.rulepack.severity import Severity
 
 FATAL = (Severity.critical, Severity.error)
 

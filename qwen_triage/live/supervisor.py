@@ -59,13 +59,13 @@ from qwen_triage.live.hooks import Hooks
 from qwen_triage.live.passthrough import PassThrough
 from qwen_triage.live.run_log import open_log, spool
 from qwen_triage.live.shutdown import ProcessTree
-from qwen_triage.live.stall import Stall, StageState
+from qwen_triage.live.stall import StageState, Stall
 
 if TYPE_CHECKING:
+    from qwen_triage.engine.compiled import CompiledPack
     from qwen_triage.live.live_report import Sink
     from qwen_triage.live.orphan_guard import OrphanGuard
     from qwen_triage.live.session import LiveEvent, LiveSession
-    from qwen_triage.engine.compiled import CompiledPack
     from qwen_triage.report.model import Report, Unrecognised
 
 TICK = 0.1  # the watch thread's period: stall checks

@@ -23,11 +23,16 @@ import tempfile
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from qwen_triage.inputs.registry import live
 from qwen_triage.inputs.helptext import JOURNAL_TOOL
 from qwen_triage.inputs.journal import (
-    JournalError, journal_command, journal_dirs, journal_present, journal_tool_available, unit_name,
+    JournalError,
+    journal_command,
+    journal_dirs,
+    journal_present,
+    journal_tool_available,
+    unit_name,
 )
+from qwen_triage.inputs.registry import live
 
 if TYPE_CHECKING:
     from qwen_triage.engine.compiled import CompiledPack
@@ -155,11 +160,11 @@ def run(options: JournalOptions) -> int:
 def _journal(unit: str, since: str | None, kernel: bool, follow: bool, compiled: CompiledPack, fmt: str,
              user: bool) -> int:
     from qwen_triage.exits import EXIT_CLEAN, EXIT_ERROR, EXIT_FOUND
-    from qwen_triage.report.emit import emit_report
     from qwen_triage.live.follow import FollowLoop, stop_signals
     from qwen_triage.live.live_report import LiveReporter, Sink
     from qwen_triage.live.procs import stop_helper
     from qwen_triage.live.session import LiveSession
+    from qwen_triage.report.emit import emit_report
 
     try:
         u = unit_name(unit)

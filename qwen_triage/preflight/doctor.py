@@ -15,29 +15,29 @@ command (its settings, its port, the devices of a CPU build) stays in the runner
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from qwen_triage import visible_devices
-from qwen_triage.exits import Failure
-from qwen_triage.preflight.model.check import CheckModelResult, ModelPathError, inspect_model
 from qwen_triage.engine.check_finding import CheckFinding
+from qwen_triage.exits import Failure
 from qwen_triage.preflight.findings import to_report
 from qwen_triage.preflight.machine.gpu_checks import gpu_findings
 from qwen_triage.preflight.machine.host_checks import nvml_finding, software_findings, system_findings
-from qwen_triage.preflight.model.config import ModelConfig, ModelConfigError, load_model_config
 from qwen_triage.preflight.machine.nvml import GpuProbe, GpuSnapshot, NvmlUnavailable, PynvmlProbe
-from qwen_triage.preflight.output import PreflightOutput
-from qwen_triage.preflight.plan.gpus import PlanGpus, gpus_to_plan
-from qwen_triage.preflight.plan.models import PlanResult
-from qwen_triage.preflight.plan.layouts import plan_layouts
 from qwen_triage.preflight.machine.smi import PastedDataError, pasted_snapshot
 from qwen_triage.preflight.machine.software import SoftwareInfo, probe_software
 from qwen_triage.preflight.machine.system import SystemInfo, gpu_numa_node, probe_system
+from qwen_triage.preflight.model.check import CheckModelResult, ModelPathError, inspect_model
+from qwen_triage.preflight.model.config import ModelConfig, ModelConfigError, load_model_config
+from qwen_triage.preflight.output import PreflightOutput
+from qwen_triage.preflight.plan.gpus import PlanGpus, gpus_to_plan
+from qwen_triage.preflight.plan.layouts import plan_layouts
+from qwen_triage.preflight.plan.models import PlanResult
 from qwen_triage.report.model import Diagnosis, Observation
 from qwen_triage.rulepack.spec import ClassSpec
 

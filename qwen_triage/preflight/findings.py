@@ -23,6 +23,7 @@ from qwen_triage.engine.correlate import Correlator
 from qwen_triage.report.model import Diagnosis, Evidence, FixOut, Observation
 from qwen_triage.rulepack.spec import ClassSpec
 
+
 def ev(path: str | Path, text: str) -> Evidence:
     """Evidence from a probe or a file header: there is no line, so line is 0."""
     return Evidence(path=str(path), line=0, text=text)
@@ -41,8 +42,8 @@ def fix(step: str, action: BaseModel | None = None) -> FixOut:
 def load_classes() -> dict[str, ClassSpec]:
     # Only the class catalogue: loading the whole rule pack would compile
     # every pattern, which preflight never uses.
-    from qwen_triage.rulepack.paths import CLASSES_FILE, bundled_rules_dir
     from qwen_triage.rulepack.pack import load_classes as _load
+    from qwen_triage.rulepack.paths import CLASSES_FILE, bundled_rules_dir
 
     return _load(bundled_rules_dir() / CLASSES_FILE)
 

@@ -19,17 +19,16 @@ from rich.console import Console
 from rich.markup import escape as _markup_escape
 from rich.table import Table
 
-from qwen_triage.preflight.model.check import CheckModelResult
 from qwen_triage.preflight.doctor import DoctorResult
+from qwen_triage.preflight.model.check import CheckModelResult
 from qwen_triage.preflight.plan.memory import NCCL_BYTES
-from qwen_triage.preflight.plan.models import Layout, PlanResult
-from qwen_triage.preflight.plan.models import label
-from qwen_triage.units import GiB, human
-from qwen_triage.report.formats import json_renderer, write_format
+from qwen_triage.preflight.plan.models import Layout, PlanResult, label
+from qwen_triage.redact import mask_argv, mask_env
+from qwen_triage.report.formats import Renderer, json_renderer, write_format
 from qwen_triage.report.markdown import findings_markdown, md_escape
 from qwen_triage.report.text import print_findings
-from qwen_triage.redact import mask_argv, mask_env
 from qwen_triage.textsafe import clean
+from qwen_triage.units import GiB, human
 
 NCCL_GIB = round(NCCL_BYTES / GiB, 2)
 
@@ -389,5 +388,7 @@ RENDERERS: dict[str, Callable[[BaseModel, IO[str], bool], str | None]] = {
 
 def emit(result: BaseModel, fmt: str, stream: IO[str], show_all: bool = False) -> None:
     """A plan, check-model or doctor result in ``fmt``: its renderers, through the one switch (report/formats.py)."""
-    write_format(fmt, {name: (lambda s, r=render: r(result, s, show_all)) for name, render in RENDERERS.items()},
-                 stream)
+    def bound(render: Callable[[BaseModel, IO[str], bool], str | None]) -> Renderer:
+        return lambda s: render(result, s, show_all)
+
+    write_format(fmt, {name: bound(render) for name, render in RENDERERS.items()}, stream)

@@ -40,7 +40,7 @@ def write_format(fmt: str, renderers: Mapping[str, Renderer], stream: IO[str] | 
     stream.flush()
 
 
-def json_renderer(dump: Callable[[], str]) -> Renderer:
+def json_renderer(dump: Callable[[], str]) -> Callable[[IO[str]], str]:
     """``dump()``'s JSON, one newline after it: the same data, with no C1 or bidi control for a terminal."""
 
     def render(stream: IO[str]) -> str:

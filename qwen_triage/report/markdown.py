@@ -15,7 +15,6 @@ from qwen_triage.report.summary import NO_DIAGNOSIS, NOTHING_READ, OBSERVATIONS,
 from qwen_triage.report.text import MAX_SHOWN, action_note, evidence_line
 from qwen_triage.textsafe import clean
 
-
 _INLINE_SPECIAL = re.compile(r"([\\`*_\[\]<>|~!&])")
 _LINE_START = re.compile(r"^(\s*)(?:([#>+=-])|(\d{1,9})([.)]))")
 _FENCE_BREAK = re.compile(r"`{3,}|~{3,}")

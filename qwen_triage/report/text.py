@@ -185,7 +185,7 @@ def print_hang(hang: Hang, console: Console) -> None:
     rows = [COLUMNS] + [row(r) for r in hang.ranks]
     widths = [max(len(clean(r[i])) for r in rows) for i in range(len(COLUMNS) - 1)]
     for r in rows:
-        cells = "  ".join(clean(v).ljust(w) for v, w in zip(r, widths))
+        cells = "  ".join(clean(v).ljust(w) for v, w in zip(r, widths, strict=False))
         console.print(Text(f"  {cells}  {clean(r[-1])}", overflow="ellipsis", no_wrap=True))
 
 

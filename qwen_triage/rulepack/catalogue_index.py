@@ -267,7 +267,7 @@ def _build(raw: list[tuple[Path, bytes]], displays: dict[str, str] | None = None
     lines: list[bytes] = []
     words: list[tuple[str, ...]] = []
     skipped = 0
-    for path, data in raw:
+    for _path, data in raw:
         try:
             text = gzip.decompress(data) if len(data) <= MAX_FILE_BYTES else b""
         except (OSError, EOFError, gzip.BadGzipFile):
@@ -291,7 +291,7 @@ def _build(raw: list[tuple[Path, bytes]], displays: dict[str, str] | None = None
     keys: dict[str, list[int]] = {}
     spans: list[list[int]] = []
     at = 0
-    for i, (line, ws) in enumerate(zip(lines, words)):
+    for i, (line, ws) in enumerate(zip(lines, words, strict=True)):
         keys.setdefault(min(ws, key=lambda w: (freq[w], -len(w))), []).append(i)  # the rarest: fewest per probe
         spans.append([at, len(line)])
         at += len(line) + 1

@@ -13,7 +13,13 @@ from pathlib import Path
 
 from qwen_triage.atomicfile import write_atomic
 from qwen_triage.rulepack.pack import (
-    RulePack, _key_prefix, bundled_files, load_pack, pack_from_data, pack_to_json, read_all,
+    RulePack,
+    _key_prefix,
+    bundled_files,
+    load_pack,
+    pack_from_data,
+    pack_to_json,
+    read_all,
 )
 from qwen_triage.rulepack.paths import bundled_rules_dir
 from qwen_triage.rulepack.prebuilt import ARTEFACT, artefact_bytes, prebuilt_data

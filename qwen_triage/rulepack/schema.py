@@ -10,7 +10,6 @@ from qwen_triage.rulepack.actions import Action
 from qwen_triage.rulepack.severity import Severity, Status
 from qwen_triage.rulepack.spec import table_value
 
-
 # Programs a rule reads (`sources:`). engine.origin enforces the system's records
 # (`kernel`, `systemd`: only rules naming them read them, and rules naming only them
 # read nothing else); among applications the names are a label for contributors and

@@ -23,9 +23,8 @@ def stray_rule_files(pack: RulePack, cwd: Path) -> list[Path]:
     A file counts as loaded when the pack read it, or when the bundled rules hold
     a file of the same name with the same bytes (the wheel's copy of a clone).
     """
-    from qwen_triage.rulepack.errors import RuleFileError
+    from qwen_triage.rulepack.errors import RuleFileError, read_bounded
     from qwen_triage.rulepack.paths import bundled_rules_dir
-    from qwen_triage.rulepack.errors import read_bounded
 
     here = cwd / "rules"
     if not here.is_dir():

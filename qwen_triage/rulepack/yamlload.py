@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
-
-from qwen_triage.rulepack.errors import Position, RuleFileError, read_bounded
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent, ScalarEvent
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from qwen_triage.rulepack.errors import Position, RuleFileError, read_bounded
 
 _CORE_TAGS = {
     "tag:yaml.org,2002:str",

@@ -34,11 +34,12 @@ from typing import TYPE_CHECKING, Protocol
 
 from qwen_triage.inputs import kernel as kernel_log
 from qwen_triage.live import procs
+
 if TYPE_CHECKING:
+    from qwen_triage.engine.compiled import CompiledPack
     from qwen_triage.live.orphan_guard import OrphanGuard
     from qwen_triage.live.session import LiveEvent
     from qwen_triage.live.stall import Stall
-    from qwen_triage.engine.compiled import CompiledPack
     from qwen_triage.report.model import Report
 
 
@@ -326,8 +327,8 @@ def triage_attempt(
 ) -> tuple["Report", list[str]]:
     """The attempt's log and the kernel log of its window, scanned as one report."""
     from qwen_triage.engine.scanner import Scanner
-    from qwen_triage.inputs.source import InputError, Source
     from qwen_triage.inputs.file import open_source
+    from qwen_triage.inputs.source import InputError, Source
 
     notes: list[str] = []
     scanner = Scanner(compiled)

@@ -43,6 +43,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from qwen_triage.report.model import Diagnosis, FixOut
 from qwen_triage.rulepack.actions import (
     Action,
     ChooseLayout,
@@ -57,7 +58,6 @@ from qwen_triage.rulepack.actions import (
     SetEnv,
     UnsetEnv,
 )
-from qwen_triage.report.model import Diagnosis, FixOut
 from qwen_triage.rulepack.fix_defaults import FixDefaults, bundled_fix_defaults
 from qwen_triage.runner import probes
 from qwen_triage.runner.layout import (

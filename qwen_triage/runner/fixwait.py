@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import time
 
+from qwen_triage.exits import EXIT_GAVE_UP, EXIT_MANUAL
 from qwen_triage.runner.deps import Deps
 from qwen_triage.runner.fixplan import FixPlan, verified
 from qwen_triage.runner.profile import RunSettings
-from qwen_triage.exits import EXIT_GAVE_UP, EXIT_MANUAL
 from qwen_triage.runner.stops import _Stop, interrupted
 
 

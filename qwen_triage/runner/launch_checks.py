@@ -26,29 +26,27 @@ How many devices to plan for:
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from qwen_triage import visible_devices
-
-from qwen_triage.rulepack.actions import CheckPort, ChooseLayout, FreePort
 from qwen_triage.engine.check_finding import CheckFinding, finding
-from qwen_triage.preflight.findings import act, ev, fix, load_classes, to_report
 from qwen_triage.preflight.doctor import check_model, merge_results, model_shape, plan_model, probe
-from qwen_triage.preflight.model.config import ModelConfig
+from qwen_triage.preflight.findings import act, ev, fix, load_classes, to_report
 from qwen_triage.preflight.machine.nvml import GpuProbe, GpuSnapshot
+from qwen_triage.preflight.model.config import ModelConfig
+from qwen_triage.preflight.plan.checks import bf16_finding, no_bf16_cc
 from qwen_triage.preflight.plan.gpus import gpus_to_plan
 from qwen_triage.preflight.plan.models import PlanResult
-from qwen_triage.preflight.plan.checks import bf16_finding, no_bf16_cc
-from qwen_triage.units import GiB
 from qwen_triage.report.model import Diagnosis, Observation
+from qwen_triage.rulepack.actions import CheckPort, ChooseLayout, FreePort
 from qwen_triage.runner import probes
 from qwen_triage.runner.layout import is_cpu_build, requested
 from qwen_triage.runner.vllm.argv import VllmLaunch
+from qwen_triage.units import GiB
 
 if TYPE_CHECKING:
     from qwen_triage.runner.fixplan import PlanContext

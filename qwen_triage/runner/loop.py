@@ -29,13 +29,13 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 
 from qwen_triage import visible_devices
+from qwen_triage.exits import EXIT_GAVE_UP, EXIT_INTERRUPTED, EXIT_MANUAL, EXIT_READY, EXIT_USAGE
 from qwen_triage.report.model import Diagnosis
 from qwen_triage.runner import probes
 from qwen_triage.runner.attempt import Server, iso
 from qwen_triage.runner.deps import Deps
 from qwen_triage.runner.fixplan import FixPlan, PlanContext, attempt_key, build_fix_plan
 from qwen_triage.runner.fixwait import manual_steps, wait_for_fix
-from qwen_triage.runner.layout import requested
 from qwen_triage.runner.launch_checks import (
     Machine,
     PreflightResult,
@@ -44,11 +44,11 @@ from qwen_triage.runner.launch_checks import (
     probe_machine,
     run_preflight,
 )
+from qwen_triage.runner.layout import requested
 from qwen_triage.runner.one_attempt import AttemptRunner
 from qwen_triage.runner.profile import RunSettings
 from qwen_triage.runner.render import command_text
 from qwen_triage.runner.runlog import AttemptRecord, Journal, RunRecord
-from qwen_triage.exits import EXIT_GAVE_UP, EXIT_INTERRUPTED, EXIT_MANUAL, EXIT_READY, EXIT_USAGE
 from qwen_triage.runner.stops import _Stop, interrupted
 from qwen_triage.runner.vllm.argv import VllmLaunch
 from qwen_triage.runner.vllm.diff import Change

@@ -9,8 +9,8 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from qwen_triage.interrupts import deliver_pending
 from qwen_triage.exits import EXIT_USAGE
+from qwen_triage.interrupts import deliver_pending
 from qwen_triage.runner.deps import Deps
 from qwen_triage.runner.loop import Run, default_paths
 from qwen_triage.runner.profile import (

@@ -8,10 +8,10 @@ here, with fix steps from the action vocabulary.
 
 from __future__ import annotations
 
-from qwen_triage.rulepack.actions import RerunWithDebug, SetArg, SetEnv, StopProcess
 from qwen_triage.engine.check_finding import CheckFinding, finding
 from qwen_triage.preflight.findings import act, ev, fix, load_classes, to_report
 from qwen_triage.report.model import Diagnosis
+from qwen_triage.rulepack.actions import RerunWithDebug, SetArg, SetEnv, StopProcess
 
 # Stages where a hang has a launch-side fix. NCCL first gathers evidence, then
 # turns off peer-to-peer (the usual culprit on PCIe boxes); graph capture and

@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,6 +28,7 @@ from qwen_triage.filemode import make_private
 from qwen_triage.redact import MASK, is_secret_env, is_secret_flag, mask_argv, mask_env, redact_tree
 from qwen_triage.report.model import Diagnosis
 from qwen_triage.runner.vllm.diff import Change
+
 
 class DiagnosisBrief(BaseModel):
     model_config = ConfigDict(populate_by_name=True)

@@ -9,8 +9,8 @@ from pathlib import Path
 from qwen_triage.authoring.lint.check import Check
 from qwen_triage.authoring.lint.context import LintContext, fix_defaults_error
 from qwen_triage.authoring.lint.problem import Problem
-from qwen_triage.rulepack.spec import ClassSpec
 from qwen_triage.rulepack.errors import RuleFileError
+from qwen_triage.rulepack.spec import ClassSpec
 
 
 def failed(check: Check, exc: RuleFileError) -> Problem:

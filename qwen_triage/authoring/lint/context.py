@@ -14,13 +14,12 @@ from pathlib import Path
 from qwen_triage.authoring.lint.examples import ExampleRun, compiled_for_paths, example_runs
 from qwen_triage.authoring.lint.variants import VariantRun, variant_runs
 from qwen_triage.engine.compiled import CompiledPack
-from qwen_triage.rulepack.fix_defaults import FIX_DEFAULTS_FILE
 from qwen_triage.rulepack.codes import CodeTables, load_code_tables
-from qwen_triage.rulepack.paths import code_files
-from qwen_triage.rulepack.pack import LoadedRule, RulePack, load_classes, load_rule_file, rule_files
-from qwen_triage.rulepack.paths import bundled_rules_dir
-from qwen_triage.rulepack.spec import ClassSpec
 from qwen_triage.rulepack.errors import RuleFileError
+from qwen_triage.rulepack.fix_defaults import FIX_DEFAULTS_FILE
+from qwen_triage.rulepack.pack import LoadedRule, RulePack, load_classes, load_rule_file, rule_files
+from qwen_triage.rulepack.paths import bundled_rules_dir, code_files
+from qwen_triage.rulepack.spec import ClassSpec
 
 
 @dataclass

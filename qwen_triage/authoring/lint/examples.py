@@ -12,9 +12,9 @@ from pathlib import Path
 from qwen_triage.engine.compiled import CompiledPack
 from qwen_triage.engine.matcher import Matcher
 from qwen_triage.engine.sources import Block
+from qwen_triage.rulepack.errors import RuleFileError
 from qwen_triage.rulepack.pack import LoadedRule, RulePack, load_pack, rule_files
 from qwen_triage.rulepack.severity import Status
-from qwen_triage.rulepack.errors import RuleFileError
 
 
 @dataclass

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from qwen_triage.authoring.lint.check import Check
 from qwen_triage.authoring.lint.context import LintContext
@@ -34,8 +33,8 @@ def _unknown_classes(check: Check, path: Path, classes: dict[str, ClassSpec]) ->
     """Every rule (and table row) of a schema-valid file whose class is not in the catalogue, each with
     its position; empty when the file fails for another reason (the loader's error then says why)."""
     from qwen_triage.authoring.suggest import CLASS_PLACEHOLDER
-    from qwen_triage.rulepack.schema import RuleFile
     from qwen_triage.rulepack.errors import RuleFileError
+    from qwen_triage.rulepack.schema import RuleFile
     from qwen_triage.rulepack.yamlload import load_yaml
 
     if not path.is_file():

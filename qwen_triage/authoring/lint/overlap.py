@@ -6,10 +6,9 @@ made (every rule that fired on each example), so no pattern is compiled or match
 
 from __future__ import annotations
 
-from typing import Any
-
 from collections import defaultdict
 from collections.abc import Hashable, Iterator
+from typing import Any
 
 from qwen_triage.authoring.lint.check import Check
 from qwen_triage.authoring.lint.context import LintContext

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from functools import lru_cache
 
@@ -11,7 +10,6 @@ from qwen_triage.authoring.lint.patterns import patterns_of
 from qwen_triage.authoring.lint.problem import Problem
 from qwen_triage.rulepack.pack import LoadedRule, compile_pattern
 from qwen_triage.rulepack.templates import PLACEHOLDER, outside_optional
-
 
 
 @lru_cache(maxsize=4096)

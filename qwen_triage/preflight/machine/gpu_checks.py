@@ -10,6 +10,11 @@ import math
 from collections import Counter
 from typing import Any
 
+from qwen_triage.engine.check_finding import CheckFinding, finding
+from qwen_triage.preflight.findings import act, ev, fix
+from qwen_triage.preflight.machine.nvml import Gpu, GpuSnapshot
+from qwen_triage.preflight.machine.topology import kind
+from qwen_triage.report.model import FixOut
 from qwen_triage.rulepack.actions import (
     BiosSetting,
     ExcludeGpu,
@@ -19,11 +24,6 @@ from qwen_triage.rulepack.actions import (
     SetEnv,
     StopProcess,
 )
-from qwen_triage.engine.check_finding import CheckFinding, finding
-from qwen_triage.preflight.findings import act, ev, fix
-from qwen_triage.preflight.machine.nvml import Gpu, GpuSnapshot
-from qwen_triage.preflight.machine.topology import kind
-from qwen_triage.report.model import FixOut
 from qwen_triage.units import GiB, human
 
 BUSY_BYTES = 1 * GiB

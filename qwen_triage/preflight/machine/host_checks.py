@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from qwen_triage import visible_devices
-from qwen_triage.rulepack.actions import (
-    CheckShm,
-    ContainerOption,
-    SetEnv,
-    UpgradeDriver,
-)
 from qwen_triage.engine.check_finding import CheckFinding, finding
 from qwen_triage.preflight.findings import act, ev, fix
 from qwen_triage.preflight.machine.nvml import GpuSnapshot, NvmlUnavailable
 from qwen_triage.preflight.machine.software import MIN_DRIVER, SoftwareInfo, cuda_gap
 from qwen_triage.preflight.machine.system import SystemInfo
 from qwen_triage.report.model import FixOut
+from qwen_triage.rulepack.actions import (
+    CheckShm,
+    ContainerOption,
+    SetEnv,
+    UpgradeDriver,
+)
 from qwen_triage.units import GiB, human
 
 SHM_MIN = 1 * GiB  # below this NCCL's shared-memory transport runs out (docker's default is 64 MiB)

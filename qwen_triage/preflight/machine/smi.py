@@ -12,10 +12,17 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from qwen_triage.units import MiB, SizeError, parse_size
 from qwen_triage.preflight.machine.nvml import (
-    Ecc, Gpu, GpuProcess, GpuSnapshot, Memory, Pcie, RemappedRows, ReplayProbe,
+    Ecc,
+    Gpu,
+    GpuProcess,
+    GpuSnapshot,
+    Memory,
+    Pcie,
+    RemappedRows,
+    ReplayProbe,
 )
+from qwen_triage.units import MiB, SizeError, parse_size
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _DEVICE = re.compile(r"^(GPU\d+|NIC\d+)$")

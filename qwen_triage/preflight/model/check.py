@@ -14,20 +14,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from qwen_triage.rulepack.actions import Redownload, VerifyFile
-from qwen_triage.preflight.model import gguf_check as ggufcheck
-from qwen_triage.preflight.model import safetensors_check as stcheck
-from qwen_triage.preflight.model.config_check import check_config, check_tokenizer
-from qwen_triage.preflight.model.scan_state import FileReport, ScanState
 from qwen_triage.engine.check_finding import CheckFinding, finding
 from qwen_triage.preflight.findings import act, ev, fix, to_report
+from qwen_triage.preflight.model import gguf_check as ggufcheck
+from qwen_triage.preflight.model import jsontext
+from qwen_triage.preflight.model import safetensors_check as stcheck
+from qwen_triage.preflight.model.config_check import check_config, check_tokenizer
 from qwen_triage.preflight.model.hashes import ChecksumFileError, ProgressStart, blob_digest, parse_sums, sha256_file
+from qwen_triage.preflight.model.scan_state import FileReport, ScanState
 from qwen_triage.preflight.output import PreflightOutput
 from qwen_triage.report.model import Diagnosis, Observation
+from qwen_triage.rulepack.actions import Redownload, VerifyFile
 from qwen_triage.rulepack.spec import ClassSpec
-from qwen_triage.preflight.model import jsontext
 
 _SHARD = re.compile(r"^(?P<stem>.+)-(?P<no>\d{5})-of-(?P<count>\d{5})\.(?P<ext>safetensors|bin)$")
 SMALL_SHARD = 0.5  # of the median sibling

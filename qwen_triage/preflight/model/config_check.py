@@ -11,10 +11,10 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from qwen_triage.rulepack.actions import Redownload
 from qwen_triage.engine.check_finding import CheckFinding, finding
 from qwen_triage.preflight.findings import act, ev, fix
 from qwen_triage.preflight.model import jsontext
+from qwen_triage.rulepack.actions import Redownload
 
 if TYPE_CHECKING:
     from pathlib import Path

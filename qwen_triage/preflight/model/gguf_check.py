@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from qwen_triage.rulepack.actions import Redownload, UpgradePackage, VerifyFile
 from qwen_triage.engine.check_finding import CheckFinding, finding
 from qwen_triage.preflight.findings import act, ev, fix
+from qwen_triage.rulepack.actions import Redownload, UpgradePackage, VerifyFile
 
 MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)

@@ -15,11 +15,11 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from qwen_triage.rulepack.actions import Redownload, VerifyFile
 from qwen_triage.engine.check_finding import CheckFinding, finding
 from qwen_triage.preflight.findings import act, ev, fix
-from qwen_triage.preflight.model.gguf_check import sniff
 from qwen_triage.preflight.model import jsontext
+from qwen_triage.preflight.model.gguf_check import sniff
+from qwen_triage.rulepack.actions import Redownload, VerifyFile
 
 MAX_HEADER = 100_000_000  # safetensors refuses larger headers ("HeaderTooLarge")
 TAIL_PROBE = 1 << 20

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from qwen_triage.rulepack.actions import ChooseLayout, LowerMaxModelLen, SetArg
-from qwen_triage.preflight.plan import memory as mem
 from qwen_triage.engine.check_finding import CheckFinding, finding
 from qwen_triage.preflight.findings import act, ev, fix
 from qwen_triage.preflight.model.config import ModelConfig, QuantInfo
+from qwen_triage.preflight.plan import memory as mem
 from qwen_triage.preflight.plan.models import Layout, LayoutRef, Settings, label
-from qwen_triage.units import GiB
 from qwen_triage.report.model import FixOut
+from qwen_triage.rulepack.actions import ChooseLayout, LowerMaxModelLen, SetArg
+from qwen_triage.units import GiB
 
 # Refusal and misfit codes -> the check reported when the user asked for that layout (rules/checks.yaml
 # declares each one's class); the two a plan also reports on its own word the requested case apart.

@@ -10,14 +10,15 @@ sequence, because vLLM refuses to start otherwise.
 
 from __future__ import annotations
 
-from functools import partial
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
-from qwen_triage.preflight.plan import memory as mem
 from qwen_triage.engine.check_finding import CheckFinding
 from qwen_triage.preflight.findings import to_report
+from qwen_triage.preflight.machine.topology import Placement, describe, kind, place
 from qwen_triage.preflight.model.config import ModelConfig, QuantInfo
+from qwen_triage.preflight.plan import memory as mem
 from qwen_triage.preflight.plan.checks import (
     fewer_visible_finding,
     kv_short_finding,
@@ -28,9 +29,8 @@ from qwen_triage.preflight.plan.checks import (
     resolve_dtype,
 )
 from qwen_triage.preflight.plan.models import Layout, LayoutRef, PlanModel, PlanResult, Settings
-from qwen_triage.preflight.machine.topology import Placement, describe, kind, place
-from qwen_triage.units import GiB
 from qwen_triage.rulepack.spec import ClassSpec
+from qwen_triage.units import GiB
 
 __all__ = ["Layout", "LayoutRef", "PlanResult", "command_for", "plan_layouts"]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from qwen_triage.preflight.plan.memory import Overhead
 from qwen_triage.preflight.model.config import ModelConfig, QuantInfo
 from qwen_triage.preflight.output import PreflightOutput
+from qwen_triage.preflight.plan.memory import Overhead
 from qwen_triage.report.model import Diagnosis, Observation
 
 

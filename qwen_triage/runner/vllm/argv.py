@@ -41,7 +41,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field, model_validator
 
 from qwen_triage.runner.vllm.options import (
-    BUILTIN, MODEL_NAMES, TYPED_KINDS, TYPED_NAMES, TYPED_OPTIONS, OptionTable, is_option,
+    BUILTIN,
+    MODEL_NAMES,
+    TYPED_KINDS,
+    TYPED_NAMES,
+    TYPED_OPTIONS,
+    OptionTable,
+    is_option,
 )
 from qwen_triage.units import parse_count as human_int
 

@@ -7,7 +7,6 @@ change with secrets masked.
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Mapping, Sequence
 from typing import Literal
@@ -17,7 +16,6 @@ from pydantic import BaseModel, ConfigDict, computed_field
 from qwen_triage.redact import MASK, is_secret_env, is_secret_flag
 from qwen_triage.runner.vllm.argv import VllmLaunch
 from qwen_triage.runner.vllm.options import BUILTIN
-
 
 
 class Change(BaseModel):

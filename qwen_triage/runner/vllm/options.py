@@ -20,8 +20,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from qwen_triage.units import parse_count as human_int  # vLLM's human-readable ints (--max-model-len 32k)
-
 VLLM_ARGS_VERSION = "0.32.0"
 
 Takes = Literal["none", "one", "multi", "optional", "unknown"]
