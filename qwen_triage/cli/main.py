@@ -392,28 +392,22 @@ def rules_coverage(paths: tuple[str, ...], fmt: str, rule_dirs: tuple[str, ...],
 def rules_export(target: str, out_dir: str | None, plugins: tuple[str, ...], identifier: str, buffer_size: int,
                  lookback: str, strict: bool, rule_dirs: tuple[str, ...]) -> None:
     """Export the kernel and journal rules for another engine; what cannot be said goes to stderr."""
-    try:
-        from qwen_triage.fleet.npd_export import PLUGIN_MONITOR_FILE, PLUGINS, export_npd, plugin_monitor_config
-        pack = load_rule_pack(rule_dirs)
-        result = export_npd(pack, plugins=[p for p in plugins or PLUGINS if p != "custom"], identifier=identifier,
-                            buffer_size=buffer_size, lookback=lookback)
+    pack = load_rule_pack(rule_dirs)
+    try:  # the export checks each pattern under RE2 (google-re2, the `fleet` extra)
+        from qwen_triage.fleet.npd_export import ExportOptions, run, write_configs
+
+        result = run(pack, ExportOptions(plugins=plugins, identifier=identifier, buffer_size=buffer_size,
+                                         lookback=lookback))
     except ImportError as exc:
         fail(str(exc))
-    if not plugins or "custom" in plugins:
-        result.configs[PLUGIN_MONITOR_FILE] = plugin_monitor_config(pack)
     for skipped in result.skipped:
         click.echo(f"qwen-triage: not exported: {skipped}", err=True)
     if out_dir is None:
         docs = list(result.configs.values())
         click.echo(json.dumps(docs[0] if len(docs) == 1 else result.configs, indent=2))
     else:
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
-        for name, config in result.configs.items():
-            from qwen_triage.atomicfile import write_atomic
-
-            path = Path(out_dir) / name
-            write_atomic(path, json.dumps(config, indent=2) + "\n", mode=0o644)  # node-problem-detector reads it
-            click.echo(f"qwen-triage: wrote {path} ({len(config['rules'])} NPD rules)", err=True)
+        for path, n in write_configs(result, Path(out_dir)):
+            click.echo(f"qwen-triage: wrote {path} ({n} NPD rules)", err=True)
     sys.exit(EXIT_FOUND if strict and result.skipped else EXIT_CLEAN)
 # --- end rules export (fleet) ---
 

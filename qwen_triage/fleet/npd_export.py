@@ -46,6 +46,7 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Iterable
 
 from qwen_triage.rulepack.pack import RulePack
@@ -696,3 +697,40 @@ def export_npd(
         result.configs[config_filename(plugin)] = config
         result.exported[plugin] = exported
     return result
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    """``qwen-triage rules export --to npd``'s options."""
+
+    plugins: tuple[str, ...] = ()
+    """kmsg, journald and/or custom (the plugin monitor that runs ``check``); none: all"""
+    identifier: str = DEFAULT_IDENTIFIER
+    buffer_size: int = DEFAULT_BUFFER
+    lookback: str = DEFAULT_LOOKBACK
+
+
+def run(pack: RulePack, options: ExportOptions) -> NpdExport:
+    """``rules export --to npd``: the system-log-monitor configs of the chosen plugins and, unless left out, the
+    custom plugin monitor's; what could not be exported is in ``skipped``."""
+    chosen = options.plugins or (*PLUGINS, "custom")
+    result = export_npd(pack, plugins=[p for p in chosen if p != "custom"], identifier=options.identifier,
+                        buffer_size=options.buffer_size, lookback=options.lookback)
+    if "custom" in chosen:
+        result.configs[PLUGIN_MONITOR_FILE] = plugin_monitor_config(pack)
+    return result
+
+
+def write_configs(result: NpdExport, out_dir: Path) -> list[tuple[Path, int]]:
+    """Each config as a file of ``out_dir`` (0644: node-problem-detector reads it); the paths and rule counts."""
+    import json
+
+    from qwen_triage.atomicfile import write_atomic
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, config in result.configs.items():
+        path = out_dir / name
+        write_atomic(path, json.dumps(config, indent=2) + "\n", mode=0o644)
+        written.append((path, len(config["rules"])))
+    return written
