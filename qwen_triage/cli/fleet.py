@@ -17,7 +17,7 @@ import click
 
 from qwen_triage.exits import EXIT_OK, EXIT_PROBLEM, EXIT_UNKNOWN
 from qwen_triage.inputs.helptext import KERNEL_CHECK_SOURCES
-from qwen_triage.report.formats import pick
+from qwen_triage.report.formats import CHECK, pick
 
 
 @click.command("check", short_help="One incremental node check (node-problem-detector, node_exporter, Slurm).")
@@ -28,7 +28,7 @@ from qwen_triage.report.formats import pick
 @click.option("--state", "state_dir", metavar="DIR", default=None,
               help="Where positions and active diagnoses are kept [default: $QWEN_TRIAGE_STATE, else "
                    "/var/lib/qwen-triage as root, else the user state directory].")
-@click.option("--format", "fmt", type=click.Choice(["npd", "text", "json"]), default="text", show_default=True,
+@click.option("--format", "fmt", type=click.Choice(CHECK), default="text", show_default=True,
               help="npd: node-problem-detector custom plugin (exit 0 OK, 1 problem, 2 unknown; one short line).")
 @click.option("--textfile", metavar="FILE", type=click.Path(dir_okay=False),
               help="Also write node_exporter textfile-collector metrics here (a *.prom file, replaced atomically).")

@@ -16,7 +16,7 @@ from qwen_triage.cli.options import engine_option, fail, format_option, pack_opt
 from qwen_triage.exits import EXIT_CLEAN, EXIT_FOUND, EXIT_INTERRUPTED, Failure
 from qwen_triage.interrupts import take_pending
 from qwen_triage.report.emit import FORMATS
-from qwen_triage.report.formats import JSONL, write_format
+from qwen_triage.report.formats import JSONL, PLAIN, write_format
 from qwen_triage.rulepack.errors import RuleFileError
 
 # Commands that live in their own subpackages, imported only when asked for, so
@@ -163,7 +163,7 @@ def rules_list(fmt: str, rule_dirs: tuple[str, ...]) -> None:
 
 
 @rules.command("classes")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(PLAIN), default="text", show_default=True)
 @rules_option
 def rules_classes(fmt: str, rule_dirs: tuple[str, ...]) -> None:
     """Every failure class id a rule's `class:` may name, with its title and fix."""
@@ -228,7 +228,7 @@ def _hyperscan() -> bool:
 @click.option("--level", "level_pairs", multiple=True, metavar="ID=LEVEL",
               help="Report these checks at another level (error, warning, info): `overlap=error`.")
 @click.option("--list-checks", is_flag=True, help="List every check (id, level, what it finds) and exit.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(PLAIN), default="text", show_default=True)
 def rules_lint(paths: tuple[str, ...], strict: bool, select: tuple[str, ...], ignore: tuple[str, ...],
                level_pairs: tuple[str, ...], list_checks: bool, fmt: str) -> None:
     """Schema, patterns, ids, classes, actions, examples, backtracking probes, overlapping rules."""
@@ -278,7 +278,7 @@ def rules_test(paths: tuple[str, ...], engine: str) -> None:
 
 
 @rules.command("actions")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(PLAIN), default="text", show_default=True)
 def rules_actions(fmt: str) -> None:
     """Every fix action type a rule may carry: its parameters and safety class."""
     from qwen_triage.rulepack.actions import allow_lists, describe_actions
@@ -337,7 +337,7 @@ def rules_suggest(paths: tuple[str, ...], rule_dirs: tuple[str, ...], engine: st
 # --- rules coverage ---
 @rules.command("coverage")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(PLAIN), default="text", show_default=True)
 @pack_options
 @click.option("--pack", "pack_dir", type=click.Path(exists=True, file_okay=False), default=None,
               help="Measure the rule files of this directory instead of the bundled ones (another version of "

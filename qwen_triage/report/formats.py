@@ -18,6 +18,8 @@ from typing import IO, TypeVar
 Renderer = Callable[[IO[str]], "str | None"]
 
 JSONL = "jsonl"  # `scan`'s stream of reports (engine/batch.py): one JSON report per input, one per line
+PLAIN = ("text", "json")  # the formats of a command whose output is a listing, not a report (rules lint, classes …)
+CHECK = ("npd", *PLAIN)  # `check`: node-problem-detector's plugin answer, or a listing
 
 
 R = TypeVar("R")

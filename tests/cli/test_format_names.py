@@ -12,7 +12,7 @@ from qwen_triage.cli.bugreport import RENDERERS as BUGREPORT
 from qwen_triage.cli.main import cli
 from qwen_triage.preflight.render import RENDERERS as PREFLIGHT
 from qwen_triage.report.emit import FORMATS, RENDERERS
-from qwen_triage.report.formats import JSONL
+from qwen_triage.report.formats import CHECK, JSONL, PLAIN
 from tests.import_graph import PACKAGE
 
 NAMES = {"text", "json", "markdown", JSONL}
@@ -36,6 +36,20 @@ def test_each_command_offers_the_names_of_its_renderers() -> None:
         assert _choices(command) == list(RENDERERS), command
     assert _choices("rules", "list") == _choices("eval") == list(RENDERERS)
     assert _choices("report") == list(BUGREPORT)
+    for listing in (("rules", "classes"), ("rules", "lint"), ("rules", "actions"), ("rules", "coverage")):
+        assert _choices(*listing) == list(PLAIN), listing
+    assert _choices("check") == list(CHECK)
+
+
+def test_the_listing_formats_are_named_once() -> None:
+    """`text`/`json` choices of the listing commands and `check`'s come from report/formats, not from a hand list."""
+    found = []
+    for path in sorted((PACKAGE / "cli").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.List, ast.Tuple)) and len(node.elts) >= 2 and all(
+                    isinstance(e, ast.Constant) and e.value in {"text", "json", "npd"} for e in node.elts):
+                found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    assert found == []
 
 
 def test_no_list_of_report_format_names_is_written_by_hand() -> None:
