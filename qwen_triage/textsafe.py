@@ -54,11 +54,6 @@ def clean_lines(lines: list[str]) -> list[str]:
     return [clean(line) for line in lines]
 
 
-def has_controls(text: str) -> bool:
-    """True when ``text`` holds anything :func:`clean` would remove (line feeds aside)."""
-    return bool(_CONTROLS.search(text))
-
-
 _JSON_RAW = re.compile(r"[\x7f-\x9f\u2028\u2029\u200e\u200f\u061c\u202a-\u202e\u2066-\u2069]")
 
 

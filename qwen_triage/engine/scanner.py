@@ -165,10 +165,6 @@ class Scanner:
     def observations(self) -> list[Observation]:
         return self.correlator.observations()
 
-    def diagnosis_count(self) -> int:
-        """Classes found so far (diagnoses and their symptoms)."""
-        return len(self.correlator.groups)
-
     def first_at(self, severities: Iterable[object]) -> Finding | CheckFinding | None:
         """The first finding of the first class found at one of ``severities`` (a live run's fatal line)."""
         wanted = tuple(severities)

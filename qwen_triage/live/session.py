@@ -193,6 +193,3 @@ class LiveSession:
         report = self.scanner.report()
         report.notes.extend(self.notes)
         return report
-
-    def diagnoses_count(self) -> int:
-        return self.scanner.diagnosis_count()
