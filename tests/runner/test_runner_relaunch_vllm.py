@@ -49,7 +49,9 @@ pytestmark = [pytest.mark.vllm, pytest.mark.xdist_group("vllm-server")]  # one s
 VLLM = VLLM_VENV / "bin" / "vllm"
 RUN_TIMEOUT = 240  # seconds (scaled) a runner may go without progress: no output, no log line, no journal entry
 READY_TIMEOUT = "150"  # one attempt; a TP 2 start took 40 s on a loaded 2-core machine
-COMMON = ["--max-model-len", "256", "--enforce-eager", "--kv-cache-memory-bytes", "64M"]
+# float32: vLLM's CPU GEMM takes its AMX kernels for bf16/fp16 weights wherever torch reports AMX, and a VM that
+# lists AMX without granting it kills the worker with SIGILL on the first forward pass (seen on this machine kind)
+COMMON = ["--max-model-len", "256", "--enforce-eager", "--kv-cache-memory-bytes", "64M", "--dtype", "float32"]
 TIMES: dict[str, float] = {}
 
 
