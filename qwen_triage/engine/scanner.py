@@ -167,8 +167,10 @@ class Scanner:
 
     def first_at(self, severities: Iterable[object]) -> Finding | CheckFinding | None:
         """The first finding of the first class found at one of ``severities`` (a live run's fatal line)."""
+        if self._correlator is None:  # nothing found yet: no correlator to make
+            return None
         wanted = tuple(severities)
-        for group in self.correlator.groups.values():
+        for group in self._correlator.groups.values():
             if group.severity in wanted:
                 return group.first
         return None
@@ -203,14 +205,9 @@ class Scanner:
                 f = self._located[item.template] = found.get(item.template)
                 if f is not None and f.finding is not None:
                     self.correlator.add(f.finding)
-        placed: dict[int, PrintedBy] = {}
-        for item in list(items):
-            f = self._located.get(item.template)
-            if f is not None and f.finding is not None:
-                items.remove(item)
-            elif f is not None:
-                placed[id(item)] = f.printed_by
-        return placed
+        classed = {t for t, f in self._located.items() if f is not None and f.finding is not None}
+        items[:] = [i for i in items if i.template not in classed]
+        return {id(i): f.printed_by for i in items if (f := self._located.get(i.template)) is not None}
 
     def clean_figures(self) -> Figures | None:
         """The report's figures when they are all it would hold (no diagnosis, observation, unrecognised line,

@@ -20,6 +20,7 @@ Here is one decoder per kind (:data:`DECODERS`): a new structured format is one 
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import re
 from dataclasses import dataclass
@@ -335,21 +336,11 @@ def source_blocks(source: Source, max_line: int = MAX_LINE, chunk: int = CHUNK) 
 
 
 def iter_blocks(source: Source, max_line: int = MAX_LINE, chunk: int = CHUNK) -> Iterator[Block]:
-    """Blocks of log lines of one source: :func:`source_blocks`, decoded."""
-    return decode_as(source, source_blocks(source, max_line, chunk))
-
-
-def decode_as(source: Source, blocks: Iterator[Block]) -> Iterator[Block]:
-    """``blocks`` decoded by the source's kind as it is when the first block arrives (the sniff sets it)."""
-    first = next(blocks, None)
-    if first is None:
-        return iter(())
-    return decode(source.kind, _chain(first, blocks))
-
-
-def _chain(first: Block, rest: Iterator[Block]) -> Iterator[Block]:
-    yield first
-    yield from rest
+    """Blocks of log lines of one source: :func:`source_blocks`, decoded by the kind its first bytes show."""
+    raw = source_blocks(source, max_line, chunk)
+    first = next(raw, None)  # reading starts: the sniff sets source.kind
+    if first is not None:
+        yield from decode(source.kind, itertools.chain((first,), raw))
 
 
 def chunk_blocks(data: bytes, first_line: int, source: Source, kind: str, max_line: int = MAX_LINE) -> Iterator[Block]:

@@ -1,6 +1,6 @@
 """Sources by name. Readers (pulled, within a budget: ``check``): ``build("file", path)``, ``build("journal",
 unit)``, ``build("kernel")``, ``build("process", pid)``. Live sources (pushing bytes as they come: ``scan --follow``,
-``attach``, ``journal``): ``live("file", path)``, ``live("stdin")``, ``live("journal", cmd)``, ``live("fd", fd)``.
+``attach``, ``journal``): ``live("file", path)``, ``live("stdin")``, ``live("journal", cmd)``.
 
 Why a registry: callers (the CLI's ``--journal``/``--kernel``/paths, a config listing sources) name a kind of
 source and get a :class:`~qwen_triage.inputs.base.Reader`, without knowing which module reads it or which of
@@ -10,7 +10,6 @@ when called, so naming a kind costs nothing until it is read. The table is a rea
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -113,13 +112,8 @@ def _live_journal(cmd: list[str], name: str, stderr: IO[bytes] | int | None = No
     return LiveSource(name=name, kind=JOURNAL_JSON, fd=proc.stdout.fileno(), proc=proc)
 
 
-def _live_fd(fd: int, name: str, kind: str = AUTO) -> LiveSource:
-    os.fstat(fd)  # OSError now for a descriptor that is not open, not at the first read
-    return LiveSource(name=name, kind=kind, fd=fd)
-
-
 LIVE: Mapping[str, Callable[..., LiveSource]] = MappingProxyType(
-    {"file": _live_file, "stdin": _live_stdin, "journal": _live_journal, "fd": _live_fd}
+    {"file": _live_file, "stdin": _live_stdin, "journal": _live_journal}
 )
 
 
