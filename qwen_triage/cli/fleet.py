@@ -91,11 +91,13 @@ def _check(params: dict[str, Any], started: float, now: float) -> tuple[int, str
                         "while starting", now)
 
 
-def _unknown(fmt: str, max_output: int, reason: str, now: float) -> tuple[int, str]:
-    """The answer of a check that could not say, in the format asked for (no channel but NPD's own words)."""
+def _unknown(fmt: str, max_output: int, reason: str, now: float, said: bool = False) -> tuple[int, str]:
+    """The answer of a check that could not say, in the format asked for (no channel but NPD's own words);
+    ``said``: the reason is on stderr already."""
     from qwen_triage.fleet.npd import npd_failure
 
-    click.echo(f"qwen-triage: {reason}", err=True)
+    if not said:
+        click.echo(f"qwen-triage: {reason}", err=True)
     return pick(fmt, {
         "npd": lambda: npd_failure(reason, max_output),
         "json": lambda: (EXIT_UNKNOWN, json.dumps({"status": "unknown", "errors": [reason]})),
@@ -124,11 +126,7 @@ def _check_armed(params: dict[str, Any], started: float, now: float) -> tuple[in
         reason = str(exc)
         click.echo(f"qwen-triage: {reason}", err=True)
         _say_errors([ch.failed(reason, now) for ch in channels])
-        return pick(fmt, {
-            "npd": lambda: _status_and_text(npd.failed(reason, now)),
-            "json": lambda: (EXIT_UNKNOWN, json.dumps({"status": "unknown", "errors": [reason]})),
-            "text": lambda: (EXIT_UNKNOWN, ""),
-        })()
+        return _unknown(fmt, params["max_output"], reason, now, said=True)
     published = [ch.publish(result) for ch in channels]
     _say_errors(published)
     shown = result.select(params["class_patterns"])
