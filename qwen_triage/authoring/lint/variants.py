@@ -16,7 +16,11 @@ and in the wording of another release. Three kinds of variant, each its own chec
 * **drift**: what real releases change: the case of a sentence's first word, the quotes around a value
   (' ↔ " ↔ none, backticks), an exception name repeated (``RuntimeError: RuntimeError: …``) or printed
   without its module, an errno moved (``[Errno 98] …`` ↔ ``… (errno 98)``), a word added inside a long
-  matched phrase.
+  matched phrase. Only what a release can reword drifts: a traceback's frames and the source lines they
+  echo are the interpreter's own format (CPython always prints ``File "path", line N, in f``), a value
+  after ``key=`` is quoted by its formatter (logfmt's ``error="…"``, a repr's ``host='…'``), a
+  ``KeyError``'s message is the key's ``repr``, and a word is added between two words of prose, not
+  between a field's name and its value or inside a column layout.
 
 Every variant is rendered from the example alone, the same way each run: lint stays deterministic.
 """
@@ -60,17 +64,26 @@ class _Line:
     message: str
     tail: str  # what the normaliser left off the end (a logfmt value's closing quote)
     record: LineRecord
+    interpreter: bool = False  # a traceback's frame or the source line it echoes: no release rewords it
 
     def with_message(self, message: str) -> str:
         return self.head + message + self.tail
 
 
+# CPython's traceback frame (`traceback.FrameSummary`, `PyTraceBack_Print`): always this form, double quotes.
+_FRAME = re.compile(r'^\s*File "[^"\n]+", line \d+')
+
+
 def _lines(example: str) -> list[_Line]:
-    out = []
+    out: list[_Line] = []
     for text in example.splitlines() or [""]:
         rec = normalize(text)
         at = text.rfind(rec.message)  # the message is a substring of the line (engine.normalize)
-        out.append(_Line(text[:at], rec.message, text[at + len(rec.message):], rec))
+        frame = _FRAME.match(rec.message) is not None
+        # the source line a frame echoes: indented, right after its frame (the program's code, not a message)
+        echo = bool(out) and out[-1].interpreter and _FRAME.match(out[-1].message) is not None \
+            and rec.message[:1].isspace()
+        out.append(_Line(text[:at], rec.message, text[at + len(rec.message):], rec, frame or echo))
     return out
 
 
@@ -159,7 +172,10 @@ _EXCEPTION = r"[A-Z]\w{0,60}(?:Error|Exception|Exit|Interrupt|Failure)"
 # (a word of a sentence: followed by a space, not a file or program name; a traceback's frames are Python's own)
 _SENTENCE_HEAD = re.compile(rf"^(?!\s*(?:File \"|Traceback \())\s*(?:(?:[A-Za-z_]\w*\.){{0,6}}{_EXCEPTION}: )?"
                             r"([A-Za-z])(?=[a-z]+ )")
-_QUOTED = re.compile(r"""(?<![\w'"`\\])(['"`])([^'"`\s\\](?:[^'"`\\\n]{0,200}?[^'"`\s\\])?)\1(?![\w'"`])""")
+# a quoted value in a sentence; not one after `key=` (logfmt's `error="…"`, a repr's `host='…'`: the formatter
+# quotes it, always the same way) nor a KeyError's key (its message is the key's repr)
+_QUOTED = re.compile(r"""(?<![\w'"`\\=])(?<!\bKeyError: )(['"`])([^'"`\s\\](?:[^'"`\\\n]{0,200}?[^'"`\s\\])?)\1"""
+                     r"""(?![\w'"`])""")
 _SWAP = {"'": '"', '"': "'", "`": "'"}
 _EXC_HEAD = re.compile(rf"^(\s*)((?:[A-Za-z_]\w*\.){{0,6}}{_EXCEPTION}): (?=\S)")
 _EXC_QUALIFIED = re.compile(rf"^(\s*)(?:[A-Za-z_]\w*\.){{1,6}}({_EXCEPTION}): ")
@@ -205,7 +221,7 @@ _DRIFTS: tuple[tuple[str, Callable[[str], str]], ...] = (
 
 
 def _on_messages(lines: list[_Line], change: Callable[[str], str]) -> str:
-    return "\n".join(line.with_message(change(line.message)) for line in lines)
+    return "\n".join(line.with_message(line.message if line.interpreter else change(line.message)) for line in lines)
 
 
 @lru_cache(maxsize=4096)
@@ -213,17 +229,26 @@ def _compiled(pattern: str):
     return compile_pattern(pattern)
 
 
+# where a release can add a word: one space between two words of prose (not after a field's `name:` or
+# before its value, not inside a column layout, not between a hex address and the next field)
+_PROSE_GAP = re.compile(r"(?<![\w'])[A-Za-z][a-z']*( )(?=[A-Za-z][a-z']*(?![\w']))")
+
+
 def _extra_word(lr: LoadedRule, lines: list[_Line]) -> str | None:
-    """A word added in the middle of the phrase the rule matched, when it is longer than a core."""
+    """A word added between two words of prose near the middle of the phrase the rule matched, when the
+    phrase is longer than a core (more than LONG_WORDS words)."""
     for i, line in enumerate(lines):
+        if line.interpreter:
+            continue
         for pattern in (*lr.rule.match.any, *lr.rule.match.all):
             m = _compiled(pattern).search(line.message)
-            if m is None:
+            if m is None or len(m.group(0).split()) <= LONG_WORDS:
                 continue
-            spaces = [j for j in range(m.start(), m.end()) if line.message[j] == " "]
-            if len(spaces) < LONG_WORDS:
+            gaps = [g.end(1) for g in _PROSE_GAP.finditer(line.message, m.start(), m.end())]
+            if not gaps:
                 continue
-            at = spaces[len(spaces) // 2] + 1
+            middle = (m.start() + m.end()) // 2
+            at = min(gaps, key=lambda j: abs(j - middle))
             changed = line.message[:at] + "now " + line.message[at:]
             return "\n".join(ln.with_message(changed if k == i else ln.message) for k, ln in enumerate(lines))
     return None

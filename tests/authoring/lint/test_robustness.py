@@ -32,7 +32,7 @@ def _messages(tmp_path: Path, text: str, check: str) -> list[str]:
      "exception printed without its module", "FrobError: frobnicate failed"),
     (r"(?i)frobnicate failed badly because the widget could not be found in the top drawer",
      "frobnicate failed badly because the widget could not be found in the top drawer",
-     "a word added inside a matched phrase", "frobnicate failed badly because the widget could now not be found"),
+     "a word added inside a matched phrase", "frobnicate failed badly because the now widget could not be found"),
 ])
 def test_a_rule_keyed_on_a_sentence_is_named_with_the_drift_that_breaks_it(
         tmp_path: Path, pattern: str, example: str, variant: str, rendered: str) -> None:
@@ -106,3 +106,30 @@ def test_a_rule_keyed_on_the_file_nccl_prints_is_wrapped_with_that_file_kept(tmp
     bare = rule(match="any: ['NCCL WARN Cuda failure']", sources="nccl",
                 example="NCCL WARN Cuda failure 1 'invalid argument'", extra=where)
     assert any("does not fire" in m for m in _messages(tmp_path / "b", bare, "example"))
+
+
+@pytest.mark.parametrize(("pattern", "example"), [
+    # CPython prints every frame as `File "path", line N, in func`, double-quoted, and echoes its source line:
+    # neither is a message a release rewords
+    (r'File "/opt/frob/widget\.py", line \d+, in spin',
+     '  File "/opt/frob/widget.py", line 12, in spin\n    data = frob(\'x\')\nValueError: the widget jammed'),
+    # a value after `key=` is quoted by its formatter (Go's logfmt, a Python repr), always the same way
+    (r'[Ff]rob runner terminated error="exit status \d+"', 'frob runner terminated error="exit status 2"'),
+    (r"FrobPool\(host='[\w.]+'", "FrobPool(host='frob.example', port=443): Max retries exceeded"),
+    # a KeyError's message is the key's repr
+    (r"KeyError: '\w+'$", "KeyError: 'qwen9'"),
+    # a column layout is not prose: no word goes between its headings
+    (r"#\s+size\s+count\s+type\s+redop\s+root\s+time\s+algbw\s+busbw\s+#wrong\s+time\s+algbw\s+busbw",
+     "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw"),
+])
+def test_what_no_release_rewords_is_not_drifted(tmp_path: Path, pattern: str, example: str) -> None:
+    text = rule(match=f"any: [{_quoted(pattern)}]", example=example, no_match="all is well")
+    assert _messages(tmp_path, text, "robust-drift") == []
+
+
+def test_a_word_is_added_between_two_words_of_prose_not_between_a_field_and_its_value(tmp_path: Path) -> None:
+    pattern = r"[Ff]rob socket has timed out after \d+ms while trying to connect to \(\S+, \d+\)"
+    example = "frob socket has timed out after 600000ms while trying to connect to (10.1.2.3, 25000)."
+    text = rule(match=f"any: [{_quoted(pattern)}]", example=example, no_match="all is well")
+    [message] = _messages(tmp_path, text, "robust-drift")
+    assert "frob socket has timed out after 600000ms while now trying to connect" in message, message
