@@ -231,20 +231,39 @@ def _compiled(pattern: str):
 
 # where a release can add a word: one space between two words of prose (not after a field's `name:` or
 # before its value, not inside a column layout, not between a hex address and the next field)
+_WORD = re.compile(r"[A-Za-z][^\s]*")
 _PROSE_GAP = re.compile(r"(?<![\w'])[A-Za-z][a-z']*( )(?=[A-Za-z][a-z']*(?![\w']))")
+
+
+def _values(m: re.Match[str]) -> list[tuple[int, int]]:
+    """The spans of the facts a match captured (named groups holding no other): values, not the rule's words."""
+    spans = {m.span(name) for name in m.re.groupindex if m.span(name)[0] >= 0}
+    return [s for s in spans if not any(o != s and s[0] <= o[0] and o[1] <= s[1] for o in spans)]
+
+
+def _spelled_words(m: re.Match[str], values: list[tuple[int, int]]) -> int:
+    """How many words of the match the pattern spells itself (the captured values left out)."""
+    text = list(m.string[m.start():m.end()])
+    for start, end in values:
+        text[start - m.start():end - m.start()] = " " * (end - start)
+    return len(_WORD.findall("".join(text)))
 
 
 def _extra_word(lr: LoadedRule, lines: list[_Line]) -> str | None:
     """A word added between two words of prose near the middle of the phrase the rule matched, when the
-    phrase is longer than a core (more than LONG_WORDS words)."""
+    pattern spells more than LONG_WORDS of its words (a captured value is the log's, not the rule's)."""
     for i, line in enumerate(lines):
         if line.interpreter:
             continue
         for pattern in (*lr.rule.match.any, *lr.rule.match.all):
             m = _compiled(pattern).search(line.message)
-            if m is None or len(m.group(0).split()) <= LONG_WORDS:
+            if m is None:
                 continue
-            gaps = [g.end(1) for g in _PROSE_GAP.finditer(line.message, m.start(), m.end())]
+            values = _values(m)
+            if _spelled_words(m, values) <= LONG_WORDS:
+                continue
+            gaps = [g.end(1) for g in _PROSE_GAP.finditer(line.message, m.start(), m.end())
+                    if not any(start < g.end(1) < end for start, end in values)]
             if not gaps:
                 continue
             middle = (m.start() + m.end()) // 2

@@ -118,6 +118,10 @@ def test_a_rule_keyed_on_the_file_nccl_prints_is_wrapped_with_that_file_kept(tmp
     (r"FrobPool\(host='[\w.]+'", "FrobPool(host='frob.example', port=443): Max retries exceeded"),
     # a KeyError's message is the key's repr
     (r"KeyError: '\w+'$", "KeyError: 'qwen9'"),
+    # a captured value is the log's, not the rule's: a short phrase with a long list after it is a core
+    (r"\bnot used by the FrobParser: (?P<args>\[.{1,300}?\])",
+     "ValueError: Some keys are not used by the FrobParser: ['bf16', 'do_train', 'eval steps', 'learning rate', "
+     "'logging steps', 'save steps', 'warmup ratio']"),
     # a column layout is not prose: no word goes between its headings
     (r"#\s+size\s+count\s+type\s+redop\s+root\s+time\s+algbw\s+busbw\s+#wrong\s+time\s+algbw\s+busbw",
      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw"),
