@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from qwen_triage.engine.compiled import CompiledPack
     from qwen_triage.preflight.machine.nvml import GpuProbe
     from qwen_triage.preflight.machine.software import SoftwareInfo
-    from qwen_triage.report.model import Diagnosis, Observation, Report
+    from qwen_triage.report.model import Diagnosis, Hang, Observation, Report
 
 Runner = Callable[..., subprocess.CompletedProcess]
 
@@ -38,6 +38,7 @@ MAX_EVIDENCE = 3  # lines per finding
 MAX_FIX = 3
 MAX_UNRECOGNISED = 5
 MAX_TEXT = 300  # characters of one line or summary
+MAX_HANG_RANKS = 16  # rows of a multi-rank job's table: the culprit and the suspects first
 MAX_JOURNAL_LINES = 50_000  # of one unit's journal for this boot (the newest)
 JOURNAL_TIMEOUT_S = 30
 
@@ -81,6 +82,33 @@ def section_of(report: Report, title: str, source: str) -> Section:
         notes=[_short(n) for n in report.notes[:10]],
         cut=cut,
     )
+
+
+def short_hang(hang: Hang, notes: list[str]) -> Hang:
+    """A multi-rank job's picture, short: the cause's diagnosis left out (the culprit's `why` names it), at most
+    :data:`MAX_HANG_RANKS` rows, the culprit and the suspects first; what was cut goes to ``notes``."""
+    from dataclasses import replace
+
+    doubt = {s.rank for s in hang.suspects} | ({hang.culprit.rank} if hang.culprit is not None else set())
+    rows = sorted(hang.ranks, key=lambda r: (r.rank not in doubt, r.verdict == "timed out", r.rank))
+    if len(rows) > MAX_HANG_RANKS:
+        notes.append(f"multi-rank job: {len(rows) - MAX_HANG_RANKS} more rank row(s) not listed")
+    return replace(hang, cause=None, ranks=sorted(rows[:MAX_HANG_RANKS], key=lambda r: r.rank))
+
+
+def _job_hang(compiled: Callable[[], CompiledPack], logs: Sequence[str], reports: list[Report],
+              notes: list[str]) -> Hang | None:
+    """The logs' multi-rank job as one: one log's own picture, or, when several logs are given and one of them
+    shows ranks, the scan of them all together (several hosts' files: their clocks aligned, each rank's host)."""
+    found = [r.hang for r in reports if r.hang is not None]
+    if not found:
+        return None
+    hang = found[0]
+    if len(logs) > 1:
+        from qwen_triage.engine.scanner import scan_paths
+
+        hang = scan_paths(list(logs), compiled()).hang or hang
+    return short_hang(hang, notes)
 
 
 def _scan(compiled: CompiledPack, name: str, data: bytes | None = None, path: str | None = None) -> Report:
@@ -141,8 +169,9 @@ def collect(
         doctor.notes.append("environment: " + " ".join(f"{k}={v}" for k, v in mask_env(sw.env).items()))
 
     sections: list[Section] = []
-    for path in logs:
-        sections.append(section_of(_scan(get_pack(), path, path=path), f"log {path}", path))
+    scanned = [_scan(get_pack(), path, path=path) for path in logs]
+    sections += [section_of(r, f"log {path}", path) for path, r in zip(logs, scanned, strict=True)]
+    hang = _job_hang(get_pack, logs, scanned, notes)
     for unit in units:
         data, how = read_unit(unit, MAX_JOURNAL_LINES, JOURNAL_TIMEOUT_S, run=run)
         if data is None:
@@ -164,6 +193,7 @@ def collect(
         versions=vers,
         doctor=doctor,
         sections=sections,
+        hang=hang,
         notes=notes,
     )
     return redacted(report)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-BUGREPORT_FORMAT = 1
+from qwen_triage.report.model import Hang
+
+BUGREPORT_FORMAT = 2  # 2: `hang`, the logs' multi-rank picture (engine.hang)
 
 
 class _M(BaseModel):
@@ -58,4 +60,6 @@ class BugReport(_M):
     versions: Versions
     doctor: Section | None = None
     sections: list[Section] = Field(default_factory=list)
+    hang: Hang | None = Field(default=None, description="the logs' multi-rank job read as one (as `scan` of them all "
+                              "gives it): the rank that stopped first and one row per rank; null: no multi-rank job")
     notes: list[str] = Field(default_factory=list)

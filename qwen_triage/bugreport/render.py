@@ -8,7 +8,7 @@ close; the report is redacted before it gets here (``collect.redacted``).
 from __future__ import annotations
 
 from qwen_triage.bugreport.model import BugReport, Finding, Section
-from qwen_triage.report.markdown import md_escape
+from qwen_triage.report.markdown import hang_markdown, md_escape
 
 _VERSION_ROWS = (
     ("tool", "qwen-triage"), ("driver", "NVIDIA driver"), ("cuda_driver", "CUDA (driver)"), ("torch", "torch"),
@@ -67,6 +67,8 @@ def to_markdown(report: BugReport) -> str:
     out.append("")
     if report.doctor is not None:
         out += _section(report.doctor)
+    if report.hang is not None:
+        out += hang_markdown(report.hang)
     for s in report.sections:
         out += _section(s)
     for n in report.notes:

@@ -162,6 +162,11 @@ class HangTracker:
         self.failed_at: dict[str, float] = {}
         self.config: dict[str, dict[str, str]] = {}  # clock (host) -> what it printed of CONFIGS, first value
 
+    @property
+    def seen(self) -> int:
+        """How many records the tracker has been fed: a live session asks for a new verdict only when it grew."""
+        return self._order
+
     def _state(self, rank: int) -> RankState | None:
         if not 0 <= rank < MAX_RANKS:
             return None

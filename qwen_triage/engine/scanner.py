@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from qwen_triage.engine.check_finding import CheckFinding
     from qwen_triage.engine.correlate import Correlator
     from qwen_triage.engine.locate import Located
-    from qwen_triage.report.model import Diagnosis, Observation, PrintedBy, Report
+    from qwen_triage.report.model import Diagnosis, Hang, Observation, PrintedBy, Report
     from qwen_triage.rulepack.catalogue_index import CatalogueIndex
 
 MAX_UNRECOGNISED = 50  # templates listed in a report; the rest are counted in a note
@@ -209,6 +209,18 @@ class Scanner:
         items[:] = [i for i in items if i.template not in classed]
         return {id(i): f.printed_by for i in items if (f := self._located.get(i.template)) is not None}
 
+    def hang_report(self, diagnoses: list[Diagnosis] | None = None) -> Hang | None:
+        """The report's `hang` object over what was read so far (engine.hang; None: the logs show no multi-rank
+        job): the report's, and a live session's when its input pauses (the same analysis in every mode).
+        ``diagnoses``: the report's, where the kernel-log join looks for a cause (else the correlator's now)."""
+        several = len(self.sources) > 1
+        verdict = self.hang.verdict(several_files=several)
+        if verdict is None:
+            return None
+        if diagnoses is None:
+            diagnoses = self._correlator.diagnoses() if self._correlator is not None else []
+        return to_report(verdict, join_cause(verdict, diagnoses, several))
+
     def clean_figures(self) -> Figures | None:
         """The report's figures when they are all it would hold (no diagnosis, observation, unrecognised line,
         hang, note, nor an input with nothing in it), without building it; else None (ask :meth:`report`).
@@ -260,8 +272,6 @@ class Scanner:
         items = self.unrecognised.ordered(self.correlator.diagnosed_records())  # less what a diagnosis holds
         placed = self._locate(items)
         diagnoses = self.correlator.diagnoses()
-        several = len(self.sources) > 1
-        verdict = self.hang.verdict(several_files=several)
         if not diagnoses:  # a hang says nothing wrong: where it stopped is the evidence
             items += self._unheld_relays()
             items += self.unrecognised.stalls({s.index: s.lines_read for s in self.sources})
@@ -274,7 +284,7 @@ class Scanner:
             observations=self.correlator.observations(),
             notes=notes,
             nothing_read=bool(self.sources) and all(s.empty for s in self.sources),
-            hang=None if verdict is None else to_report(verdict, join_cause(verdict, diagnoses, several)),
+            hang=self.hang_report(diagnoses),
             unrecognised=[
                 Unrecognised(  # from log text: secrets masked here, as in evidence_of
                     template=redact_text(i.template),

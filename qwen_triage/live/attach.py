@@ -201,7 +201,7 @@ def _attach(pid: int, compiled: CompiledPack, fmt: str, new_only: bool) -> int:
         return EXIT_ERROR
 
     reporter = LiveReporter(Sink(2))
-    session = LiveSession(compiled, on_event=reporter.event)
+    session = LiveSession(compiled, on_event=reporter.event, on_hang=reporter.hang)
     loop = FollowLoop(session, note=reporter.note)
     try:
         jproc = _follow(loop, plan, pid, unit, user, new_only, reporter.note)

@@ -35,6 +35,7 @@ from qwen_triage.live.stall import (
 if TYPE_CHECKING:
     from qwen_triage.engine.compiled import CompiledPack
     from qwen_triage.live.session import LiveEvent, LiveInput, LiveSession
+    from qwen_triage.report.model import Hang
 
 SETTLE, STDOUT, STDERR, QUIET = 0, 1, 2, 3  # SETTLE: release pending findings; QUIET: the output paused
 TRIAGE_BATCH = 1 << 16  # bytes merged for one engine pass: short C calls, so other threads get the GIL soon
@@ -64,12 +65,13 @@ class TriageFeed:
         on_stage: Callable[[StageState], None] | None = None,
         on_output: Callable[[int, bytes], None] | None = None,
         on_fatal: Callable[["LiveSession"], None] | None = None,
+        on_hang: Callable[["Hang"], None] | None = None,
         processes: Callable[[], int] = lambda: 0,
     ):
         self.compiled = compiled
         self.hooks = hooks
         self.on_event, self.on_stall, self.on_stage = on_event, on_stall, on_stage
-        self.on_output, self.on_fatal = on_output, on_fatal
+        self.on_output, self.on_fatal, self.on_hang = on_output, on_fatal, on_hang
         self.processes = processes
         self.events: list[LiveEvent] = []
         self.stalls: list[Stall] = []
@@ -96,7 +98,8 @@ class TriageFeed:
             return
         from qwen_triage.live.session import LiveSession
 
-        self.session = LiveSession(self.compiled, on_event=self._event)
+        self.session = LiveSession(self.compiled, on_event=self._event,
+                                   on_hang=None if self.on_hang is None else self._hang)
         self._input = self.session.add_input(name, kind="text")
 
     def started(self, when: float) -> None:
@@ -283,6 +286,9 @@ class TriageFeed:
         self.hooks.notes.append(f"stall: {stall.describe()}" + (f"; last stage line: {line}" if line else ""))
         self.hooks.call(self.on_stall, stall)
         self._queue.put((SETTLE, b"", time.monotonic()))  # no veto is coming soon: settle pending findings
+
+    def _hang(self, hang: "Hang") -> None:
+        self.hooks.call(self.on_hang, hang)
 
     def _event(self, ev: "LiveEvent") -> None:
         self.events.append(ev)

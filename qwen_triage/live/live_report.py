@@ -21,7 +21,7 @@ from qwen_triage.live.pump import same_target, write_all
 if TYPE_CHECKING:
     from qwen_triage.live.session import LiveEvent
     from qwen_triage.live.stall import Stall
-    from qwen_triage.report.model import Report
+    from qwen_triage.report.model import Hang, Report
 
 TAG = "qwen-triage"
 
@@ -180,6 +180,18 @@ class LiveReporter:
             self._render(self._rule("stall", "bold yellow"),
                          Panel(Group(*body), border_style="yellow") if self.boxed else Group(*body))
         )
+
+    def hang(self, hang: "Hang") -> None:
+        """A multi-rank job's culprit (or, once the output stays quiet, its suspects), as `scan` prints it: who
+        stopped first, then one row per rank. Printed when the ranks' timeouts end the silence of a stall."""
+        if self.quiet:
+            return
+        from qwen_triage.report.text import print_hang
+
+        console = self._console()
+        console.print(self._rule(f"hang at +{time.monotonic() - self.started:.1f}s", "bold red"))
+        print_hang(hang, console)
+        self.sink.write_block(console.file.getvalue())
 
     def note(self, message: str, always: bool = False) -> None:
         if self.quiet and not always:

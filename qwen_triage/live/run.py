@@ -85,7 +85,8 @@ def _supervise(o: RunOptions, supervisor: list[Any], early: list[int]) -> int:
     sup = Supervisor(
         command, log=log, log_exclusive=not o.log_path, compiled=compiled, stall=stall,
         kill_on_fatal=o.kill_on_fatal, grace=o.grace, unbuffered=o.unbuffered, stdout=out, stderr=err,
-        on_event=reporter.event, on_stall=reporter.stall, on_note=reporter.note, subreaper=True,
+        on_event=reporter.event, on_stall=reporter.stall, on_note=reporter.note, on_hang=reporter.hang,
+        subreaper=True,
         die_with_parent=True,  # kill -9 of this wrapper must not leave the server holding its port
     )
     try:

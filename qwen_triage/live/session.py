@@ -22,7 +22,7 @@ from qwen_triage.engine.scanner import Scanner
 from qwen_triage.engine.sources import Block, clean_lines
 from qwen_triage.inputs.source import MAX_LINE, TEXT, Source, sniff
 from qwen_triage.live.lines import Lines, LineSplitter
-from qwen_triage.report.model import Diagnosis, Observation, Report
+from qwen_triage.report.model import Diagnosis, Hang, Observation, Report
 from qwen_triage.rulepack.severity import Severity
 
 FATAL = (Severity.critical, Severity.error)
@@ -71,9 +71,13 @@ class LiveSession:
         compiled: CompiledPack,
         on_event: Callable[[LiveEvent], None] | None = None,
         max_line: int = MAX_LINE,
+        on_hang: Callable[[Hang], None] | None = None,
     ):
         self.scanner = Scanner(compiled, max_line=max_line)
         self.on_event = on_event
+        self.on_hang = on_hang
+        self._hang_asked: dict[bool, int] = {}  # final or not -> the hang tracker's records when last asked
+        self._hang_shown: tuple | None = None  # the last verdict handed to on_hang
         self.max_line = max_line
         self.started = time.monotonic()
         self.inputs: list[LiveInput] = []
@@ -166,6 +170,26 @@ class LiveSession:
     def release_held(self) -> None:
         """The input paused: multi-line records still waiting for continuation lines are complete."""
         self._announce(self.scanner.release_held())
+        self._check_hang(final=False)
+
+    def _check_hang(self, final: bool) -> None:
+        """A multi-rank job's verdict (engine.hang, as `scan` and the report give it) for ``on_hang``, when the
+        ranks' lines changed it. At a pause only a culprit is shown: the ranks' timeouts come in a burst, and
+        halfway through it the logs cannot decide yet. ``final`` (the stall watchdog fired: the output has been
+        quiet for long) shows suspects too."""
+        seen = self.scanner.hang.seen
+        if self.on_hang is None or self._hang_asked.get(final) == seen:
+            return
+        self._hang_asked[final] = seen
+        hang = self.scanner.hang_report()
+        if hang is None or (hang.culprit is None and not (final and hang.suspects)):
+            return
+        c = hang.culprit
+        key = ((c.rank, c.collective, c.seq) if c is not None else None,
+               tuple(s.rank for s in hang.suspects), hang.cause is not None)
+        if key != self._hang_shown:
+            self._hang_shown = key
+            self.on_hang(hang)
 
     def settle(self) -> None:
         """Release findings still waiting on a veto window: the input has gone quiet for long.
@@ -176,6 +200,7 @@ class LiveSession:
         """
         self._announce(self.scanner.flush())
         self._check_fatal()
+        self._check_hang(final=True)
 
     # -- end ----------------------------------------------------------------
 

@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     from qwen_triage.live.live_report import Sink
     from qwen_triage.live.orphan_guard import OrphanGuard
     from qwen_triage.live.session import LiveEvent, LiveSession
-    from qwen_triage.report.model import Report, Unrecognised
+    from qwen_triage.report.model import Hang, Report, Unrecognised
 
 TICK = 0.1  # the watch thread's period: stall checks
 SCAN_EVERY = 0.5  # seconds between two looks for descendants in /proc (the first waits too: not while output starts)
@@ -80,7 +80,8 @@ class Supervisor:
     new session. Its output is forwarded to the ``stdout``/``stderr`` sinks (None: not forwarded), appended to ``log`` (a path;
     None: no file) and, with ``compiled``, triaged live: ``on_event`` gets each
     new diagnosis as it forms, ``on_stall`` each silence longer than ``stall``
-    seconds, ``on_stage`` each stage change, ``on_note`` remarks worth showing
+    seconds, ``on_stage`` each stage change, ``on_hang`` a multi-rank job's culprit (engine.hang) once the
+    ranks' lines name one, ``on_note`` remarks worth showing
     (shutdown steps, triage trouble), ``on_exit`` the exit status. Callbacks run
     on the supervisor's threads; an exception in one is reported through
     ``on_note`` and does not stop anything.
@@ -122,6 +123,7 @@ class Supervisor:
         on_note: Callable[[str], None] | None = None,
         on_output: Callable[[int, bytes], None] | None = None,
         on_exit: Callable[[int], None] | None = None,
+        on_hang: Callable[["Hang"], None] | None = None,
         subreaper: bool = False,
         die_with_parent: bool = False,
         source_name: str | None = None,
@@ -157,7 +159,7 @@ class Supervisor:
         self.tree = ProcessTree(marker_entry, grace, self.hooks)
         self.feed = TriageFeed(
             compiled, stall, self.hooks, on_event=on_event, on_stall=on_stall, on_stage=on_stage,
-            on_output=on_output, on_fatal=self._fatal if kill_on_fatal else None,
+            on_output=on_output, on_fatal=self._fatal if kill_on_fatal else None, on_hang=on_hang,
             processes=lambda: len(self.tree.members()),
         )
         self.events: list[LiveEvent] = self.feed.events

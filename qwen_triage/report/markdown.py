@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from qwen_triage.report.model import Diagnosis, Observation, PrintedBy, Report
+from qwen_triage.report.model import Diagnosis, Hang, Observation, PrintedBy, Report
 from qwen_triage.report.summary import NO_DIAGNOSIS, NOTHING_READ, OBSERVATIONS, printed_by_phrase, stalled
 from qwen_triage.report.text import MAX_SHOWN, action_note, evidence_line
 from qwen_triage.textsafe import clean
@@ -62,12 +62,10 @@ def _fix_note(action: dict | None) -> str:
     return ("  " + md_code(note[1:-1])) if note else ""
 
 
-def _hang_markdown(report: Report) -> list[str]:
-    """The culprit first (the root cause of a hang), then the per-rank table."""
+def hang_markdown(hang: Hang) -> list[str]:
+    """The culprit first (the root cause of a hang), then the per-rank table (also `report`'s)."""
     from qwen_triage.report.hangview import COLUMNS, clocks_line, headline, outlier_lines, row
 
-    hang = report.hang
-    assert hang is not None
     out = ["## Hang: who stopped first", "", f"**{md_escape(headline(hang))}**", ""]
     if (clocks := clocks_line(hang)) is not None:
         out += [md_escape(clocks), ""]
@@ -93,7 +91,7 @@ def to_markdown(report: Report) -> str:
     out.append(f"Inputs: {names} — {report.stats.lines} lines, {esc(report.tool)}")
     out.append("")
     if report.hang is not None:
-        out += _hang_markdown(report)
+        out += hang_markdown(report.hang)
     if (stall := stalled(report)) is not None:
         out += [f"**Stalled**: {esc(stall.template)}. No known failure matched; what the logs show is below.", ""]
     elif not report.diagnoses and report.unrecognised:

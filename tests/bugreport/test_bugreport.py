@@ -135,3 +135,41 @@ def test_cli_writes_a_private_file(tmp_path: Path, monkeypatch) -> None:  # type
     res = CliRunner().invoke(cli, ["report", str(log), "--gpu-snapshot", str(SNAPSHOT), "--format", "json"])
     data = json.loads(res.output)
     assert data["versions"]["driver"] and data["sections"][0]["diagnoses"]
+
+
+HANG = ROOT / "fixtures" / "hang"
+
+
+def test_a_multi_rank_job_across_hosts_is_read_as_one(compiled) -> None:  # type: ignore[no-untyped-def]
+    """The genuine two-node gloo run (rank 4 on node-b sleeps): each host's file alone cannot place rank 4; the
+    report reads them together, as `scan node-a.log node-b.log` does."""
+    logs = [str(HANG / "n2-sleep" / "node-a.log"), str(HANG / "n2-sleep" / "node-b.log")]
+    r = collect(logs, compiled=compiled, gpu_probe=ReplayProbe(SNAPSHOT), software=_software, run=_runner([]))
+    assert r.hang is not None and r.hang.culprit is not None
+    assert (r.hang.culprit.rank, r.hang.culprit.host, r.hang.culprit.collective) == (4, "node-b", "all_reduce")
+    assert [x.rank for x in r.hang.ranks] == list(range(6)) and r.hang.cause is None
+    data = json.loads(to_json(r))
+    assert data["format"] == 2 and data["hang"]["culprit"]["rank"] == 4
+    md = to_markdown(r)
+    assert "## Hang: who stopped first" in md and "rank 4 on host node-b" in md
+    one = collect(logs[1:], compiled=compiled, gpu_probe=ReplayProbe(SNAPSHOT), software=_software, run=_runner([]))
+    assert one.hang is not None and one.hang.culprit is not None and one.hang.culprit.rank == 4
+
+
+def test_a_healthy_log_has_no_hang(compiled) -> None:  # type: ignore[no-untyped-def]
+    r = collect([str(HANG / "w4-healthy" / "torchrun.log")], compiled=compiled, gpu_probe=ReplayProbe(SNAPSHOT),
+                software=_software, run=_runner([]))
+    assert r.hang is None or (r.hang.culprit is None and not r.hang.suspects)
+
+
+def test_a_large_job_s_table_is_cut_keeping_the_culprit(tmp_path: Path, compiled) -> None:  # type: ignore[no-untyped-def]
+    from qwen_triage.bugreport.collect import MAX_HANG_RANKS
+
+    timeout = ("[rank{r}]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78]"
+               " Timed out waiting 8000ms for recv operation to complete\n")
+    log = tmp_path / "job.log"
+    log.write_text("".join(timeout.format(r=r) for r in range(40) if r != 29))  # rank 29 never said anything
+    r = collect([str(log)], compiled=compiled, gpu_probe=ReplayProbe(SNAPSHOT), software=_software, run=_runner([]))
+    assert r.hang is not None and r.hang.culprit is not None and r.hang.culprit.rank == 29
+    assert len(r.hang.ranks) == MAX_HANG_RANKS and 29 in [x.rank for x in r.hang.ranks]
+    assert any(f"{40 - MAX_HANG_RANKS} more rank row(s)" in n for n in r.notes)
