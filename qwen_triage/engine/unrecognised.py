@@ -15,8 +15,11 @@ error lines, stalls. The rest of a traceback is its structure, not an error of
 its own, even where a logger puts an ``ERROR`` prefix on each of its lines (vLLM
 does): the ``Traceback (most recent call last):`` header, the chaining lines,
 the source lines and carets between frames, and the indented detail lines
-under the exception. Tracebacks are followed per process (input, process label,
-pid, rank), since ranks interleave theirs.
+under the exception. A log that cut the header off (it starts inside the
+traceback, the header ends another line, a frame is cut short, the indentation
+is stripped) still quotes code, not errors: a source line opens the traceback
+where the header would be (:func:`is_quoted_code`). Tracebacks are followed per
+process (input, process label, pid, rank), since ranks interleave theirs.
 
 An item keeps where its traceback chain started and where its detail lines
 end, so a line a rule diagnosed inside that span (or whose message it quotes)
@@ -35,7 +38,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Sequence
 
-from qwen_triage.engine.records import LineRecord
+from qwen_triage.engine.records import SOURCE, LineRecord
 from qwen_triage.lazyre import lazy
 from qwen_triage.redact import redact_text
 
@@ -92,8 +95,18 @@ _TRACE_START = lazy(
     r"|^The above exception was the direct cause of the following exception:"
 )
 _CHAINED = lazy(r"^(?:During handling of the above|The above exception was the direct cause)")
+_NAMED_ERROR = lazy(r"^(?:[A-Za-z_]\w{0,60}\.){0,8}[A-Z]\w{0,80}(?:Error|Exception)\b[^:]{0,200}:\s")  # Ray's `…Error(ValueError): `
 _CARETS = lazy(r"^[\s^~]*\^[\s^~]*$|^[\s~]+$")  # Python 3.11+ marks the failing expression under a source line
 _SOURCE_RAISE = lazy(r"^\s+raise\b")  # a traceback's source line, whatever prefix the logger added
+_CUT_FRAME = lazy(r'^\s*File "[^"]{0,500}$')  # a frame line the log cut short (a line limit): structure too
+# A line of Python code as a traceback quotes it: a statement word, an assignment, a call. Read only where a
+# traceback is the likely frame (an indented line, or inside one whose header was seen), never on an exception.
+_CODE = lazy(
+    r"^(?:(?:return|raise|yield|await|assert|del|import|from)\b"
+    r"|(?:with|for|if|elif|while|async with|async for)\b.{0,400}:$"
+    r"|[A-Za-z_][\w.]{0,200}(?:\[[^\]]{0,200}\])?(?:\s?,\s?[A-Za-z_][\w.]{0,200})*\s?[-+*/|&]?=\s?[\w.\[({'\"]"
+    r"|[A-Za-z_][\w.]{0,200}(?:\[[^\]]{0,200}\])*\(.{0,400}(?:[,(\[{]|\))$)"
+)
 
 # Masks, most specific first: each variable part becomes a placeholder.
 _MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -156,11 +169,28 @@ def raised_at(frame_file: str | None, parts: tuple[str, ...]) -> bool:
 
 def is_structure(message: str) -> bool:
     """Whether a line is part of a traceback's structure, never an error of its own: a header or chaining
-    line, a frame, a source line that raises, a caret line (``rules suggest`` drafts no rule from one)."""
+    line, a frame (or one cut short), a source line that raises, a caret line (``rules suggest`` drafts no rule
+    from one)."""
     return bool(
-        _TRACE_START.match(message.strip()) or _FRAME.search(message) or _CARETS.match(message)
-        or _SOURCE_RAISE.match(message) or message.strip().startswith("raise ")
+        _TRACE_START.match(message.strip()) or _FRAME.search(message) or _CUT_FRAME.match(message)
+        or _CARETS.match(message) or _SOURCE_RAISE.match(message) or message.strip().startswith("raise ")
     )
+
+
+def is_quoted_code(rec: LineRecord, message: str, in_traceback: bool) -> bool:
+    """Whether a line is code a traceback quotes (or its frame, cut short), whatever level the logger gave it.
+
+    The matcher marks a source line under its ``File "…"`` frame (``rec.quoted``); a log that starts inside a
+    traceback, or a logger that strips indentation, leaves a bare line of code: read as such when it is
+    indented as Python quotes source (4 or more), or inside a traceback whose header was seen. An exception
+    line is never code (``ray.exceptions.RayTaskError(ValueError): …`` looks like a call).
+    """
+    if rec.quoted == SOURCE or _CUT_FRAME.match(message):
+        return True
+    stripped = message.strip()
+    if not (in_traceback or indent_of(message) >= 4) or _EXCEPTION.search(stripped) or _NAMED_ERROR.search(stripped):
+        return False
+    return _CODE.match(stripped) is not None
 
 
 def library_of(frame_file: str) -> str:
@@ -316,6 +346,8 @@ class Collector:
         stripped = message.strip()
         if not stripped or _CARETS.match(message):
             return
+        if self._quoted_code(rec, message):
+            return
         span = self._follow(rec, message, stripped)
         if span is None:
             return
@@ -333,6 +365,28 @@ class Collector:
         message = rec.message
         if message.strip():
             self._follow(rec, message, message.strip())
+
+    def _quoted_code(self, rec: LineRecord, message: str) -> bool:
+        """A traceback's source line (or cut frame) is its body: where no header was seen (the log starts inside
+        it, or the header ends another line: ``EngineCore hit an exception: Traceback …``), it opens the
+        traceback there, so its final exception carries the chain as it would with its header."""
+        key = key_of(rec)
+        trace = self.traces.get(key)
+        if trace is not None and rec.line - trace.last > TRACE_GAP:
+            self._expire(key, trace)
+            trace = None
+        if not is_quoted_code(rec, message, trace is not None and trace.open):
+            return False
+        if trace is None or not trace.open:
+            if trace is not None and trace.span is not None:
+                trace.span.end = min(trace.span.end, rec.line - 1)
+            # Python quotes source 4 deeper than the exception line that ends the traceback; at error level, the
+            # line stands for the header: a log cut inside the traceback is never silent (ordered)
+            trace = _Trace(start=rec.line, last=rec.line, indent=max(indent_of(message) - 4, 0),
+                           header=rec if rec.level in _ERROR_LEVELS else None)
+            self._keep(key, trace)
+        trace.last = rec.line
+        return True
 
     def _follow(self, rec: LineRecord, message: str, stripped: str) -> Span | None:
         """Move the line's process through its traceback; the line's span, or None when it is structure."""

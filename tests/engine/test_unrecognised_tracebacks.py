@@ -179,3 +179,46 @@ def test_detail_lines_under_an_exception_belong_to_it_and_a_line_of_its_own_ends
     (item,) = report["unrecognised"]
     assert item["exception"] == "ValidationError" and item["evidence"]["line"] == 1
     assert "frobnicator" not in json.dumps(report["unrecognised"])
+
+
+# The same traceback as QUUX_LOG's engine core, as logs cut it (issue 27): its source lines are its body, never
+# errors of their own, whether the header ends another line, is gone, or the frames lost their indentation.
+FRAMES = [
+    '  File "/opt/venv/lib/python3.12/site-packages/vllm/v1/engine/core.py", line 691, in run_engine_core',
+    "    engine_core = EngineCoreProc(*args, **kwargs)",
+    '  File "/opt/venv/lib/python3.12/site-packages/quux/loader.py", line 42, in load',
+    "    self.table = load_table(name,",
+    "quux.loader.QuuxError: quux table emb is not aligned to 64 bytes",
+]
+CUT_TRACEBACKS = {
+    "header-ends-a-line": [f"{P}EngineCore hit an exception: Traceback (most recent call last):",
+                           *(P + f for f in FRAMES)],
+    "no-header": [P + f for f in FRAMES],
+    "starts-at-a-source-line": [P + f for f in FRAMES[1:]],
+    "frame-cut-short": [P + FRAMES[0][:40], *(P + f for f in FRAMES[1:])],
+    "indentation-stripped": [f"{P}Traceback (most recent call last):", *(P + f.strip() for f in FRAMES)],
+}
+
+
+@pytest.mark.parametrize("cut", list(CUT_TRACEBACKS))
+def test_a_cut_traceback_lists_its_exception_and_none_of_its_code(compiled, tmp_path: Path, cut: str) -> None:
+    from qwen_triage.engine.scanner import scan_paths
+
+    log = tmp_path / f"{cut}.log"
+    log.write_text("\n".join(CUT_TRACEBACKS[cut]) + "\n")
+    report = scan_paths([str(log)], compiled)
+    # (vLLM's `EngineCore hit an exception` is listed apart, as a relay)
+    assert [(u.kind, u.template) for u in report.unrecognised if u.kind != "relay"] == [
+        ("exception", "quux.loader.QuuxError: quux table emb is not aligned to <N> bytes")]
+
+
+def test_an_indented_error_line_that_is_no_code_stays_listed(compiled, tmp_path: Path) -> None:
+    """Only code is the traceback's: an indented error sentence, or Ray's ``RayTaskError(ValueError): …`` (a call's
+    shape), is an error of its own."""
+    from qwen_triage.engine.scanner import scan_paths
+
+    log = tmp_path / "indented.log"
+    log.write_text(f"{P}    the widget pool on host1 is drained, giving up\n"
+                   f"{P}ray.exceptions.RayTaskError(QuuxError): ray::Worker.load() (pid=7, ip=10.0.0.2)\n")
+    report = scan_paths([str(log)], compiled)
+    assert [u.evidence.line for u in report.unrecognised] == [1, 2]
