@@ -6,7 +6,8 @@ import sys
 
 import click
 
-from qwen_triage.cli.options import fail, pack_options
+from qwen_triage.cli.exiting import fail
+from qwen_triage.cli.options import pack_options
 from qwen_triage.inputs.helptext import KERNEL_WINDOW_SOURCES
 
 

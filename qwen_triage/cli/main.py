@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
-import signal
 import sys
 from pathlib import Path
 
 import click
 
 from qwen_triage import __version__
-from qwen_triage.cli.options import engine_option, fail, format_option, pack_options, rules_option
-from qwen_triage.exits import EXIT_CLEAN, EXIT_FOUND, EXIT_INTERRUPTED, Failure
-from qwen_triage.interrupts import take_pending
+from qwen_triage.cli.exiting import conclude, fail
+from qwen_triage.cli.options import engine_option, format_option, pack_options, rules_option
+from qwen_triage.exits import EXIT_CLEAN, EXIT_FOUND, Failure
 from qwen_triage.report.emit import FORMATS
 from qwen_triage.report.formats import JSONL, PLAIN, write_format
 from qwen_triage.rulepack.errors import RuleFileError
@@ -92,8 +90,8 @@ def cli() -> None:
 def scan(ctx: click.Context, paths: tuple[str, ...], fmt: str, rule_dirs: tuple[str, ...], engine: str,
          max_line: int, follow: bool, fail_on: str, jobs: int | None) -> None:
     """Triage logs: files (plain or gzip), or stdin when no path or `-` is given."""
-    from qwen_triage.cli.progress import scan_progress
-    from qwen_triage.engine.scan import ScanOptions, run
+    from qwen_triage.cli.scan_command import scan_and_exit
+    from qwen_triage.engine.scan import ScanOptions
 
     per_input = jobs is not None or fmt == JSONL
     if per_input:
@@ -101,37 +99,8 @@ def scan(ctx: click.Context, paths: tuple[str, ...], fmt: str, rule_dirs: tuple[
             fail("--jobs writes one JSON object per input: use --format jsonl")
         if follow:
             fail("--follow reads one stream; it does not go with --jobs / --format jsonl")
-    options = ScanOptions(paths=paths, rule_dirs=rule_dirs, engine=engine, max_line=max_line,
-                          fail_on=fail_on, per_input=per_input, jobs=jobs)
-    if follow:
-        try:
-            follow_mod = importlib.import_module("qwen_triage.live.follow")
-        except ModuleNotFoundError:
-            fail("--follow is not available in this installation")
-        sys.exit(follow_mod.follow_scan(options, fmt, note=_note))
-    from qwen_triage.report.emit import clean_text_will_do
-
-    # a clean scan's text report is two lines its figures give: no report built (a small healthy log)
-    result = run(options, out=sys.stdout, progress=scan_progress, note=_note, figures_enough=clean_text_will_do(fmt))
-    if result.batch is not None:
-        from qwen_triage.engine.batch import summary
-
-        click.echo(summary(result.batch), err=True)
-    if result.interrupted:
-        click.echo("qwen-triage: interrupted; report covers what was read", err=True)
-    if result.figures is not None:
-        from qwen_triage.report.emit import emit_clean
-
-        emit_clean(result.figures)
-    elif result.report is not None:
-        from qwen_triage.report.emit import emit_report
-
-        emit_report(result.report, fmt)
-    sys.exit(result.exit_status)
-
-
-def _note(line: str) -> None:
-    click.echo(line, err=True)
+    scan_and_exit(ScanOptions(paths=paths, rule_dirs=rule_dirs, engine=engine, max_line=max_line, fail_on=fail_on,
+                              per_input=per_input, jobs=jobs), fmt, follow)
 
 
 @cli.command()
@@ -437,49 +406,5 @@ def _console(stream):
 
 
 def main() -> None:
-    """The console script: the command, then :func:`_leave` with its status."""
-    os.environ.setdefault("PYTHONIOENCODING", "utf-8")
-    try:
-        cli.main(prog_name="qwen-triage", standalone_mode=True)
-        status: object = EXIT_CLEAN
-    except SystemExit as exc:
-        status = exc.code
-        if status == EXIT_FOUND and take_pending() == signal.SIGINT:
-            # click's "Aborted!" after a Ctrl-C no command handled itself: 128+SIGINT, not "a diagnosis"
-            status = EXIT_INTERRUPTED
-    except BrokenPipeError:
-        # `qwen-triage scan … | head` closing the pipe is not an error
-        sys.stderr.close()
-        status = EXIT_CLEAN
-    _leave(status)
-
-
-def _leave(status: int | str | None) -> None:
-    """Exit with ``status`` without the interpreter's teardown, once nothing else runs.
-
-    Freeing every rule, pattern and module one by one at exit was a sixth of a warm 10-line
-    scan (~25 ms) and does nothing for the user. Output is flushed and the ``atexit`` callbacks
-    (temporary directories, multiprocessing pools) run as at a normal exit; with another thread
-    still alive the normal exit is taken, so nothing is cut short.
-    """
-    import threading
-
-    if threading.active_count() > 1:
-        sys.exit(status)
-    if status is None:
-        code = EXIT_CLEAN
-    elif isinstance(status, int):
-        code = status
-    else:  # sys.exit("message"): the message on stderr, status 1, as Python does
-        print(status, file=sys.stderr)
-        code = 1
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            if stream is not None and not stream.closed:
-                stream.flush()
-        except (OSError, ValueError):  # a reader that went away: nothing left to tell it
-            pass
-    import atexit
-
-    atexit._run_exitfuncs()
-    os._exit(code)
+    """The console script's command line, through click (cli.entry runs a plain scan without it)."""
+    conclude(lambda: cli.main(prog_name="qwen-triage", standalone_mode=True))

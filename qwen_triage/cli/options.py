@@ -1,13 +1,9 @@
-"""Options and the failure exit that several commands share."""
+"""Options that several commands share."""
 
 from __future__ import annotations
 
-import sys
-from typing import NoReturn
-
 import click
 
-from qwen_triage.exits import EXIT_ERROR
 from qwen_triage.report.emit import FORMATS
 
 rules_option = click.option(
@@ -32,14 +28,3 @@ def pack_options(command):
     """``--rules`` and ``--engine``: every command that compiles the rule pack takes both."""
     return rules_option(engine_option(command))
 
-
-def fail(message: str, *, command: str | None = None) -> NoReturn:
-    """Stop with the one-line reason on stderr and exit status 2: the CLI's one way to refuse.
-
-    The library raises :class:`qwen_triage.exits.Failure`; a command catches what
-    it can explain and ends here. ``command`` names the subcommand in the line
-    (``qwen-triage plan: …``) where the reason alone would not say which.
-    """
-    where = f" {command}" if command else ""
-    click.echo(f"qwen-triage{where}: {message}", err=True)
-    sys.exit(EXIT_ERROR)

@@ -14,7 +14,8 @@ from typing import Any, NoReturn
 
 import click
 
-from qwen_triage.cli.options import fail, format_option
+from qwen_triage.cli.exiting import fail
+from qwen_triage.cli.options import format_option
 from qwen_triage.exits import EXIT_CLEAN, EXIT_FOUND, Failure
 
 QUANT_CHOICES = ("none", "awq", "gptq", "gptq-int8", "fp8", "bitsandbytes")

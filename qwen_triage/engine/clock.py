@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
-from statistics import median
 
 YEARLESS = 2000  # a leap year: Feb 29 of a year-less format still reads
 _MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
@@ -63,6 +62,8 @@ def offsets(anchors: dict[str, dict[str, float]], reference: str | None = None) 
     cannot be told."""
     if not anchors:
         return {}
+    from statistics import median  # decimal and fractions with it: a tenth of a small scan's start-up
+
     if reference is None or reference not in anchors:
         reference = min(anchors, key=lambda h: (-len(anchors[h]), h))
     ref = anchors[reference]

@@ -1,9 +1,10 @@
 """Load the rule pack: class catalogue plus rule files, validated, with positions.
 
 Validation (YAML, pydantic) runs when a file changed; what passed is kept in the
-private cache as JSON of the plain specs (``spec``), keyed by the files'
+private cache as the plain specs (``spec``), keyed by the files'
 contents, so a scan of a small log neither parses YAML nor imports pydantic.
-Two levels: the whole pack (one read on a warm run), and each file on its own
+Two levels: the whole pack (one read on a warm run: a pickle that only the pack's own
+classes can come out of, :func:`pack_from_pickle`), and each file on its own as JSON
 (``file-*``), so an edit of one rule file re-validates that file alone (pure-Python
 YAML costs ~0.1 s per 10 kB), and a load cut by a deadline (:class:`LoadDeadline`:
 a node check under node-problem-detector's timeout) keeps what it validated for
@@ -14,7 +15,10 @@ parses only a site's own rule files.
 
 from __future__ import annotations
 
+import functools
+import io
 import json
+import pickle
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -297,12 +301,41 @@ def pack_to_json(pack: RulePack) -> bytes:
     return json.dumps(data, separators=(",", ":")).encode()
 
 
-def pack_from_json(blob: bytes) -> RulePack | None:
-    """The pack a cache entry holds, or None when it is not one this version wrote."""
+def pack_to_pickle(pack: RulePack) -> bytes:
+    """The whole-pack cache entry: :func:`pack_from_pickle` reads it back in a third of the time JSON and the
+    specs' constructors take (~10 ms of a warm 10-line scan)."""
+    return pickle.dumps(pack, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def pack_from_pickle(blob: bytes) -> RulePack | None:
+    """The pack a cache entry holds, or None when it is not one: damaged, or naming anything but the pack's own
+    classes (:class:`_PackUnpickler`)."""
     try:
-        return pack_from_data(json.loads(blob))
-    except ValueError:
+        pack = _PackUnpickler(io.BytesIO(blob)).load()
+    except Exception:  # noqa: BLE001 - any damage is a miss: the pack is loaded again
         return None
+    return pack if isinstance(pack, RulePack) else None
+
+
+class _PackUnpickler(pickle.Unpickler):
+    """Pickle's loader resolving no name but the pack's plain data classes, so an entry can make nothing else
+    and call nothing but their constructors (the cache is private already; this keeps its contents data)."""
+
+    def find_class(self, module: str, name: str) -> type:
+        try:
+            return _pack_classes()[module, name]
+        except KeyError:
+            raise pickle.UnpicklingError(f"{module}.{name} is not part of a rule pack") from None
+
+
+@functools.cache
+def _pack_classes() -> dict[tuple[str, str], type]:
+    from qwen_triage.rulepack.severity import Severity, Status
+    from qwen_triage.rulepack.spec import ExamplesSpec, FixSpec, MatchSpec, RowSpec, TableSpec
+
+    kinds = (RulePack, LoadedRule, Position, RuleSpec, ClassSpec, MatchSpec, FixSpec, ExamplesSpec, RowSpec, TableSpec,
+             Severity, Status)
+    return {(k.__module__, k.__qualname__): k for k in kinds}
 
 
 def pack_from_data(data: Any) -> RulePack | None:
@@ -365,20 +398,21 @@ def load_pack(
         contents = read_all(keyed) if cache is not None else None
         key = _cache_key(keyed, contents) if contents is not None else None
         if cache is not None and key is not None:
-            blob = cache.read(f"pack-{key}.json")
-            pack = pack_from_json(blob) if blob is not None else None
+            blob = cache.read(f"pack-{key}.pickle")
+            pack = pack_from_pickle(blob) if blob is not None else None
             if pack is not None:
                 return pack
     seed = _prebuilt(base, contents) if bundled and prebuilt else None
     site_data = [b for b in (*benign_files, *map_files) if b.parent.resolve() != base.resolve()]
     if seed is not None and len(seed.files) == len(files) and not site_data:
-        return seed  # nothing but the bundled files: nothing to parse, nothing new to cache
-    per_file = _FileCache(cache if contents is not None else None, _key_prefix() if contents is not None else [])
-    pack = _load_pack_files(base, list(files), per_file, contents or {}, deadline, seed)
-    _add_data_files(pack, base, benign_files, seed, map_files)
+        pack = seed  # nothing but the bundled files: nothing to parse (cached below all the same: read faster)
+    else:
+        per_file = _FileCache(cache if contents is not None else None, _key_prefix() if contents is not None else [])
+        pack = _load_pack_files(base, list(files), per_file, contents or {}, deadline, seed)
+        _add_data_files(pack, base, benign_files, seed, map_files)
     if cache is not None and key is not None:
-        if cache.write(f"pack-{key}.json", pack_to_json(pack)):
-            cache.prune("pack-", keep=f"pack-{key}.json")
+        if cache.write(f"pack-{key}.pickle", pack_to_pickle(pack)):
+            cache.prune("pack-", keep=f"pack-{key}.pickle")
     return pack
 
 

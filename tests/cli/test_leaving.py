@@ -9,7 +9,7 @@ from tests.conftest import FIXTURES
 
 
 def _leave(body: str) -> subprocess.CompletedProcess[str]:
-    code = "import atexit, sys, threading, time\nfrom qwen_triage.cli.main import _leave\n" + body
+    code = "import atexit, sys, threading, time\nfrom qwen_triage.cli.exiting import leave as _leave\n" + body
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
 
 

@@ -30,7 +30,7 @@ HEALTHY = "\n".join([
 ]) + "\n"
 
 NOT_NEEDED = ("qwen_triage.engine.correlate", "qwen_triage.report.model", "pydantic", "rich", "regex", "platformdirs",
-              "ruamel")
+              "ruamel", "click", "statistics")  # click: a plain `scan PATH` needs no parser (cli.scan_command)
 
 PROBE = """
 import atexit, json, sys

@@ -302,7 +302,7 @@ def test_the_pack_cache_key_changes_when_a_table_changes(tmp_path: Path, monkeyp
     runtime.write_text(runtime.read_text().replace(
         'text: "out of memory", class: memory.gpu_oom}', 'text: "out of memory", class: memory.host_oom}'))
     assert class_of_oom() == "memory.host_oom"
-    assert len(list(cache.glob("pack-*.json"))) == 2
+    assert len(list(cache.glob("pack-*.pickle"))) == 2
 
 
 def test_a_raising_site_rule_is_not_exported_as_a_bare_pattern(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The private cache: no pickle, content keys, 0700/0600 and ours or ignored, a tampered database rebuilt."""
+"""The private cache: no code from it (a pickle of the pack's own classes only), content keys, 0700/0600 and ours or ignored, a tampered database rebuilt."""
 
 from __future__ import annotations
 
@@ -27,14 +27,40 @@ def _pack_dir(tmp_path: Path) -> Path:
     return rules
 
 
-def test_no_pickle_in_the_package() -> None:
+def test_pickle_only_where_the_pack_is_cached() -> None:
     import ast
 
     for path in (ROOT / "qwen_triage").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
-                names = [a.name for a in node.names] + [getattr(node, "module", None) or ""]
-                assert not any(n.split(".")[0] in ("pickle", "marshal", "shelve", "dill") for n in names), path
+                names = {n.split(".")[0] for n in [a.name for a in node.names] + [getattr(node, "module", None) or ""]}
+                assert not names & {"marshal", "shelve", "dill"}, path
+                if "pickle" in names:
+                    assert path == ROOT / "qwen_triage" / "rulepack" / "pack.py", path
+
+
+class _Planted:
+    """What a planted entry would hold: a call of anything at all (here: a file written)."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (Path.write_text, (self.marker, "ran"))
+
+
+def test_a_pack_entry_naming_anything_but_the_packs_classes_runs_nothing(tmp_path: Path) -> None:
+    import pickle
+
+    rules = _pack_dir(tmp_path)
+    cache_dir = tmp_path / "cache"
+    load_pack([rules], bundled=False, cache_dir=cache_dir)
+    (entry,) = cache_dir.glob("pack-*")
+    marker = tmp_path / "marker"
+    entry.write_bytes(pickle.dumps(_Planted(marker)))
+    again = load_pack([rules], bundled=False, cache_dir=cache_dir)
+    assert not marker.exists()  # the entry's call was refused, not made
+    assert [r.rule.id for r in again.rules] == ["x.one"]  # and the pack loaded from its files
 
 
 def test_cache_dir_and_files_are_private(tmp_path: Path) -> None:
@@ -69,8 +95,8 @@ def test_a_replaced_pack_entry_does_not_hide_the_rules(tmp_path: Path) -> None:
     rules = _pack_dir(tmp_path)
     cache_dir = tmp_path / "cache"
     load_pack([rules], bundled=False, cache_dir=cache_dir)
-    (entry,) = cache_dir.glob("pack-*.json")
-    entry.write_text('{"format": 1, "classes": [], "rules": [], "files": []')  # truncated JSON
+    (entry,) = cache_dir.glob("pack-*")
+    entry.write_bytes(entry.read_bytes()[:-40])  # truncated
     again = load_pack([rules], bundled=False, cache_dir=cache_dir)
     assert [r.rule.id for r in again.rules] == ["x.one"]
 

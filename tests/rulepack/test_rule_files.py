@@ -146,7 +146,7 @@ def test_pack_cache_follows_file_changes(tmp_path) -> None:
     cache = tmp_path / "cache"
     first = load_pack([rules], bundled=False, cache_dir=cache)
     assert [r.rule.title for r in first.rules] == ["one"]
-    assert list(cache.glob("pack-*.json"))
+    assert list(cache.glob("pack-*.pickle"))
     again = load_pack([rules], bundled=False, cache_dir=cache)
     assert [r.rule.title for r in again.rules] == ["one"]
     f.write_text(GOOD_RULE.replace("title: one", "title: changed"))

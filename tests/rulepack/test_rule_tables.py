@@ -163,7 +163,7 @@ def test_the_pack_cache_keeps_tables_and_counts(tmp_path: Path) -> None:
     (d / "t.yaml").write_text(TABLE_RULES.replace("OTHERWISE", "ignore"))
     fresh = load_pack([d], bundled=False, cache_dir=tmp_path / "cache")
     cached = load_pack([d], bundled=False, cache_dir=tmp_path / "cache")
-    assert list(tmp_path.joinpath("cache").glob("pack-*.json"))
+    assert list(tmp_path.joinpath("cache").glob("pack-*.pickle"))
     assert [r.rule for r in cached.rules] == [r.rule for r in fresh.rules]
     assert cached.rules[0].rule.table is not None and cached.rules[0].rule.table.otherwise == "ignore"
     assert cached.rules[1].rule.match.count == 5
