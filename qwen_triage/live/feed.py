@@ -138,7 +138,13 @@ class TriageFeed:
     # -- triage: lines -> engine, stages ------------------------------------------
 
     def run(self) -> None:
-        """The triage thread: batches off the queue until :meth:`end`."""
+        """The triage thread: batches off the queue until :meth:`end`, once the session and the stage table's
+        prefilter are warm (LiveSession.warm): the first error line's diagnosis waits for neither."""
+        self._guarded("warm")
+        try:
+            self.stages.table.prefilter  # noqa: B018 - built now, not at the first chunk
+        except Exception as exc:  # noqa: BLE001
+            self.hooks.warn_once("stage", f"stage tracking failed ({exc!r})")
         while True:
             batch, end = self._next_batch()
             if batch is None:

@@ -30,11 +30,16 @@ if TYPE_CHECKING:
     from qwen_triage.inputs.process import ChildOutput
     from qwen_triage.live.live_report import Sink
 
-QUIET_AFTER = 0.5  # seconds without output after which a multi-line record still open is complete
-# Triage reads a burst of output back from the log once the child pauses BURST_GAP seconds, or
-# BURST_MAX after it began: while the output flows, the pass-through has the machine to itself.
-BURST_GAP = 0.05
+# Seconds without output after which a multi-line record still open (an NVRM message, a kernel OOM report, a Go
+# panic: engine.multiline) is complete: the lines of one such record are written together, and its diagnosis
+# waits this long after its last line (bench/bench_latency.py).
+QUIET_AFTER = 0.05
+# Triage reads a burst of output back from the log once the child pauses BURST_GAP seconds, or BURST_MAX after it
+# began: while the output flows, the pass-through has the machine to itself; a line after a pause is triaged within
+# BURST_GAP (the pump tells of a chunk once the child paused 2 ms: pump.FLUSH_AFTER_MS).
+BURST_GAP = 0.005
 BURST_MAX = 0.25
+IDLE_POLL = 0.2  # seconds between looks while nothing is pending
 PUMP_RESTARTS = 3  # a pump process that dies is started again this often: the child's output must keep flowing
 
 
@@ -132,7 +137,7 @@ class PassThrough:
             self.feed.started(time.monotonic())  # the stall clock starts once triage can read
             while not self.abandon and self.link is not None:
                 burst = reader.waiting
-                got = self.link.receive(BURST_GAP if burst else 0.2)
+                got = self.link.receive(self._timeout(burst, quiet_sent, last_output))
                 now = time.monotonic()
                 if got is None or (burst and (not got or now - since >= BURST_MAX)):
                     self._read_back()
@@ -164,6 +169,16 @@ class PassThrough:
                 lock.release()
             self.feed.end()
             self.done.set()
+
+    @staticmethod
+    def _timeout(burst: bool, quiet_sent: bool, last_output: float) -> float:
+        """How long the receive thread may wait for the pump: a burst's gap, else until the output counts as
+        quiet (so a record held open is released on time), else the idle poll."""
+        if burst:
+            return BURST_GAP
+        if not quiet_sent:
+            return min(max(QUIET_AFTER - (time.monotonic() - last_output), 0.001), IDLE_POLL)
+        return IDLE_POLL
 
     def _restart(self) -> None:
         self.hooks.note("the pass-through process died; starting it again (a chunk in flight may be "

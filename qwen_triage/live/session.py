@@ -26,6 +26,19 @@ from qwen_triage.report.model import Diagnosis, Hang, Observation, Report
 from qwen_triage.rulepack.severity import Severity
 
 FATAL = (Severity.critical, Severity.error)
+# A few lines of the usual shapes (a vLLM line, a traceback ending in an error a rule knows, NCCL, torch's
+# process group, the kernel, Ollama's logfmt) for LiveSession.warm: what they exercise is compiled before the
+# child prints anything.
+WARM_LINES = b"""INFO 01-07 10:00:01 [config.py:1] warm-up
+Traceback (most recent call last):
+  File "/opt/venv/lib/python3.11/site-packages/torch/cuda/memory.py", line 1, in warm
+    raise
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 1 GiB
+host:1:1 [0] NCCL WARN warm-up
+[rank0]:[E107 10:00:01.000000000 ProcessGroupNCCL.cpp:1] [PG 0 Rank 0] warm-up
+[    1.000000] NVRM: warm-up
+time=2025-01-07T10:00:01.000Z level=ERROR source=server.go:1 msg="warm-up"
+"""
 
 
 @dataclass
@@ -85,6 +98,20 @@ class LiveSession:
         self.announced: dict[str, int] = {}  # class id -> diagnosis number (or 0 for a symptom)
         self.fatal: Finding | CheckFinding | None = None  # first critical/error finding, once certain
         self.finished = False
+
+    def warm(self) -> None:
+        """Do once now, while the child starts, what the first error line would otherwise pay for: the `regex`
+        module and the first confirms, the normaliser's and the multi-line families' patterns, the correlator
+        and the diagnosis model. :data:`WARM_LINES` go through a scanner of their own (nothing of them reaches
+        this session); what they compile is shared. Paid at the first fatal line, it held that line's diagnosis
+        back 60-130 ms (bench/bench_latency.py)."""
+        scratch = Scanner(self.scanner.compiled, max_line=self.max_line)
+        source = Source(name="warm-up", kind=TEXT)
+        scratch.add_source(source)
+        block = Block(data=WARM_LINES, first_line=1, counted=WARM_LINES.count(b"\n"))
+        for _ in (*scratch.feed(source, block), *scratch.flush()):
+            pass
+        scratch.correlator.diagnoses()
 
     # -- inputs -------------------------------------------------------------
 
