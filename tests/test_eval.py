@@ -105,6 +105,15 @@ def test_the_e_and_f_gathering_batches_hold_their_bar(compiled, tmp_path) -> Non
     assert result.silent <= 3, [r.id for r in result.results if r.silent]
 
 
+def test_no_healthy_log_of_the_train_part_is_diagnosed(compiled) -> None:
+    """Issue 26: whatever batch a healthy case came with (the newest ones have no accuracy bar yet), no rule may
+    diagnose it. g-tgi-healthy-4shard-waiting-for-ready-055 (a healthy four-shard launch cut while its shards still
+    print 'Waiting for shard to be ready') is why a log that only repeats a launcher's heartbeat is no diagnosis."""
+    result = evaluate(TEAM_CORPUS / "train", compiled)
+    assert result.healthy_cases >= 100
+    assert result.healthy_with_diagnoses == 0, [(m.id, m.got) for m in result.misses if not m.expect]
+
+
 def test_the_held_out_third_is_whole_and_apart() -> None:
     """The held-out third is scored at a session's start and end only (never tuned on): here only that it is all
     there and that no case of it is also in the train part."""
