@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,6 +41,8 @@ class Scenario:
     # what the analysis should say: the culprit (None for healthy runs), or suspects when the log cannot decide
     culprit: int | None = None
     suspects: list[int] = field(default_factory=list)
+    culprit_host: str | None = None  # a host the logs should name where no rank can be (mode hostdown)
+    flight: bool = False  # Flight Recorder on; each rank's dump to fr/rank_<N> (HANG_FR_DUMP)
 
 
 SCENARIOS = [
@@ -62,6 +65,16 @@ SCENARIOS = [
                   "says anything, so the logs cannot tell rank 1 from rank 0"),
     Scenario("n2-sleep", "sleep", 3, bad=4, nnodes=2, culprit=4,
              what="two nodes of 3 ranks on loopback; rank 4 (node 1) sleeps at step 3"),
+    Scenario("n2-hostdown", "hostdown", 3, bad=4, nnodes=2, suspects=[], culprit_host="node-b",
+             what="two nodes of 3 ranks on loopback; at step 3 node-b is lost: its launcher and all its workers are "
+                  "SIGKILLed at once (its log just stops); node-a's ranks lose their peers"),
+    Scenario("w4-fr", "sleep", 4, bad=2, culprit=2, flight=True, env={"HANG_FR_ON_TERM": "1"},
+             what="rank 2 sleeps at step 3; every rank writes its Flight Recorder dump (fr/rank_N) when its collective "
+                  "fails or the launcher's SIGTERM comes"),
+    Scenario("w4-fr-culprit-undumped", "sleep", 4, bad=2, culprit=2, flight=True,
+             what="as w4-fr, dumps written only when a collective fails: the sleeping rank 2 leaves none"),
+    Scenario("w4-fr-healthy", "none", 4, flight=True, env={"HANG_FR_AT_END": "1"},
+             what="a healthy run; every rank writes its Flight Recorder dump at the end"),
     Scenario("w4-healthy", "none", 4, what="a healthy run"),
     Scenario("n2-healthy", "none", 2, nnodes=2, what="a healthy two-node run"),
 ]
@@ -79,11 +92,35 @@ def _node_cmd(torchrun: str, sc: Scenario, node: int, port: int, log_root: Path 
     return cmd
 
 
+def _lose_host(node: subprocess.Popen, marker: Path) -> None:
+    """Once the chosen rank touches ``marker``: SIGKILL the node's launcher and every worker it started, all at
+    once (the workers run in sessions of their own: the process tree, not a process group)."""
+    import psutil
+
+    while not marker.exists() and node.poll() is None:
+        time.sleep(0.05)
+    marker.unlink(missing_ok=True)
+    try:
+        tree = [psutil.Process(node.pid), *psutil.Process(node.pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return
+    for proc in tree:
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
+
+
 def record(torchrun: str, sc: Scenario, out: Path, port: int) -> None:
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
-    env = dict(os.environ, HANG_MODE=sc.mode, HANG_RANK=str(sc.bad), HANG_STEP=str(sc.step), **sc.env)
+    marker = out / ".host-down"
+    env = dict(os.environ, HANG_MODE=sc.mode, HANG_RANK=str(sc.bad), HANG_STEP=str(sc.step), HANG_MARKER=str(marker),
+               **sc.env)
+    if sc.flight:
+        (out / "fr").mkdir()
+        env.update(TORCH_FR_BUFFER_SIZE="2000", HANG_FR_DUMP=str(out / "fr" / "rank_"))
     procs = []
     for node in range(sc.nnodes):
         name = "torchrun.log" if sc.nnodes == 1 else f"node-{'ab'[node]}.log"
@@ -91,6 +128,8 @@ def record(torchrun: str, sc: Scenario, out: Path, port: int) -> None:
         fh = open(out / name, "wb")
         procs.append((subprocess.Popen(_node_cmd(torchrun, sc, node, port, log_root), stdout=fh,
                                        stderr=subprocess.STDOUT, env=env, cwd=out), fh))
+    if sc.mode == "hostdown":
+        _lose_host(procs[sc.bad // sc.nproc][0], marker)
     codes = []
     for p, fh in procs:
         try:
@@ -107,6 +146,8 @@ def record(torchrun: str, sc: Scenario, out: Path, port: int) -> None:
                                         capture_output=True, text=True).stdout.strip()}
     if sc.nnodes > 1 and sc.culprit is not None:
         expected["culprit"]["host"] = f"node-{'ab'[sc.culprit // sc.nproc]}"
+    if sc.culprit_host is not None:
+        expected["culprit"] = {"rank": None, "host": sc.culprit_host}
     (out / "expected.yaml").write_text(yaml.safe_dump(expected, sort_keys=False))
 
 

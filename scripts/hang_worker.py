@@ -3,7 +3,14 @@
 Runs a few all_reduce steps on the gloo backend; HANG_MODE/HANG_RANK/HANG_STEP choose how one rank misbehaves:
 sleep (never enters the collective), crash (raises), kill (SIGKILLs itself), desync (a different collective),
 shape (a different tensor size), monitored (sleeps while the others
-wait in monitored_barrier), subgroup (a subgroup's member sleeps while the world goes on), none (healthy).
+wait in monitored_barrier), subgroup (a subgroup's member sleeps while the world goes on), hostdown (touches
+HANG_MARKER and waits: the recorder SIGKILLs its whole node, launcher and workers, as a host that is lost),
+none (healthy).
+
+HANG_FR_DUMP=PREFIX (with TORCH_FR_BUFFER_SIZE set): write this rank's Flight Recorder dump to PREFIX<rank> when its
+collective fails (and, with HANG_FR_ON_TERM=1, when the launcher's SIGTERM comes; HANG_FR_AT_END=1: at the end). This torch records gloo
+collectives in the Flight Recorder but dumps them on its own only for NCCL (the watchdog, to
+TORCH_FR_DUMP_TEMP_FILE<rank>); torch's own dump call writes the same bytes.
 """
 
 import datetime
@@ -22,7 +29,23 @@ TIMEOUT = float(os.environ.get("HANG_TIMEOUT", "8"))
 STEPS = int(os.environ.get("HANG_STEPS", "5"))
 
 
+def dump_flight_recorder(*_: object) -> None:
+    prefix = os.environ.get("HANG_FR_DUMP")
+    if prefix:
+        from torch._C._distributed_c10d import _dump_fr_trace
+
+        with open(f"{prefix}{dist.get_rank()}", "wb") as f:
+            f.write(_dump_fr_trace())
+
+
+def on_term(*_: object) -> None:
+    dump_flight_recorder()
+    os._exit(128 + signal.SIGTERM)
+
+
 def main() -> None:
+    if os.environ.get("HANG_FR_ON_TERM"):
+        signal.signal(signal.SIGTERM, on_term)
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=TIMEOUT))
     rank, world = dist.get_rank(), dist.get_world_size()
     host = os.environ.get("HANG_HOSTNAME", "")
@@ -45,6 +68,9 @@ def main() -> None:
             elif MODE == "desync":
                 dist.broadcast(t, src=0)
                 continue
+            elif MODE == "hostdown":
+                open(os.environ["HANG_MARKER"], "w").close()
+                time.sleep(TIMEOUT * 6)
             elif MODE == "monitored":
                 time.sleep(TIMEOUT * 6)
             elif MODE == "shape":
@@ -63,10 +89,16 @@ def main() -> None:
             continue
         dist.all_reduce(t)
     dist.barrier()
+    if os.environ.get("HANG_FR_AT_END"):
+        dump_flight_recorder()
     print(f"rank {rank} done", flush=True)
     dist.destroy_process_group()
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except Exception:
+        dump_flight_recorder()
+        raise
     sys.exit(0)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from qwen_triage.engine import clock
 from qwen_triage.engine.block_records import record_of
@@ -30,7 +30,8 @@ from qwen_triage.lazyre import lazy
 from qwen_triage.units import bounded_int
 
 if TYPE_CHECKING:
-    from qwen_triage.report.model import Diagnosis, Hang
+    from qwen_triage.engine.flight import FlightState
+    from qwen_triage.report.model import Diagnosis, Hang, HangOutlier
 
 # Events every host of a job logs at about the same moment, that engine.clock aligns the hosts' clocks on:
 # the process group's init (gloo's device setup, ProcessGroupNCCL's options, NCCL's communicator) and the
@@ -96,6 +97,7 @@ MAX_RANKS = 65536
 MAX_LINE_KEPT = 400
 CAUSE_AFTER_S = 5.0  # a host's line this long after the first failure (clocks aligned) is not its cause
 MAX_CLOCKS = 4096  # hosts (or files) whose clocks are kept
+LAST_LINES_TIMED = 256  # a file's last lines searched for the time it went quiet
 
 
 @dataclass
@@ -118,6 +120,7 @@ class RankState:
     last_line: tuple[str, int, str] | None = None  # path, line, text
     files: set[str] = field(default_factory=set)  # inputs its lines came from
     first_trouble: int | None = None  # scan order of its first timeout, error or lost peer
+    dumped: bool | None = None  # its Flight Recorder dump was read (False: the job's dumps hold none of it; None: no dumps)
 
 
 @dataclass
@@ -139,6 +142,7 @@ class Verdict:
     clocks: dict[str, float] = field(default_factory=dict)  # host -> its clock's offset from the reference host
     outliers: list[tuple[str, str, str, str]] = field(default_factory=list)  # host, what, its value, the others'
     failed_at: float | None = None  # the first failure or timeout the hosts reported, on the reference clock
+    quiet: tuple[str, float | None] | None = None  # the host that went quiet first; seconds before the first failure
 
     def aligned(self, host: str | None, ts: str | None) -> float | None:
         """A host's timestamp on the reference host's clock."""
@@ -160,7 +164,10 @@ class HangTracker:
         # time of the first failure or timeout reported there
         self.anchors: dict[str, dict[str, float]] = {}
         self.failed_at: dict[str, float] = {}
+        self.spoke: set[str] = set()  # clocks (hosts, files) where a rank or a launcher reported a failure or an exit
+        self.last_seen: dict[str, float] = {}  # clock -> the time of its file's last line that has one
         self.config: dict[str, dict[str, str]] = {}  # clock (host) -> what it printed of CONFIGS, first value
+        self.flight_world: set[int] = set()  # the default process group's ranks, as the dumps give them
 
     @property
     def seen(self) -> int:
@@ -271,6 +278,8 @@ class HangTracker:
                 return
 
     def _failure_time(self, rec: LineRecord) -> None:
+        if len(self.spoke) < MAX_CLOCKS:
+            self.spoke.add(self._clock_of(rec))
         t = clock.seconds(rec.timestamp)
         if t is not None and len(self.failed_at) < MAX_CLOCKS:
             key = self._clock_of(rec)
@@ -279,6 +288,7 @@ class HangTracker:
     def file_ended(self, path: str, block: "Block") -> None:
         """A file has been read: when its path names a rank (torchrun's --log-dir files), that rank was there,
         silent or not, and the file's last line is the last it printed."""
+        self._last_time(path, block)
         rank, local = rank_of_path(path)
         if rank is None and local is None:
             return
@@ -294,6 +304,38 @@ class HangTracker:
             return
         if st.last_line is None or st.last_line[0] == path or path.endswith("stdout.log"):
             st.last_line = (rec.path, rec.line, rec.text[:MAX_LINE_KEPT])
+
+    def _last_time(self, path: str, block: "Block") -> None:
+        """When a file went quiet: the time of its last line that has one (of its last lines only)."""
+        if len(self.last_seen) >= MAX_CLOCKS:
+            return
+        lines = block.data.rstrip(b"\n").rsplit(b"\n", LAST_LINES_TIMED)
+        for raw in reversed(lines[1:] if len(lines) > LAST_LINES_TIMED else lines):
+            rec = normalize(raw[:MAX_LINE_KEPT].decode("utf-8", "replace"), path)
+            t = clock.seconds(rec.timestamp)
+            if t is not None:
+                key = self._clock_of(rec)
+                self.last_seen[key] = max(self.last_seen.get(key, t), t)
+                return
+
+    def flight(self, fs: "FlightState", path: str) -> None:
+        """One rank's Flight Recorder dump (engine.flight): the last collective it entered (and completed, where
+        the backend says), its op and shape, as its log lines would give them."""
+        st = self._state(fs.rank)
+        if st is None:
+            return
+        self._order += 1
+        st.dumped = True
+        if fs.entered is not None:
+            st.entered = max(st.entered if st.entered is not None else -1, fs.entered)
+            st.op, st.shape = fs.op or st.op, fs.shape or st.shape
+        if fs.completed is not None:
+            st.completed = fs.completed
+            st.waited = st.waited or (fs.entered is not None and fs.entered > fs.completed)
+        if len(st.files) < 8:
+            st.files.add(path)
+        if len(self.flight_world) < MAX_RANKS:
+            self.flight_world.update(r for r in fs.world if 0 <= r < MAX_RANKS)
 
     def _summary_line(self, rec: LineRecord) -> bool:
         """torchelastic's failure summary: `host : …`, `rank : 4 (local_rank: 1)`, `exitcode : -9 (pid: …)`."""
@@ -331,6 +373,11 @@ class HangTracker:
         ``several_files``: the scan read several inputs; a rank whose lines all came from one file that names
         no rank, and that no line names a host for, is on the host the file is named for (`node-b.log`).
         """
+        if any(st.dumped for st in self.ranks.values()):  # the job left dumps: a rank of its world without one
+            for r in self.flight_world:
+                st = self._state(r)
+                if st is not None and not st.dumped:
+                    st.dumped = False
         if len(self.ranks) < 2:
             return None
         if several_files:
@@ -362,6 +409,48 @@ class HangTracker:
             for name, value in values.items():
                 printed.setdefault(name, {}).setdefault(host(key), value)
         v.outliers = [o for name, by_host in printed.items() for o in config_outliers(name, by_host)]
+        v.quiet = self._quiet_host(v, host)
+        if v.quiet is not None and v.culprit is None:
+            lost_host(v, *v.quiet)
+
+    def _quiet_host(self, v: Verdict, host: Callable[[str], str]) -> tuple[str, float | None] | None:
+        """The one host whose log stops with no failure, timeout or exit of its own while the ranks of other hosts
+        failed (a host lost at once: its launcher and every rank on it gone, its log just ends), and how many
+        seconds its last timed line came before the first failure the others reported (clocks aligned; None where
+        that cannot be told). A host that logged on after the others failed did not go quiet."""
+        spoke = {host(k) for k in self.spoke} | {s.host for s in v.ranks if s.host and _troubled(s)}
+        seen = {host(k) for k in (*self.anchors, *self.last_seen)} - {""}
+        quiet = sorted(seen - spoke)
+        if not spoke or len(quiet) != 1 or len(seen | spoke) < 2:
+            return None
+        h = quiet[0]
+        last = [t for k, t in self.last_seen.items() if host(k) == h]
+        lead = None
+        if last and v.failed_at is not None and h in v.clocks:
+            lead = round(v.failed_at - (max(last) - v.clocks[h]), 3)
+            if lead < -CAUSE_AFTER_S:
+                return None
+        return h, lead
+
+
+def _troubled(s: RankState) -> bool:
+    return bool(s.waited or s.peer_lost or s.error or s.exitcode not in (None, 0))
+
+
+def lost_host(v: Verdict, host: str, lead: float | None) -> None:
+    """No rank stands out, and one host went quiet first: that host is the culprit, its rank named where the
+    logs place exactly one rank on it (else its ranks are the suspects)."""
+    on_host = [s for s in v.ranks if s.host == host]
+    others = [s for s in v.ranks if s.host != host]
+    op = next((s.op for s in others if (s.waited or s.peer_lost) and s.op), None)
+    when = f" {lead:.1f} s before the first failure the other hosts reported," if lead is not None else ""
+    lost = "timed out waiting" if any(s.waited for s in others) else "lost their peers"
+    why = (f"host {host} went quiet first: its log stops{when} with no error, timeout or exit of its own while the "
+           f"ranks on the other hosts {lost}; the host (its launcher and every rank on it) was lost at once")
+    rank = on_host[0].rank if len(on_host) == 1 else None
+    v.culprit = Culprit(rank=rank, host=host, collective=op, seq=None, why=why)
+    v.suspects = [(s.rank, f"on host {host}, which went quiet first") for s in on_host] if rank is None else []
+    v.decided, v.note = True, why
 
 
 def config_outliers(what: str, by_host: dict[str, str]) -> list[tuple[str, str, str, str]]:
@@ -384,7 +473,7 @@ def _fingerprint(st: RankState) -> tuple[int | None, str | None, str | None]:
 
 def _majority_outliers(states: list[RankState]) -> list[RankState]:
     """Ranks whose collective (op or shape) differs from what most ranks ran at the same step."""
-    with_fp = [s for s in states if s.op is not None and s.entered is not None and s.waited]
+    with_fp = [s for s in states if s.op is not None and s.entered is not None and (s.waited or s.dumped)]
     if len(with_fp) < 3:
         return []
     counts: dict[tuple, int] = {}
@@ -394,7 +483,8 @@ def _majority_outliers(states: list[RankState]) -> list[RankState]:
     common = [fp for fp, n in counts.items() if n == top]
     if len(common) != 1 or top * 2 <= len(with_fp):
         return []
-    return [s for s in with_fp if _fingerprint(s) != common[0]]
+    # a rank at another step is behind, not desynchronised: the rule for ranks that never entered takes it
+    return [s for s in with_fp if _fingerprint(s) != common[0] and s.entered == common[0][0]]
 
 
 def _culprit(st: RankState, why: str, seq: int | None = None, op: str | None = None) -> Culprit:
@@ -411,8 +501,9 @@ def decide(states: list[RankState], root_cause: int | None = None) -> Verdict:
     error of its own or was killed (not by the launcher's SIGTERM); a rank that alone neither
     waited nor failed while the others timed out. Otherwise the suspects, each with why.
     """
+    dumped_at = {s.entered for s in states if s.dumped}
     trouble = [s for s in states if s.waited or s.peer_lost or s.error or s.accused
-               or (s.exitcode not in (None, 0, SIGTERM))]
+               or (s.exitcode not in (None, 0, SIGTERM)) or s.dumped is False or (s.dumped and len(dumped_at) > 1)]
     if not trouble:
         return Verdict(None, [], states, True, "no rank failed or timed out")
     note_rc = ""
@@ -433,15 +524,17 @@ def decide(states: list[RankState], root_cause: int | None = None) -> Verdict:
         o = outliers[0]
         return found(o, f"rank {o.rank} ran {o.op}{' ' + o.shape if o.shape else ''} at collective {o.entered} "
                         "where the other ranks ran another collective or shape (a desync)")
-    waiting_seqs = [s.entered for s in states if s.waited and s.entered is not None]
+    waiting_seqs = [s.entered for s in states if (s.waited or s.dumped) and s.entered is not None]
     if waiting_seqs:
         target = max(waiting_seqs)
         behind = [s for s in states if s.entered is not None and s.entered < target]
         if len(behind) == 1:
             b = behind[0]
             op = next((s.op for s in states if s.waited and s.entered == target and s.op), None)
+            op = op or next((s.op for s in states if s.entered == target and s.op), None)
+            said = "entered (their Flight Recorder dumps)" if b.dumped else "waited in"
             return found(b, f"rank {b.rank} never entered collective {target}"
-                            f"{' (' + op + ')' if op else ''} that the other ranks waited in "
+                            f"{' (' + op + ')' if op else ''} that the other ranks {said} "
                             f"(its last: {b.entered})", seq=target, op=op)
     failed = [s for s in states if s.error or s.exitcode not in (None, 0, SIGTERM, 1) and not s.waited
               and not s.peer_lost]
@@ -452,15 +545,21 @@ def decide(states: list[RankState], root_cause: int | None = None) -> Verdict:
             why = f"rank {first.rank} " + (f"raised {first.error}" if first.error else
                                            f"was killed (exit code {first.exitcode})")
             return found(first, why + " while the other ranks " + _others(states, first))
-    waited = [s for s in states if s.waited or s.peer_lost]
-    silent = [s for s in states if not (s.waited or s.peer_lost or s.error)]
+    waited = [s for s in states if s.waited or s.peer_lost or s.dumped]  # a dumped rank was in its collective
+    silent = [s for s in states if not (s.waited or s.peer_lost or s.error or s.dumped)]
+    if waited and not any(s.waited for s in states):
+        # every rank that spoke lost its peer, none timed out: a process died at once. A rank its own launcher
+        # stopped afterwards (SIGTERM) was alive then: not the one that died
+        silent = [s for s in silent if s.exitcode != SIGTERM]
     seen = {s.rank for s in states}
     if waited and 0 in seen:
         # ranks count from 0 without gaps: one below the highest seen that printed nothing was there, silent
         unseen = [RankState(r) for r in range(max(seen)) if r not in seen]
         silent += unseen
         states = sorted(states + unseen, key=lambda s: s.rank)
-    if waited and len(silent) == 1:
+    only_dumps = not any(w.waited or w.peer_lost for w in waited)
+    if waited and len(silent) == 1 and not (only_dumps and silent[0].dumped is False):
+        # (a rank whose dump alone is missing may have lost it otherwise: a suspect, not the culprit)
         s = silent[0]
         op = next((w.op for w in waited if w.op), None)
         said = "printed nothing" if s.last_line is None and s.exitcode is None else "neither timed out nor failed"
@@ -476,12 +575,16 @@ def _suspects(states: list[RankState], silent: list[RankState], waited: bool) ->
     rank. And the note that says the logs cannot decide."""
     suspects: list[tuple[int, str]] = []
     for s in silent:
-        suspects.append((s.rank, "printed no timeout and no error while others waited"))
+        suspects.append((s.rank, "left no Flight Recorder dump while the other ranks did" if s.dumped is False
+                         else "printed no timeout and no error while others waited"))
     for s in states:
         if s.error:
             suspects.append((s.rank, f"raised {s.error}"))
         elif s.exitcode not in (None, 0, SIGTERM, 1) and not s.waited:
             suspects.append((s.rank, f"exit code {s.exitcode}"))
+    missing = [str(s.rank) for s in states if s.dumped is False]
+    if suspects and missing and len(missing) == len(suspects):
+        return suspects, f"the logs cannot decide: the Flight Recorder dumps of rank(s) {', '.join(missing)} are missing"
     if suspects:
         return suspects, "the logs cannot decide between the suspects"
     why = "every rank that reported timed out waiting" if waited else "the ranks' lines do not say"
@@ -571,9 +674,26 @@ def _rank_verdict(st: RankState, verdict: Verdict) -> str:
         return "lost peer"
     if st.exitcode == SIGTERM:
         return "stopped by launcher"
+    if st.dumped and st.entered is not None and (st.completed is None or st.completed < st.entered) \
+            and (verdict.culprit is not None or verdict.suspects):
+        return "in collective"
     if st.exitcode not in (None, 0):
         return "failed"
     return "ok"
+
+
+def _quiet_outlier(verdict: Verdict) -> list["HangOutlier"]:
+    """The host that went quiet first, as the report's outlier (kind quiet)."""
+    from qwen_triage.redact import redact_text
+    from qwen_triage.report.model import HangOutlier
+
+    if verdict.quiet is None:
+        return []
+    host, lead = verdict.quiet
+    when = f"{lead:.1f} s before the first failure the other hosts reported" if lead is not None else \
+        "before the other hosts' ranks failed"
+    return [HangOutlier(host=redact_text(host), what="went quiet first", value=f"its log stops {when}",
+                        others="reported failures, timeouts or exits", kind="quiet", quiet_lead_s=lead)]
 
 
 def to_report(verdict: Verdict, cause: "Diagnosis | None" = None) -> "Hang":
@@ -594,7 +714,7 @@ def to_report(verdict: Verdict, cause: "Diagnosis | None" = None) -> "Hang":
         cause_lead_s=lead,
         clocks=[HangClock(host=redact_text(h), clock_offset_s=o) for h, o in sorted(verdict.clocks.items())],
         outliers=[HangOutlier(host=redact_text(h), what=what, value=redact_text(value), others=redact_text(others))
-                  for h, what, value, others in verdict.outliers],
+                  for h, what, value, others in verdict.outliers] + _quiet_outlier(verdict),
         suspects=[HangSuspect(rank=r, why=redact_text(why)) for r, why in verdict.suspects],
         ranks=[
             HangRank(rank=s.rank, local_rank=s.local_rank, host=clean(s.host), entered=s.entered,

@@ -12,7 +12,7 @@ from qwen_triage.engine.hang import HangTracker, join_cause, to_report
 from qwen_triage.engine.matcher import Matcher
 from qwen_triage.engine.sources import Block, chunk_blocks, decode, source_blocks
 from qwen_triage.engine.unrecognised import Collector, Item, template_of
-from qwen_triage.inputs.source import MAX_LINE, TEXT, Source
+from qwen_triage.inputs.source import FLIGHT, MAX_LINE, TEXT, Source
 from qwen_triage.redact import redact_text
 from qwen_triage.report.summary import Figures
 from qwen_triage.rulepack.pack import RulePack, load_pack
@@ -109,6 +109,9 @@ class Scanner:
         self.sources.append(source)
         last: Block | None = None
         for block in source_blocks(source, max_line=self.max_line):
+            if source.kind == FLIGHT:
+                self._flight(source, block.data)
+                continue
             yield from self.feed(source, block, source.kind, raw_bytes=0)
             last = block
             if on_block is not None:
@@ -116,6 +119,20 @@ class Scanner:
         yield from self._take(self.matcher.finish(source.index, ended=True))  # a source is read once
         if last is not None:  # a per-rank file: its last line is its rank's, whatever it says
             self.hang.file_ended(source.name, last)
+
+    def _flight(self, source: Source, data: bytes) -> None:
+        """A Flight Recorder dump (engine.flight): its rank's place goes to the hang analysis, or a note says why
+        it could not be read."""
+        from qwen_triage.engine import flight
+
+        source.bytes_read += len(data)
+        rank = flight.rank_of(source.name)
+        try:
+            if rank is None:
+                raise flight.DumpError("no rank ends its file name (TORCH_FR_DUMP_TEMP_FILE<rank>)")
+            self.hang.flight(flight.state_of(flight.load(data), rank), source.name)
+        except flight.DumpError as exc:
+            source.notes.append(f"{source.name}: a Flight Recorder dump not read: {exc}")
 
     def add_source(self, source: Source) -> int:
         """Register a live source (fed line by line); returns its index."""

@@ -21,6 +21,7 @@ from zlib import error as zlib_error
 TEXT = "text"
 JOURNAL_JSON = "journal-json"
 KINDS = (TEXT, JOURNAL_JSON)
+FLIGHT = "flight-recorder"  # a PyTorch Flight Recorder dump: not lines, read whole by engine.flight
 
 CHUNK = 1 << 20
 MAX_LINE = 64 * 1024
@@ -102,7 +103,7 @@ class Source:
             head = _first_line(stream, JOURNAL_MAX_LINE)
         except READ_ERRORS as exc:
             raise InputError(f"{self.name}: {exc}") from None
-        self.kind = sniff(head)
+        self.kind = FLIGHT if looks_like_flight_dump(head) else sniff(head)
         return _Prefixed(head, stream)  # type: ignore[return-value]
 
     def end(self) -> None:
@@ -110,6 +111,15 @@ class Source:
         close, self._close = self._close, None
         if close is not None:
             close()
+
+
+def looks_like_flight_dump(head: bytes) -> bool:
+    """Whether an input's first bytes are a PyTorch Flight Recorder dump: a pickle (protocol 2 and up) whose first
+    key is its version, or the same as JSON (`{"version": …, "pg_config": …, "entries": [`)."""
+    if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+        return b"version" in head[:64]
+    return head.lstrip()[:1] == b"{" and b'"version"' in head[:200] and b'"pg_config"' in head[:1 << 16] \
+        and b'"entries"' in head[:1 << 16]
 
 
 def looks_like_journal_json(first: bytes) -> bool:

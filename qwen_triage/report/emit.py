@@ -24,12 +24,13 @@ def plain_summary(report: Report) -> str | None:
 
     The common scheduled health check: two plain lines (never wrapped: nothing written to a
     pipe is). None when there is anything rich would style or lay out — a diagnosis, an
-    observation, an unrecognised error, a note, an input with nothing in it (a test keeps
-    the two byte-identical).
+    observation, an unrecognised error, a note, an input with nothing in it, a multi-rank job's
+    picture (a test keeps the two byte-identical).
     """
     from qwen_triage.report.summary import clean_text
 
-    if report.diagnoses or report.observations or report.unrecognised or report.notes or report.nothing_read:
+    if report.diagnoses or report.observations or report.unrecognised or report.notes or report.nothing_read \
+            or report.hang is not None:
         return None
     return clean_text(report.stats)
 

@@ -14,7 +14,8 @@ def headline(hang: Hang) -> str:
         where = f" on host {c.host}" if c.host else ""
         what = f" in {c.collective}" if c.collective else ""
         seq = f" #{c.seq}" if c.seq is not None else ""
-        return f"Hang: rank {c.rank}{where} stopped first{what}{seq} — {c.why}"
+        who = f"rank {c.rank}{where}" if c.rank is not None else f"host {c.host}"
+        return f"Hang: {who} stopped first{what}{seq} — {c.why}"
     if hang.suspects:
         ranks = ", ".join(str(s.rank) for s in hang.suspects)
         return f"Hang: {hang.summary}; suspects: rank(s) {ranks}"
@@ -32,7 +33,9 @@ def clocks_line(hang: Hang) -> str | None:
 
 def outlier_lines(hang: Hang) -> list[str]:
     """Hosts that printed a configuration unlike the others'."""
-    return [f"Outlier: host {o.host} printed {o.what} {o.value} where every other host printed {o.others}"
+    return [f"Outlier: host {o.host} went quiet first: {o.value}, while the other hosts {o.others}"
+            if o.kind == "quiet" else
+            f"Outlier: host {o.host} printed {o.what} {o.value} where every other host printed {o.others}"
             for o in hang.outliers]
 
 

@@ -251,14 +251,20 @@ class HangClock:
 
 @dataclass(kw_only=True)
 class HangOutlier:
-    """A host that printed a configuration unlike every other host's (NCCL version, world size)."""
+    """A host unlike every other: it printed another configuration (NCCL version, world size), or, on the common
+    timeline, went quiet first (its log stops with no failure of its own while the other hosts' ranks failed)."""
 
     __pydantic_config__ = _CONFIG
     host: str
     what: str
     value: str
     others: str
-    """what the other hosts printed"""
+    """what the other hosts printed (or did)"""
+    kind: str = "config"
+    """config (a configuration value) or quiet (went quiet first on the common timeline)"""
+    quiet_lead_s: float | None = None
+    """for quiet: seconds its last timed line came before the first failure the other hosts reported (clocks
+    aligned; null where that cannot be told)"""
 
 
 @dataclass(kw_only=True)

@@ -64,6 +64,10 @@ def test_genuine_scenario_names_the_planted_culprit(compiled, name):
     assert hang.culprit.rank == expected["culprit"]["rank"]
     if "host" in expected["culprit"]:
         assert hang.culprit.host == expected["culprit"]["host"]
+    if expected["culprit"]["rank"] is None:  # a host lost whole: its log names none of its ranks
+        assert "culprit" not in [r.verdict for r in hang.ranks]
+        assert all(r.host != hang.culprit.host for r in hang.ranks)
+        return
     verdicts = {r.rank: r.verdict for r in hang.ranks}
     assert verdicts[hang.culprit.rank] == "culprit"
     assert list(verdicts.values()).count("culprit") == 1
@@ -331,3 +335,47 @@ def test_a_host_with_another_nccl_version_is_the_outlier(compiled, tmp_path):
 def test_no_outlier_when_no_one_host_stands_apart(by_host):
     v = _track(_versions(by_host) + _nccl_lines({0: (32, 31), 1: (32, 31), 2: (32, 31)})).verdict()
     assert v.outliers == []
+
+
+# --- a host lost whole (n2-hostdown: node-b's launcher and workers SIGKILLed at once at step 3) ---------------
+
+
+@pytest.mark.parametrize("shift", [0, 37, -250])
+def test_the_host_that_went_quiet_first_is_named(compiled, tmp_path, shift):
+    hang = scan(compiled, _two_hosts(tmp_path, "n2-hostdown", shift)).hang
+    assert (hang.culprit.rank, hang.culprit.host, hang.culprit.collective) == (None, "node-b", "all_reduce")
+    assert "went quiet first" in hang.culprit.why and "lost their peers" in hang.culprit.why
+    quiet = [o for o in hang.outliers if o.kind == "quiet"]
+    assert [o.host for o in quiet] == ["node-b"]
+    # its last timed line (the gloo set-up, 14:51:46.97 by its clock) came 1.45 s before node-a's launcher
+    # reported the first failure (14:51:48.42), whatever node-b's clock says once aligned
+    assert abs(quiet[0].quiet_lead_s - 1.45) < SKEW
+    # rank 0 was stopped by its own launcher after its peers failed: alive then, not the one that died
+    assert {r.rank: r.verdict for r in hang.ranks} == {0: "stopped by launcher", 1: "lost peer", 2: "lost peer"}
+
+
+def test_the_lost_host_s_kernel_log_is_the_cause(compiled, tmp_path):
+    xid = XID79.format(host="node-b").replace("08:47:58", "14:51:45").replace("Dec 02", "Dec  2")
+    hang = scan(compiled, _two_hosts(tmp_path, "n2-hostdown", 37, kernel=_shift_syslog(xid, 37))).hang
+    assert hang.culprit.host == "node-b" and hang.cause is not None
+    assert hang.cause.class_ == "hardware.xid_fatal" and abs(hang.cause_lead_s - 3.4) < SKEW
+
+
+def _shift_syslog(line: str, seconds: int) -> str:
+    t = datetime.strptime(line[:15], "%b %d %H:%M:%S") + timedelta(seconds=seconds)
+    return t.strftime("%b %d %H:%M:%S") + line[15:]
+
+
+def test_a_host_that_logged_on_after_the_failure_did_not_go_quiet(compiled, tmp_path):
+    paths = _two_hosts(tmp_path, "n2-hostdown", 0)
+    with open(paths[1], "a") as f:  # node-b still writing 40 s after node-a's ranks failed
+        f.write("W1202 14:52:28.000000 19999 torch/distributed/run.py:874] still here\n")
+    hang = scan(compiled, paths).hang
+    assert hang.culprit is None and not [o for o in hang.outliers if o.kind == "quiet"]
+    assert "cannot decide" in hang.summary
+
+
+@pytest.mark.parametrize("scenario", ["n2-sleep", "n2-healthy"])
+def test_no_host_went_quiet_when_every_host_spoke(compiled, scenario):
+    hang = scan(compiled, logs_of(HANG / scenario)).hang
+    assert hang is None or not [o for o in hang.outliers if o.kind == "quiet"]
