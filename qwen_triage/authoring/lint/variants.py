@@ -155,13 +155,22 @@ def wrapper_variants(lr: LoadedRule, example: str, lines: list[_Line] | None = N
             yield Variant("wrapper", f"{fmt} `{_template(template)[0]}`", text)
 
 
+def _headed(lines: list[_Line], prefix: str, suffix: str) -> str:
+    """Each line under an engine's head, but a traceback's: the logger heads the record it writes, and the
+    traceback it appends (frames, source lines, the exception line closing them) follows unheaded."""
+    out = []
+    for k, line in enumerate(lines):
+        in_traceback = line.interpreter or (k > 0 and lines[k - 1].interpreter)
+        out.append(line.message if in_traceback else prefix + line.message + suffix)
+    return "\n".join(out)
+
+
 def head_variants(lr: LoadedRule, example: str, lines: list[_Line] | None = None) -> Iterator[Variant]:
     lines = lines or _lines(example)
     for program, template in HEADS:
         if program in lr.rule.sources:
             prefix, suffix = _template(template)
-            yield Variant("head", f"{program} head `{prefix}`",
-                          "\n".join(prefix + line.message + suffix for line in lines))
+            yield Variant("head", f"{program} head `{prefix}`", _headed(lines, prefix, suffix))
 
 
 # -- drift -----------------------------------------------------------------------------------------------

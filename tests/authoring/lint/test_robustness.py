@@ -137,3 +137,18 @@ def test_a_word_is_added_between_two_words_of_prose_not_between_a_field_and_its_
     text = rule(match=f"any: [{_quoted(pattern)}]", example=example, no_match="all is well")
     [message] = _messages(tmp_path, text, "robust-drift")
     assert "frob socket has timed out after 600000ms while now trying to connect" in message, message
+
+
+def test_an_engine_head_goes_on_its_log_records_not_on_the_traceback_they_carry(tmp_path: Path) -> None:
+    """SGLang's logger heads the record it writes; the traceback appended to it (frames, source lines and the
+    exception line closing them) follows unheaded, so a rule keyed on the traceback is not asked to see heads."""
+    from qwen_triage.authoring.lint.variants import head_variants
+    from qwen_triage.rulepack.pack import load_pack
+
+    lr = next(r for r in load_pack([]).rules if "sglang" in r.rule.sources)
+    example = ('Scheduler hit an exception:\n  File "/venv/sglang/srt/models/qwen2.py", line 437, in load_weights\n'
+               "    param = params_dict[name]\nKeyError: 'model.layers.0.mlp.g_idx'")
+    [variant] = list(head_variants(lr, example))
+    lines = variant.text.splitlines()
+    assert lines[0] == "[2026-11-29 10:00:01 TP0] Scheduler hit an exception:"
+    assert lines[1:] == example.splitlines()[1:]
