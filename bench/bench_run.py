@@ -5,19 +5,20 @@
 
 The child is the same Python program each time: it prints N lines of the shared
 generator's mix (journald, Ollama, vLLM, NCCL, kernel; about 0.1 % failures) as
-fast as it can. Four commands, alternating, each a fresh process with its output
+fast as it can. Five commands, alternating, each a fresh process with its output
 going to a pipe this script drains (as a terminal or a log collector would):
 
-* ``child | cat`` and ``qwen-triage run -q --log FILE -- child``;
-* the same two with a child that prints nothing: their start-up.
+* ``child | cat``, ``child | tee FILE`` and ``qwen-triage run -q --log FILE -- child``;
+* ``cat`` and ``run`` with a child that prints nothing: their start-up.
 
 Two kinds of child, the same on both sides: one that writes each line as it
 prints it (PYTHONUNBUFFERED=1 — what `run` gives a Python child by default, and
 what a server's logger does, flushing every record), and one that writes 8 KB
 blocks (a buffered child: the harshest case, the fastest producer).
 
-Each is timed three times: when the child's first byte comes out, when its last
-does, and when the command exits (for `run`, after the triage of the last lines
+The child times its own writes (first to last, flushed): the issue's target is the child under
+``run`` never slower than into ``tee`` (which saves a log too). Each command is also timed three
+times: when the child's first byte comes out, when its last does, and when the command exits (for `run`, after the triage of the last lines
 and the summary). The pass-through is first byte to last byte, start-up excluded
 on both sides: the ratio the performance issue sets at 1.2 or under. The time to
 exit, less each command's exit with a silent child, is printed beside it.
@@ -39,12 +40,17 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED_GEN = ROOT.parent / "shared" / "bench" / "gen_log.py"
 
 CHILD = """
-import sys
+import os, sys, time
 data = open(sys.argv[1], "rb").read() if len(sys.argv) > 1 else b""
 out = sys.stdout.buffer
+t0 = time.perf_counter()
 for line in data.splitlines(keepends=True):
     out.write(line)
 out.flush()
+took = time.perf_counter() - t0
+if os.environ.get("QT_BENCH_CHILD_TIME"):  # the child's own time: how long its writes took
+    with open(os.environ["QT_BENCH_CHILD_TIME"], "a") as f:
+        f.write(f"{took}\\n")
 """
 
 
@@ -91,6 +97,7 @@ def measure(child: Path, log: Path, work: Path, rounds: int, unbuffered: bool) -
     size = log.stat().st_size
     cmds = {
         "cat": (f"{py} {child} {log} | cat", True, size),
+        "tee": (f"{py} {child} {log} | tee {work / 'tee.log'}", True, size),
         "cat start-up": (f"{py} {child} | cat", True, 0),
         "run": (qt + full, False, size),
         "run start-up": (qt + empty, False, 0),
@@ -98,9 +105,14 @@ def measure(child: Path, log: Path, work: Path, rounds: int, unbuffered: bool) -
     for cmd, shell, expect in cmds.values():  # warm the rule-pack cache and the file cache
         timed(cmd, expect, shell, env)
     runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name in cmds}
+    own: dict[str, list[float]] = {name: [] for name in ("cat", "tee", "run")}  # the child's own time
+    stamp = work / "child-time"
     for _ in range(rounds):
         for name, (cmd, shell, expect) in cmds.items():
-            runs[name].append(timed(cmd, expect, shell, env))
+            stamp.unlink(missing_ok=True)
+            runs[name].append(timed(cmd, expect, shell, {**env, "QT_BENCH_CHILD_TIME": str(stamp)}))
+            if name in own and stamp.exists():
+                own[name].append(float(stamp.read_text().split()[-1]))
 
     def med(name: str, i: int) -> float:
         return statistics.median(r[i] for r in runs[name])
@@ -113,11 +125,14 @@ def measure(child: Path, log: Path, work: Path, rounds: int, unbuffered: bool) -
     cat_flow = statistics.median(r[1] - r[0] for r in runs["cat"])
     run_flow = statistics.median(r[1] - r[0] for r in runs["run"])
     # Each round's run beside the cat run just before it: the machine's drift cancels out.
-    paired = sorted((r[1] - r[0]) / (c[1] - c[0]) for r, c in zip(runs["run"], runs["cat"]))
+    paired = sorted((r[1] - r[0]) / max(c[1] - c[0], 1e-6) for r, c in zip(runs["run"], runs["cat"], strict=True))
     quart = statistics.quantiles(paired, n=4) if len(paired) > 1 else [paired[0]] * 3
     print(f"pass-through (first byte out to last byte out): run {run_flow:.3f} s against cat {cat_flow:.3f} s: "
           f"{run_flow / cat_flow:.2f}x; per round {quart[1]:.2f}x (quartiles {quart[0]:.2f}-{quart[2]:.2f}; "
           f"target: 1.2x or under)")
+    paired_tee = sorted(r / t for r, t in zip(own["run"], own["tee"], strict=False))
+    print("the child's own time writing it all: " + ", ".join(f"{n} {statistics.median(v):.3f} s" for n, v in own.items())
+          + f"; run / tee per round {statistics.median(paired_tee):.2f}x (target: 1.0x or under)")
     run_all = med("run", 2) - med("run start-up", 2)
     cat_all = med("cat", 2) - med("cat start-up", 2)
     print(f"to exit (triage of every line finished), start-up subtracted: run {run_all:.3f} s against cat "

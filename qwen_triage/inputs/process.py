@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from typing import Iterator
 
 from qwen_triage.inputs.base import Chunk, Reader
 from qwen_triage.inputs.file import FileReader
 from qwen_triage.inputs.position import SourceState
+
+MAX_HANDED = 64 << 20  # bytes handed over (no log) that may wait for triage; more are dropped, and counted
 
 
 @dataclass(frozen=True)
@@ -132,49 +136,70 @@ class ChildOutput(Reader):
 
     Why a reader: the supervisor's receive side gets from the pump process only *what* was written
     (:meth:`logged`: stream and length; :meth:`handed`: the bytes themselves when there is no log), and
-    takes the bytes back from ``log_fd`` when triage's turn comes, within a budget and a deadline as every
-    source is read. The position is the log offset, kept for this run only: a child's output is read once,
-    so ``prev`` is ignored. ``log_fd`` (the log, or an unnamed spool file; None: every piece is handed over)
-    is this reader's to close.
+    the triage thread takes the bytes back from ``log_fd`` when its turn comes, within a budget and a
+    deadline as every source is read: the log is the backlog, so triage however far behind holds no
+    output in memory and skips none of it. Bytes handed over are held up to :data:`MAX_HANDED`, the rest
+    counted in ``dropped``. One thread records, another reads. The position is the log offset, kept for
+    this run only: a child's output is read once, so ``prev`` is ignored. ``log_fd`` (the log, or an
+    unnamed spool file; None: every piece is handed over) is this reader's to close.
     """
 
     def __init__(self, log_fd: int | None, label: str = "<child>"):
         super().__init__(key=f"process:{label}", label=label, via="log" if log_fd is not None else "records")
         self.log_fd = log_fd
-        self._pending: list[tuple[int, int | bytes, float]] = []
+        self._pending: deque[tuple[int, int | bytes, float]] = deque()
+        self._lock = threading.Lock()
+        self._behind = 0  # bytes recorded and not yet read
+        self._held = 0  # of those, bytes handed over (in memory)
+        self.dropped = 0  # bytes handed over past MAX_HANDED: not read by triage
         self._pos = 0
 
     def logged(self, stream: int, n: int, when: float) -> None:
         """The pass-through wrote ``n`` bytes of ``stream`` to the log: to be read back."""
+        with self._lock:
+            self._behind += n
         self._pending.append((stream, n, when))
 
     def handed(self, stream: int, data: bytes, when: float) -> None:
         """The pass-through handed ``data`` over itself (no log, or the log failed)."""
+        with self._lock:
+            if self._held + len(data) > MAX_HANDED:
+                self.dropped += len(data)
+                return
+            self._held += len(data)
+            self._behind += len(data)
         self._pending.append((stream, data, when))
 
     @property
     def waiting(self) -> bool:
         return bool(self._pending)
 
+    @property
+    def behind(self) -> int:
+        """Bytes recorded and not yet read."""
+        return self._behind
+
     def read(self, prev: SourceState | None, budget: int, deadline: float, boot_id: str = "") -> Iterator[OutputChunk]:
         """The pieces waiting, in order; stops (``more``) once ``budget`` bytes are out or at ``deadline``."""
         self.more = False
-        out = taken = 0
-        try:
-            while taken < len(self._pending):
-                if out >= budget or time.monotonic() >= deadline:
-                    self.more = True
-                    break
-                stream, what, when = self._pending[taken]
-                taken += 1
-                data = what if isinstance(what, bytes) else self._read_log(what)
-                out += len(data)
-                first = self.lines + 1
-                self.lines += data.count(b"\n")
-                self.bytes += len(data)
-                yield OutputChunk(data=data, first_line=first, stream=stream, when=when)
-        finally:
-            del self._pending[:taken]  # what was handed out is gone, even if the caller stopped early
+        out = 0
+        while self._pending:
+            if out >= budget or time.monotonic() >= deadline:
+                self.more = True
+                break
+            stream, what, when = self._pending.popleft()
+            if isinstance(what, bytes):
+                data, recorded, held = what, len(what), len(what)
+            else:
+                data, recorded, held = self._read_log(what), what, 0
+            with self._lock:
+                self._behind -= recorded
+                self._held -= held
+            out += len(data)
+            first = self.lines + 1
+            self.lines += data.count(b"\n")
+            self.bytes += len(data)
+            yield OutputChunk(data=data, first_line=first, stream=stream, when=when)
         self.state = SourceState(kind="process", lines_total=self.lines, bytes_total=self.bytes)
 
     def _read_log(self, n: int) -> bytes:

@@ -1,19 +1,22 @@
 """The triage feed: the child's chunks, once passed through, to the engine, the stages and the stall watchdog.
 
-The receive side :meth:`TriageFeed.deliver`\\ s chunks; a bounded backlog
-(:data:`MAX_BACKLOG`) keeps triage from holding memory when it falls behind: what
-is over is skipped (the log has it). The triage thread (:meth:`TriageFeed.run`)
-merges what waits into batches of :data:`TRIAGE_BATCH` bytes — short engine
-passes, so the other threads get the interpreter's lock soon — and feeds the
-:class:`~qwen_triage.live.session.LiveSession` (diagnoses), the stage tracker and
-the last lines. The watch thread calls :meth:`TriageFeed.tick` for the stall
-watchdog. An error in triage stops triage only: the output and the log are not
-its business.
+The receive side hands over the child's output reader (:meth:`TriageFeed.attach`: the pass-through's
+log, read back) and says when a burst of output is :meth:`~TriageFeed.ready`. The triage thread
+(:meth:`TriageFeed.run`) reads the log at its own pace in batches of :data:`TRIAGE_BATCH` bytes —
+short engine passes, so the other threads get the interpreter's lock soon — and feeds the
+:class:`~qwen_triage.live.session.LiveSession` (diagnoses), the stage tracker and the last lines.
+The log is the backlog: however far behind triage falls (a burst of a gigabyte), it holds no output
+in memory and skips none, and it has read all of it when the child's exit is reported, before the
+summary. The watch thread calls :meth:`TriageFeed.tick` for the stall watchdog. An error in triage
+stops triage only: the output and the log are not its business.
 """
 
 from __future__ import annotations
 
+import math
+import os
 import queue
+import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Callable
@@ -34,16 +37,21 @@ from qwen_triage.live.stall import (
 
 if TYPE_CHECKING:
     from qwen_triage.engine.compiled import CompiledPack
+    from qwen_triage.inputs.process import ChildOutput
     from qwen_triage.live.session import LiveEvent, LiveInput, LiveSession
     from qwen_triage.report.model import Hang
 
-SETTLE, STDOUT, STDERR, QUIET = 0, 1, 2, 3  # SETTLE: release pending findings; QUIET: the output paused
+# What the triage thread is told: READY (output to read), SETTLE (release pending findings), QUIET (the output
+# paused); and the streams of the output's chunks
+READY, STDOUT, STDERR, QUIET, SETTLE = 0, 1, 2, 3, 4
 TRIAGE_BATCH = 1 << 16  # bytes merged for one engine pass: short C calls, so other threads get the GIL soon
 LAST_LINES_FED = 64  # the tail of each chunk the stall report's last lines can show
-MAX_BACKLOG = 64 << 20  # bytes waiting for triage before triage starts skipping
 FAR_BEHIND = 1 << 20  # bytes waiting for triage past which any byte counts as progress
+# The triage thread's niceness above the wrapper's: on a busy machine the child and the pass-through process get
+# the CPU first (a child into `run` is not slower than into `tee`: bench/bench_run.py); triage reads the log behind.
+TRIAGE_NICE = 10
 
-_Item = tuple[int, bytes, float]  # (stream or SETTLE/QUIET, data, time.monotonic())
+_Item = tuple[int, bytes, float]  # (stream, data, time.monotonic()): a chunk of output
 
 
 class TriageFeed:
@@ -82,10 +90,9 @@ class TriageFeed:
         self.session: LiveSession | None = None
         self._input: LiveInput | None = None
         self._plain: dict[int, LineSplitter] = {}
-        self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
-        self._backlog = 0
-        self._backlog_lock = threading.Lock()
-        self.skipped = 0
+        self._queue: queue.SimpleQueue[int | None] = queue.SimpleQueue()  # READY, QUIET, SETTLE; None: the end
+        self._reader: ChildOutput | None = None
+        self.skipped = 0  # bytes the pump could not log nor hand over (it was too far ahead)
         self.ok = compiled is not None
         self.activity = time.monotonic()  # last byte from the child
         self._progress = self.activity  # last output that was not a heartbeat line
@@ -110,76 +117,84 @@ class TriageFeed:
 
     # -- the receive side's end ---------------------------------------------------
 
-    def deliver(self, stream: int, data: bytes, when: float) -> None:
-        """A chunk the child printed, for triage; skipped (and counted) while triage is too far behind."""
+    def attach(self, reader: "ChildOutput") -> None:
+        """The child's output as the pass-through logged it: the triage thread reads it (and closes it at the end)."""
+        self._reader = reader
+
+    def ready(self, when: float) -> None:
+        """Output the child wrote up to ``when`` is in the reader: triage's turn."""
         self.activity = when
-        if self.on_output is not None:
-            self.hooks.call(self.on_output, stream, data)
-        with self._backlog_lock:
-            if self._backlog + len(data) > MAX_BACKLOG:
-                self.skipped += len(data)
-                return
-            self._backlog += len(data)
-        self._queue.put((stream, data, when))
+        self._queue.put(READY)
 
     def skip(self, n: int) -> None:
         """The pump skipped ``n`` bytes for triage (it lagged behind); the log has them."""
-        with self._backlog_lock:
-            self.skipped += n
+        self.skipped += n
 
     def quiet(self) -> None:
         """The output paused: a multi-line record still open is complete."""
-        self._queue.put((QUIET, b"", time.monotonic()))
+        self._queue.put(QUIET)
 
     def end(self) -> None:
-        """No more chunks: the triage thread ends once it has what came before."""
+        """No more output: the triage thread ends once it has read and triaged all of it."""
         self._queue.put(None)
 
     # -- triage: lines -> engine, stages ------------------------------------------
 
     def run(self) -> None:
-        """The triage thread: batches off the queue until :meth:`end`, once the session and the stage table's
-        prefilter are warm (LiveSession.warm): the first error line's diagnosis waits for neither."""
+        """The triage thread: the output, read from the log in batches, until :meth:`end` and the last byte; the
+        session and the stage table's prefilter warmed up first (LiveSession.warm), so that the first error
+        line's diagnosis waits for neither. A pause or a settle applies once what came before it is triaged."""
+        _nice_this_thread(TRIAGE_NICE)
         self._guarded("warm")
         try:
             self.stages.table.prefilter  # noqa: B018 - built now, not at the first chunk
         except Exception as exc:  # noqa: BLE001
             self.hooks.warn_once("stage", f"stage tracking failed ({exc!r})")
-        while True:
-            batch, end = self._next_batch()
-            if batch is None:
-                break
-            if batch:
-                self._triage_batch(batch)
-            if end:
-                break
+        told: set[int] = set()
+        ended = False
+        try:
+            while True:
+                ended = self._told(told, block=not ended and not self._waiting()) or ended
+                batch = self._pull()
+                if batch:
+                    self._triage_batch(batch)
+                if self._waiting():
+                    continue
+                if SETTLE in told:
+                    self._guarded("settle")
+                if QUIET in told:
+                    self._guarded("release_held")
+                told.clear()
+                if ended:
+                    break
+        finally:
+            if self._reader is not None:
+                self._reader.close()
 
-    def _next_batch(self) -> tuple[list[_Item] | None, bool]:
-        """What waits, up to :data:`TRIAGE_BATCH` bytes (None: the end); settles and pauses handled first."""
-        q = self._queue
-        item = q.get()
-        if item is None:
-            return None, True
-        batch = [item]
-        end = False
-        size = len(item[1])
-        while size < TRIAGE_BATCH:
-            try:
-                more = q.get_nowait()
-            except queue.Empty:
-                break
-            if more is None:
-                end = True
-                break
-            batch.append(more)
-            size += len(more[1])
-        with self._backlog_lock:
-            self._backlog -= size
-        if any(b[0] == SETTLE for b in batch):
-            self._guarded("settle")
-        if any(b[0] == QUIET for b in batch):
-            self._guarded("release_held")
-        return [b for b in batch if b[0] not in (SETTLE, QUIET)], end
+    def _waiting(self) -> bool:
+        return self._reader is not None and self._reader.waiting
+
+    def _told(self, told: set[int], block: bool) -> bool:
+        """What the other threads said since the last look (waiting for a word when ``block``); True at the end."""
+        try:
+            item = self._queue.get() if block else self._queue.get_nowait()
+            while True:
+                if item is None:
+                    return True
+                told.add(item)
+                item = self._queue.get_nowait()
+        except queue.Empty:
+            return False
+
+    def _pull(self) -> list[_Item]:
+        """Up to :data:`TRIAGE_BATCH` bytes of the output, read back from the log."""
+        if self._reader is None:
+            return []
+        batch = [(c.stream, c.data, c.when) for c in self._reader.read(None, TRIAGE_BATCH, math.inf)]
+        if self.on_output is not None:
+            for stream, data, _when in batch:
+                self.hooks.call(self.on_output, stream, data)
+        return batch
 
     def _triage_batch(self, batch: list[_Item]) -> None:
         # merge runs of the same stream: fewer, larger blocks
@@ -244,8 +259,9 @@ class TriageFeed:
 
     def finish(self) -> None:
         """The child and the receive side are done, and so is the triage thread: the session's last findings."""
-        if self.skipped:
-            self.hooks.notes.append(f"live triage fell behind and skipped {self.skipped} bytes (the log has them all)")
+        skipped = self.skipped + (self._reader.dropped if self._reader is not None else 0)
+        if skipped:
+            self.hooks.notes.append(f"live triage skipped {skipped} bytes the log could not take (too many to hold)")
         if self.session is not None and self.ok:
             try:
                 self.session.finish()
@@ -257,7 +273,8 @@ class TriageFeed:
 
     def seen(self) -> None:
         """Progress is judged by triage (heartbeats do not count); while triage is far behind, any byte counts."""
-        current = self._progress if self._backlog < FAR_BEHIND else self.activity
+        behind = self._reader.behind if self._reader is not None else 0
+        current = self._progress if behind < FAR_BEHIND else self.activity
         if current != self._last_seen:
             self._last_seen = current
             self.watchdog.activity(current)
@@ -291,7 +308,7 @@ class TriageFeed:
         self.stalls.append(stall)
         self.hooks.notes.append(f"stall: {stall.describe()}" + (f"; last stage line: {line}" if line else ""))
         self.hooks.call(self.on_stall, stall)
-        self._queue.put((SETTLE, b"", time.monotonic()))  # no veto is coming soon: settle pending findings
+        self._queue.put(SETTLE)  # no veto is coming soon: settle pending findings
 
     def _hang(self, hang: "Hang") -> None:
         self.hooks.call(self.on_hang, hang)
@@ -299,3 +316,15 @@ class TriageFeed:
     def _event(self, ev: "LiveEvent") -> None:
         self.events.append(ev)
         self.hooks.call(self.on_event, ev)
+
+
+def _nice_this_thread(by: int) -> None:
+    """Lower the calling thread's priority by ``by`` (Linux, where a thread is a task of its own: the pass-through
+    process and the wrapper's other threads keep theirs); elsewhere nothing."""
+    if sys.platform != "linux":
+        return
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(os.getpriority(os.PRIO_PROCESS, tid) + by, 19))
+    except OSError:
+        pass

@@ -6,7 +6,7 @@ then tells us on a records pipe. :meth:`PassThrough.run` (the receive thread)
 reads those records and hands the chunks to the triage feed — read back from the
 log once a burst of output pauses (:data:`BURST_GAP`, at most :data:`BURST_MAX`
 after it began), so that while the output flows the pass-through has the machine
-to itself. The bytes themselves come through the input layer's reader of a child's output
+to itself; the triage thread reads them from the log at its own pace (live.feed). The bytes themselves come through the input layer's reader of a child's output
 (:class:`qwen_triage.inputs.process.ChildOutput`), as every source is read. A pump that dies is
 started again (:data:`PUMP_RESTARTS`) on the same pipes: the child's output must keep flowing.
 """
@@ -14,9 +14,7 @@ started again (:data:`PUMP_RESTARTS`) on the same pipes: the child's output must
 from __future__ import annotations
 
 import functools
-import math
 import os
-import sys
 import threading
 import time
 from pathlib import Path
@@ -84,6 +82,7 @@ class PassThrough:
         from qwen_triage.inputs.process import ChildOutput
 
         self.reader = ChildOutput(self.log_fd, self.label)
+        self.feed.attach(self.reader)  # read, and closed, by the triage thread
         return self.reader
 
     def _start_pump(self) -> "pump.PumpLink":
@@ -109,9 +108,7 @@ class PassThrough:
         for fd in self.pipes.values():
             os.close(fd)
         self.pipes = {}
-        if self.reader is not None:
-            self.reader.close()
-        elif self.log_fd is not None:
+        if self.reader is None and self.log_fd is not None:  # else the triage thread reads the rest, then closes it
             os.close(self.log_fd)
         self.log_fd = None
 
@@ -132,15 +129,15 @@ class PassThrough:
         restarts = 0
         held: list[threading.Lock] = []  # the sinks' locks, from the pump's EOF to its FINAL
         since = 0.0  # when the burst waiting to be read back began
+        burst = False  # output logged that triage has not been told of
         try:
             reader = self.open_reader()
             self.feed.started(time.monotonic())  # the stall clock starts once triage can read
             while not self.abandon and self.link is not None:
-                burst = reader.waiting
                 got = self.link.receive(self._timeout(burst, quiet_sent, last_output))
                 now = time.monotonic()
                 if got is None or (burst and (not got or now - since >= BURST_MAX)):
-                    self._read_back()
+                    burst = self._read_back(burst)
                 if got is None:
                     if held or restarts >= PUMP_RESTARTS:
                         break  # it ended (or keeps dying): what is left of the output cannot be read
@@ -149,16 +146,16 @@ class PassThrough:
                     continue
                 for kind, stream, payload, when in got:
                     if kind == pump.LOGGED:
-                        if not reader.waiting:
-                            since = now
+                        if not burst:
+                            since, burst = now, True
                         reader.logged(stream, int.from_bytes(payload, "little"), when)
                         last_output, quiet_sent = now, False
                     elif kind == pump.DATA:
                         reader.handed(stream, payload, when)
-                        self._read_back()  # in order: what was logged before it, then it
+                        burst = self._read_back(True)  # in order: what was logged before it, then it
                         last_output, quiet_sent = time.monotonic(), False
                     else:
-                        self._read_back()  # in order: what was logged before this record first
+                        burst = self._read_back(burst)  # in order: what was logged before this record first
                         self._record(kind, stream, payload, held)
                 if not got and not quiet_sent and time.monotonic() - last_output >= QUIET_AFTER:
                     self.feed.quiet()
@@ -221,8 +218,9 @@ class PassThrough:
             self.hooks.note(f"writing the log {self.log_path} failed ({message}); output still passes through",
                             report=True)
 
-    def _read_back(self) -> None:
-        """Triage's turn: the chunks of a burst, read back from the log."""
-        assert self.reader is not None
-        for chunk in self.reader.read(None, sys.maxsize, math.inf):
-            self.feed.deliver(chunk.stream, chunk.data, chunk.when)
+    def _read_back(self, burst: bool) -> bool:
+        """Triage's turn, when a burst waits: its chunks are read back from the log (by the triage thread). Returns
+        that no burst waits any more."""
+        if burst:
+            self.feed.ready(time.monotonic())
+        return False

@@ -40,6 +40,7 @@ import select
 import signal
 import struct
 import sys
+import time
 from time import monotonic as _now
 
 HEADER = struct.Struct("<BBxxId")  # kind, stream, length, time.monotonic()
@@ -53,6 +54,9 @@ WRITE_SIZE = 1 << 20  # one non-blocking write to the records pipe at most
 FLUSH_AT = 256 << 10  # records waiting this long are pushed as soon as the pipe takes them
 FLUSH_EVERY = 0.01  # seconds: records go to the wrapper at least this often while the child talks…
 FLUSH_AFTER_MS = 2  # …and once it pauses this long: one wake-up of the wrapper per batch, not per chunk
+# A child that writes again within this many seconds of the last move finds the pump asleep for as long: its lines
+# gather in the pipe and move in one splice, not one wake-up of the pump per write (a logger writes each line)
+COALESCE = 0.001
 
 
 def grow_pipe(fd: int) -> None:
@@ -367,7 +371,7 @@ class Pump:
         sources = self.sources
         control_open = True
         want_out = False
-        flushed = _now()
+        flushed = moved = _now()
         while sources:
             pending = (self.run_bytes or self.outbox) and self.records >= 0
             if (len(self.outbox) >= FLUSH_AT and self.records >= 0) != want_out:
@@ -381,9 +385,13 @@ class Pump:
             if pending and (not events or now - flushed >= FLUSH_EVERY):
                 flushed = now
                 self.flush()  # the child paused, or has talked for a while: hand over what it said
+            if now - moved < COALESCE and any(fd in sources for fd, _ in events):
+                time.sleep(COALESCE)  # a chatty child: let its next lines join these
+                now = _now()
             for fd, _ in events:
                 stream = sources.get(fd)
                 if stream is not None:
+                    moved = now
                     if not self.move(fd, stream, now):
                         poller.unregister(fd)
                         del sources[fd]
