@@ -182,8 +182,9 @@ _EXCEPTION = r"[A-Z]\w{0,60}(?:Error|Exception|Exit|Interrupt|Failure)"
 _SENTENCE_HEAD = re.compile(rf"^(?!\s*(?:File \"|Traceback \())\s*(?:(?:[A-Za-z_]\w*\.){{0,6}}{_EXCEPTION}: )?"
                             r"([A-Za-z])(?=[a-z]+ )")
 # a quoted value in a sentence; not one after `key=` (logfmt's `error="…"`, a repr's `host='…'`: the formatter
-# quotes it, always the same way) nor a KeyError's key (its message is the key's repr)
-_QUOTED = re.compile(r"""(?<![\w'"`\\=])(?<!\bKeyError: )(['"`])([^'"`\s\\](?:[^'"`\\\n]{0,200}?[^'"`\s\\])?)\1"""
+# quotes it, always the same way), a KeyError's key (its message is the key's repr) nor an exception's repr
+# (`ImportError('libcuda.so.1: …')`, printed by `repr(e)` / `{e!r}`)
+_QUOTED = re.compile(r"""(?<![\w'"`\\=])(?<!\bKeyError: )(?<!Error\()(?<!Exception\()(['"`])([^'"`\s\\](?:[^'"`\\\n]{0,200}?[^'"`\s\\])?)\1"""
                      r"""(?![\w'"`])""")
 _SWAP = {"'": '"', '"': "'", "`": "'"}
 _EXC_HEAD = re.compile(rf"^(\s*)((?:[A-Za-z_]\w*\.){{0,6}}{_EXCEPTION}): (?=\S)")
@@ -230,7 +231,12 @@ _DRIFTS: tuple[tuple[str, Callable[[str], str]], ...] = (
 
 
 def _on_messages(lines: list[_Line], change: Callable[[str], str]) -> str:
-    return "\n".join(line.with_message(line.message if line.interpreter else change(line.message)) for line in lines)
+    out = []
+    for k, line in enumerate(lines):
+        # the line closing a traceback names its exception as CPython does: `module.qualname` (never unqualified)
+        closing = k > 0 and lines[k - 1].interpreter and change is _exception_unqualified
+        out.append(line.with_message(line.message if line.interpreter or closing else change(line.message)))
+    return "\n".join(out)
 
 
 @lru_cache(maxsize=4096)
