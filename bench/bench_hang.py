@@ -95,17 +95,21 @@ def side(args: argparse.Namespace) -> None:
         scan(on, log)  # warm both: imports, lazy regexes
         scan(off, log, hang=False)
         times: dict[str, list[float]] = {"on": [], "off": []}  # CPU seconds
+        walls: dict[str, list[float]] = {"on": [], "off": []}
         reports = {}
         for _ in range(args.repeat):
             for name, pack, hang in (("off", off, False), ("on", on, True)):
-                _, cpu, reports[name] = scan(pack, log, hang)
+                wall, cpu, reports[name] = scan(pack, log, hang)
                 times[name].append(cpu)
+                walls[name].append(wall)
         same = [d.class_ for d in reports["on"].diagnoses] == [d.class_ for d in reports["off"].diagnoses] \
             and reports["on"].stats.candidate_lines == reports["off"].stats.candidate_lines \
             and reports["on"].hang is None
         best = {k: min(v) for k, v in times.items()}
         for k in ("off", "on"):
-            print(f"  hang analysis {k:3}: best {best[k]:.2f} CPU s of {', '.join(f'{t:.2f}' for t in times[k])}")
+            print(f"  hang analysis {k:3}: best {best[k]:.2f} CPU s of {', '.join(f'{t:.2f}' for t in times[k])} "
+                  f"(wall best {min(walls[k]):.2f} s); {reports[k].stats.lines} lines, "
+                  f"{reports[k].stats.candidate_lines} candidates")
         print(f"  on/off = {best['on'] / best['off']:.3f}; same findings and candidates: {same}")
 
 
