@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Protocol
 
 from qwen_triage.engine.detached import BUILD_ENV, build_mode, start_build
-from qwen_triage.engine.literals import required_literals
 from qwen_triage.lazyre import lazy
 
 __all__ = ["BUILD_ENV", "build_prefilter", "hyperscan_available"]
@@ -344,6 +343,8 @@ class LiteralPrefilter:
     widen_after = 1 << 20
 
     def __init__(self, patterns: list[str], multiline: frozenset[int] = frozenset()):
+        from qwen_triage.engine.literals import required_literals  # a scan on a cached Hyperscan database needs none
+
         self.always: list[int] = []  # patterns without a literal: tried on every line
         by_literal: dict[tuple[bytes, bool], list[int]] = defaultdict(list)
         entries: dict[int, tuple[bytes | None, list[bytes]]] = {}  # what RE2 can take
@@ -423,6 +424,8 @@ def _only(
 
 
 def _hs_one_line(pattern: str) -> bytes:
+    from qwen_triage.engine.literals import required_literals
+
     req = required_literals(pattern, one_line=True)
     if req is None:
         return b"(?s:.)"  # no literal: every line is a candidate (lint warns about such patterns)
@@ -446,11 +449,9 @@ def _hs_key(hyperscan, patterns: list[str], multiline: frozenset[int], flags: in
     warm 10-line scan. The key is what they are a function of instead: the patterns, which are multi-line,
     and the code that turns a pattern into its expression (this module and engine.literals, by content).
     """
-    from qwen_triage.engine import literals  # noqa: PLC0415 - imported above; here for its file
-
     h = hashlib.sha256()
     try:
-        for module_file in (__file__, literals.__file__):
+        for module_file in (__file__, Path(__file__).with_name("literals.py")):  # engine.literals, not imported
             h.update(Path(module_file).read_bytes())
     except (OSError, TypeError):  # no source files (a frozen build): key on the expressions themselves
         h.update(b"\0".join(_hs_expressions(patterns, multiline)))

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from qwen_triage.rulepack.catalogue import TemplateEntry
 
-CATALOGUE_MAP_FILE = "catalogue-map.yaml"
 # levels whose lines never become a diagnosis, whatever a family says: a warning is not a failure
 QUIET_LEVELS = frozenset({"warning", "warn", "info", "notice", "debug", "trace"})
 

@@ -24,9 +24,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from qwen_triage.rulepack.catalogue_map import CATALOGUE_MAP_FILE
 from qwen_triage.rulepack.errors import Position, RuleFileError
-from qwen_triage.rulepack.paths import CATALOGUE_DIR, CLASSES_FILE, CODES_DIR, bundled_rules_dir, code_files
+from qwen_triage.rulepack.paths import (
+    CATALOGUE_DIR,
+    CATALOGUE_MAP_FILE,
+    CLASSES_FILE,
+    CODES_DIR,
+    bundled_rules_dir,
+    code_files,
+)
 from qwen_triage.rulepack.spec import ClassSpec, RuleSpec
 from qwen_triage.rulepack.trust import require_trusted
 

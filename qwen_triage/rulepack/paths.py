@@ -8,6 +8,7 @@ from pathlib import Path
 
 CLASSES_FILE = "classes.yaml"
 CATALOGUE_DIR = "catalogue"  # generated data (the message catalogue), not rules: never loaded as rule files
+CATALOGUE_MAP_FILE = "catalogue-map.yaml"  # the catalogue's module families (rulepack.catalogue_map)
 CODES_DIR = "codes"  # the code tables (rulepack.codes); their bytes key the pack cache, parsed only on a miss
 
 

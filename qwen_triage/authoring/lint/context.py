@@ -161,7 +161,8 @@ def _data_files(directories: list[Path], classes: dict[str, ClassSpec]) -> Itera
     from functools import partial
 
     from qwen_triage.rulepack.benign import BENIGN_FILE, load_benign
-    from qwen_triage.rulepack.catalogue_map import CATALOGUE_MAP_FILE, load_catalogue_map
+    from qwen_triage.rulepack.catalogue_map import load_catalogue_map
+    from qwen_triage.rulepack.paths import CATALOGUE_MAP_FILE
     from qwen_triage.rulepack.stages import STAGES_FILE, load_stage_file
 
     loaders = ((STAGES_FILE, load_stage_file), (BENIGN_FILE, load_benign),

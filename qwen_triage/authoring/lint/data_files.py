@@ -37,7 +37,8 @@ def _family_unmatched(check: Check, ctx: LintContext) -> Iterator[Problem]:
     a program key the catalogue does not have, a glob that names none of its files, an exception or level its
     templates never have (a `raise KeyError(key)` has no words to catalogue: the `raised:` rules read that)."""
     from qwen_triage.rulepack.catalogue import Catalogue
-    from qwen_triage.rulepack.catalogue_map import CATALOGUE_MAP_FILE, CatalogueMap, load_catalogue_map
+    from qwen_triage.rulepack.catalogue_map import CatalogueMap, load_catalogue_map
+    from qwen_triage.rulepack.paths import CATALOGUE_MAP_FILE
     from qwen_triage.rulepack.yamlload import load_yaml
 
     targets = {t.resolve() for t in ctx.targets}
