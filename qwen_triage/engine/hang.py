@@ -487,6 +487,13 @@ def _majority_outliers(states: list[RankState]) -> list[RankState]:
     return [s for s in with_fp if _fingerprint(s) != common[0] and s.entered == common[0][0]]
 
 
+def _same_op(a: str, b: str) -> bool:
+    """ALLREDUCE and all_reduce, _ALLGATHER_BASE and allgather: one kind of collective."""
+    def norm(op: str) -> str:
+        return op.lower().replace("_", "").removesuffix("base").removesuffix("coalesced")
+    return norm(a) == norm(b)
+
+
 def _culprit(st: RankState, why: str, seq: int | None = None, op: str | None = None) -> Culprit:
     return Culprit(rank=st.rank, host=st.host, collective=op or st.op, seq=seq if seq is not None else st.entered,
                    why=why)
@@ -527,11 +534,14 @@ def decide(states: list[RankState], root_cause: int | None = None) -> Verdict:
     waiting_seqs = [s.entered for s in states if (s.waited or s.dumped) and s.entered is not None]
     if waiting_seqs:
         target = max(waiting_seqs)
-        behind = [s for s in states if s.entered is not None and s.entered < target]
+        op = next((s.op for s in states if s.waited and s.entered == target and s.op), None)
+        op = op or next((s.op for s in states if s.entered == target and s.op), None)
+        # sequence numbers count per process group: a rank waiting in another kind of collective may be in another
+        # group (FSDP's all-gather beside the default group's all-reduce), and its number says nothing of this one
+        behind = [s for s in states if s.entered is not None and s.entered < target
+                  and (op is None or s.op is None or _same_op(s.op, op))]
         if len(behind) == 1:
             b = behind[0]
-            op = next((s.op for s in states if s.waited and s.entered == target and s.op), None)
-            op = op or next((s.op for s in states if s.entered == target and s.op), None)
             said = "entered (their Flight Recorder dumps)" if b.dumped else "waited in"
             return found(b, f"rank {b.rank} never entered collective {target}"
                             f"{' (' + op + ')' if op else ''} that the other ranks {said} "

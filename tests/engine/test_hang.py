@@ -379,3 +379,28 @@ def test_a_host_that_logged_on_after_the_failure_did_not_go_quiet(compiled, tmp_
 def test_no_host_went_quiet_when_every_host_spoke(compiled, scenario):
     hang = scan(compiled, logs_of(HANG / scenario)).hang
     assert hang is None or not [o for o in hang.outliers if o.kind == "quiet"]
+
+
+# --- real multi-rank reports from public threads (the team's corpus, train part) ------------------------------
+
+TRAIN = ROOT / "fixtures" / "corpus" / "train"
+
+
+def _train_case(case_id: str) -> Path:
+    return next(TRAIN.glob(f"*/{case_id}.log"))
+
+
+def test_collectives_of_other_kinds_are_not_compared_by_number(compiled):
+    """torchtune#1107: rank 1 waits in FSDP's _ALLGATHER_BASE #313, rank 0 in the default group's ALLREDUCE #315.
+    The thread: rank 0 was saving a checkpoint while rank 1 went on into the all-gather. Sequence numbers count per
+    process group, so rank 1's smaller number says nothing: the logs cannot decide, and rank 0 is a suspect (it
+    used to be rank 1, named the culprit for its smaller number)."""
+    hang = scan(compiled, [_train_case("c-torchtune-midepoch-save-allgather-watchdog-124")]).hang
+    assert hang.culprit is None
+    assert sorted(s.rank for s in hang.suspects) == [0, 1]
+
+
+def test_the_rank_behind_in_the_same_collective_is_named(compiled):
+    """LlamaFactory#2902: rank 0 waits in ALLREDUCE #1516 while rank 1 already waits in #1517."""
+    c = scan(compiled, [_train_case("i-llamafactory-allreduce-desync-watchdog-timeout-023")]).hang.culprit
+    assert (c.rank, c.collective, c.seq) == (0, "ALLREDUCE", 1517)
