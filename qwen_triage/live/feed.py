@@ -47,9 +47,12 @@ READY, STDOUT, STDERR, QUIET, SETTLE = 0, 1, 2, 3, 4
 TRIAGE_BATCH = 1 << 16  # bytes merged for one engine pass: short C calls, so other threads get the GIL soon
 LAST_LINES_FED = 64  # the tail of each chunk the stall report's last lines can show
 FAR_BEHIND = 1 << 20  # bytes waiting for triage past which any byte counts as progress
-# The triage thread's niceness above the wrapper's: on a busy machine the child and the pass-through process get
-# the CPU first (a child into `run` is not slower than into `tee`: bench/bench_run.py); triage reads the log behind.
-TRIAGE_NICE = 10
+# Once triage is this far behind (the child floods its output), the triage thread gives way for the rest of the run:
+# its niceness goes up by TRIAGE_NICE, so on a busy machine the child and the pass-through process get the CPU
+# first (a child into `run` is not slower than into `tee`: bench/bench_run.py) and triage reads the log behind.
+# Until then it runs at the wrapper's priority: a diagnosis is due within milliseconds (bench/bench_latency.py).
+FLOODED = 1 << 20
+TRIAGE_NICE = 19
 
 _Item = tuple[int, bytes, float]  # (stream, data, time.monotonic()): a chunk of output
 
@@ -144,17 +147,18 @@ class TriageFeed:
         """The triage thread: the output, read from the log in batches, until :meth:`end` and the last byte; the
         session and the stage table's prefilter warmed up first (LiveSession.warm), so that the first error
         line's diagnosis waits for neither. A pause or a settle applies once what came before it is triaged."""
-        _nice_this_thread(TRIAGE_NICE)
         self._guarded("warm")
         try:
             self.stages.table.prefilter  # noqa: B018 - built now, not at the first chunk
         except Exception as exc:  # noqa: BLE001
             self.hooks.warn_once("stage", f"stage tracking failed ({exc!r})")
         told: set[int] = set()
-        ended = False
+        ended = yielded = False
         try:
             while True:
                 ended = self._told(told, block=not ended and not self._waiting()) or ended
+                if not yielded and self._reader is not None and self._reader.behind >= FLOODED:
+                    yielded = _nice_this_thread(TRIAGE_NICE)
                 batch = self._pull()
                 if batch:
                     self._triage_batch(batch)
@@ -318,13 +322,14 @@ class TriageFeed:
         self.hooks.call(self.on_event, ev)
 
 
-def _nice_this_thread(by: int) -> None:
+def _nice_this_thread(by: int) -> bool:
     """Lower the calling thread's priority by ``by`` (Linux, where a thread is a task of its own: the pass-through
-    process and the wrapper's other threads keep theirs); elsewhere nothing."""
+    process and the wrapper's other threads keep theirs); elsewhere nothing. True: done (or not to be tried again)."""
     if sys.platform != "linux":
-        return
+        return True
     try:
         tid = threading.get_native_id()
         os.setpriority(os.PRIO_PROCESS, tid, min(os.getpriority(os.PRIO_PROCESS, tid) + by, 19))
     except OSError:
         pass
+    return True

@@ -1,13 +1,15 @@
 """Triage that falls behind the child holds no output in memory, skips none, and has read all of it by the end.
 
 The log is triage's backlog (live.feed): the receive side records where each chunk is, the triage thread
-reads the log at its own pace. Here triage is made slow (a hook that sleeps in the triage thread) while
+reads the log at its own pace, and once flooded it gives way (niced) to the child and the pass-through. Here triage is made slow (a hook that sleeps in the triage thread) while
 the child floods its output and ends on a fatal line: the report still covers every line and names it.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
 import time
 
 LINES = 200_000
@@ -24,8 +26,10 @@ def test_a_slow_triage_reads_every_line_before_the_report(tmp_path, compiled) ->
     from qwen_triage.live.supervisor import Supervisor
 
     read_after_exit: list[int] = []  # bytes triage still had to read, seen once the child had exited
+    niceness: list[int] = []  # the triage thread's, batch by batch
 
     def slow(stream: int, data: bytes) -> None:  # the triage thread: each batch takes a while
+        niceness.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
         time.sleep(0.02)
         if sup.returncode is not None and sup.passthrough is not None and sup.passthrough.reader is not None:
             read_after_exit.append(sup.passthrough.reader.behind)
@@ -38,3 +42,17 @@ def test_a_slow_triage_reads_every_line_before_the_report(tmp_path, compiled) ->
     assert [d.class_ for d in report.diagnoses] == ["memory.gpu_oom"]  # …the last one too, before the summary
     assert not [n for n in report.notes if "skipped" in n]
     assert read_after_exit and max(read_after_exit) > 1 << 20  # triage was megabytes behind when the child ended
+    if sys.platform == "linux":  # flooded, triage gave way to the child and the pass-through for the rest of the run
+        assert niceness[-1] == 19
+
+
+def test_unflooded_triage_keeps_the_wrappers_priority(tmp_path, compiled) -> None:  # type: ignore[no-untyped-def]
+    from qwen_triage.live.supervisor import Supervisor
+
+    niceness: list[int] = []
+    child = "import time\nfor i in range(5):\n    print('INFO step', i, flush=True)\n    time.sleep(0.05)\n"
+    sup = Supervisor([sys.executable, "-c", child], log=tmp_path / "run.log", compiled=compiled,
+                     on_output=lambda _s, _d: niceness.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id())))
+    sup.start()
+    assert sup.wait(120) == 0
+    assert niceness and set(niceness) == {os.getpriority(os.PRIO_PROCESS, 0)}  # a diagnosis is due in milliseconds
