@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Issue 27's measure: on every labelled set, are a failing log's errors diagnosed or located?
 
-    python bench/bench_located.py [--list] [--json] [SET_DIR ...]
+    python bench/bench_located.py [--list] [--placed] [--json] [SET_DIR ...]
 
 Each set is a folder walked for ``cases.yaml`` (shared/corpus/FORMAT.md). Every case is scanned as ``eval``
 scans it; for each failing log (``expect`` not empty) the lines no rule explained (the report's ``exception``
 and ``error`` items, and the diagnoses the catalogue made, ``because: catalogue``) are counted:
 ``located`` when the message catalogue placed the line (``printed_by``), ``classed`` when it also made it a
 diagnosis, right when that class is one the case expects or allows. ``unlocated`` lines are the ones left
-to do; ``--list`` prints them. Healthy logs (``expect: []``) must stay without any diagnosis.
+to do; ``--list`` prints them, ``--placed`` the located lines no class was given (the map's review).
+Healthy logs (``expect: []``) must stay without any diagnosis.
 
 By default: ../shared/corpus*, fixtures/corpus/train, fixtures/genuine, fixtures/logs, fixtures/peers.
 fixtures/corpus/heldout is never read, scored or listed, whatever is asked.
@@ -46,6 +47,7 @@ class SetFigures:
     classed_right: int = 0
     classed_wrong: int = 0
     unlocated: list[dict[str, str]] = field(default_factory=list)
+    placed: list[dict[str, str]] = field(default_factory=list)  # located, not classed: where, and what the case expects
 
 
 def measure(directory: Path, compiled) -> SetFigures:
@@ -72,6 +74,9 @@ def measure(directory: Path, compiled) -> SetFigures:
         fig.classed_wrong += sum(d.class_ not in allowed for d in classed)
         fig.unlocated += [{"case": case.id, "kind": u.kind, "program": u.program or "", "raised_by": u.raised_by or "",
                            "line": u.evidence.text} for u in listed if u.printed_by is None]
+        fig.placed += [{"case": case.id, "expect": ",".join(case.expect), "got": ",".join(report.classes()),
+                        "where": f"{u.printed_by.program}:{u.printed_by.file}", "template": u.printed_by.template or "",
+                        "line": u.evidence.text} for u in listed if u.printed_by is not None]
     return fig
 
 
@@ -79,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("sets", nargs="*", type=Path, help="folders walked for cases.yaml (default: see above)")
     ap.add_argument("--list", action="store_true", help="print every unlocated line")
+    ap.add_argument("--placed", action="store_true", help="print every line located but not classed")
     ap.add_argument("--json", action="store_true", help="the figures as JSON")
     args = ap.parse_args(argv)
     from qwen_triage.engine.scanner import load_compiled
@@ -100,6 +106,11 @@ def main(argv: list[str] | None = None) -> int:
             setattr(total, c, getattr(total, c) + getattr(f, c))
         total.unlocated += f.unlocated
     print(f"{'total':18}" + "".join(f"{getattr(total, c):>9}" for c in cols) + f"{len(total.unlocated):>10}")
+    if args.placed:
+        for f in figures:
+            for u in f.placed:
+                print(f"{f.name}\t{u['case']}\texpect={u['expect']}\tgot={u['got']}\t{u['where']}\t"
+                      f"{u['template'][:120]!r}\t{u['line'][:200]}")
     if args.list:
         for f in figures:
             for u in f.unlocated:

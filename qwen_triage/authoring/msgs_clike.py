@@ -54,6 +54,15 @@ C_CALLS: dict[str, tuple[str, str]] = {
     "GGML_ABORT": ("{file}:{line}: ", "GGML_ABORT"),
     "printf": ("", "printf"),
 }
+# Check and throw macros that concatenate their arguments into the message (Gloo's MakeString, torch's c10::str):
+# name -> arguments before the message (the condition, the two values compared). Each literal argument is
+# text, any other a field: ``GLOO_ERROR_MSG("Read error ", peer_.str(), ": ", strerror(errno))``.
+C_CONCAT_CALLS: dict[str, int] = {
+    "GLOO_ERROR_MSG": 0, "GLOO_ENFORCE": 1, "GLOO_ENFORCE_EQ": 2, "GLOO_ENFORCE_NE": 2, "GLOO_ENFORCE_LE": 2,
+    "GLOO_ENFORCE_LT": 2, "GLOO_ENFORCE_GE": 2, "GLOO_ENFORCE_GT": 2,
+    "TORCH_CHECK": 1, "TORCH_CHECK_VALUE": 1, "TORCH_CHECK_TYPE": 1, "TORCH_CHECK_INDEX": 1,
+    "TORCH_CHECK_NOT_IMPLEMENTED": 1, "TORCH_INTERNAL_ASSERT": 1, "C10_THROW_ERROR": 1,
+}
 # any macro or function whose name says error / warning level: LLAMA_LOG_ERROR, GGML_LOG_WARN, LOG_ERR,
 # SRV_ERR, SLT_WRN, ERROR, LOG_WARNING, gguf_log_error…
 _LEVEL_NAME = re.compile(r"^(?:[A-Z0-9_]*_)?(?:ERR|ERROR|WRN|WARN|WARNING|FATAL|CRIT|CRITICAL)$|^LOG_?(?:ERR|ERROR|WRN|WARN)"
@@ -338,6 +347,9 @@ def _site(toks: list[_Tok], i: int, name: str, start: int, rel: str, function: s
         # a plain literal is the message itself; only a format call's literal holds conversions
         thrown: list[str | Field] = printf_parts(fmt, hints) if hints or not _format_arg(args[0]) else [fmt]
         return _make(rel, line, "throw", thrown, fmt, "", function)
+    if name in C_CONCAT_CALLS:
+        concat = _variadic_parts(args[C_CONCAT_CALLS[name]:])
+        return _make(rel, line, "throw", concat, text_of(concat), "", function) if concat else None
     if name in C_CALLS:
         prefix, kind = C_CALLS[name]
         if name in ("fprintf",) and _hint(args[0]) != "stderr":
@@ -378,6 +390,15 @@ def _concat_parts(arg: list[_Tok]) -> list[str | Field] | None:
             inner = _inner_format(op)
             parts.extend(printf_parts(*inner) if inner else [Field("s", _hint(op))])
     return parts if any(isinstance(p, str) for p in parts) else None
+
+
+def _variadic_parts(args: list[list[_Tok]]) -> list[str | Field] | None:
+    """A concatenating macro's message arguments: literals as text, anything else a field; None without text."""
+    parts: list[str | Field] = []
+    for arg in args[:32]:
+        lit = _format_arg(arg)
+        parts.append(lit if lit is not None else Field("s", _hint(arg)))
+    return parts if any(isinstance(p, str) and p.strip() for p in parts) else None
 
 
 def _inner_format(arg: list[_Tok]) -> tuple[str, list[str]] | None:

@@ -57,6 +57,8 @@ class _Visitor(ast.NodeVisitor):
         self.out: list[Template] = []
         self.scopes: list[dict[str, ast.expr]] = [{}]  # per function: name -> last string-ish value
         self.appends: list[dict[str, list[ast.expr]]] = [{}]  # per function: list name -> messages appended
+        # per function: name -> the string-ish values assigned before the last one (``msg = …`` in each branch)
+        self.earlier: list[dict[str, list[ast.expr]]] = [{}]
         self.funcs: list[str] = [""]
         self.imported: dict[str, str] = {}  # name -> module it was imported from
         self.local_classes: set[str] = set()
@@ -68,10 +70,12 @@ class _Visitor(ast.NodeVisitor):
             return
         self.scopes.append({})
         self.appends.append({})
+        self.earlier.append({})
         self.funcs.append(node.name)
         self.generic_visit(node)
         self.scopes.pop()
         self.appends.pop()
+        self.earlier.pop()
         self.funcs.pop()
 
     visit_AsyncFunctionDef = visit_FunctionDef
@@ -89,9 +93,28 @@ class _Visitor(ast.NodeVisitor):
                 self.imported[alias.asname or alias.name] = node.module
 
     def visit_Assign(self, node: ast.Assign) -> None:
-        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and _stringish(node.value):
-            self.scopes[-1][node.targets[0].id] = node.value
+        value = self._formatted(node.value)
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and _stringish(value):
+            name = node.targets[0].id
+            if value is not node.value and _name_of(node.value.func.value) == name:  # type: ignore[attr-defined]
+                # `message = message.format(…)`: every value it had is formatted, none of them stays as it was
+                self.earlier[-1][name] = [self._formatted(node.value, v) for v in self.earlier[-1].get(name, [])]
+            elif name in self.scopes[-1] and len(earlier := self.earlier[-1].setdefault(name, [])) < MAX_DEPTH:
+                earlier.append(self.scopes[-1][name])
+            self.scopes[-1][name] = value
         self.generic_visit(node)
+
+    def _formatted(self, node: ast.expr, template: ast.expr | None = None) -> ast.expr:
+        """``name.format(…)`` where ``name`` holds a literal (httpx: ``message = message.format(self, …)``): the
+        same call on the literal (or on ``template``), so its fields are read as the format's; else ``node``."""
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format"
+                and isinstance(node.func.value, ast.Name)):
+            return node
+        base = template if template is not None else self.scopes[-1].get(node.func.value.id)
+        if base is None or not _stringish(base):
+            return node
+        return ast.Call(func=ast.Attribute(value=base, attr="format", ctx=ast.Load()), args=node.args,
+                        keywords=node.keywords)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         if isinstance(node.target, ast.Name) and isinstance(node.op, ast.Add):
@@ -110,9 +133,18 @@ class _Visitor(ast.NodeVisitor):
                 parts = self._message(exc.args[0], [])
                 if parts is not None:
                     self._add(node.lineno, "raise", parts, f"{self._qualified(name)}: ")
-                for item in self._joined_items(exc.args[0]):
+                for item in [*self._joined_items(exc.args[0]), *self._earlier_values(exc.args[0])]:
                     self._add(node.lineno, "raise", item, f"{self._qualified(name)}: ")
         self.generic_visit(node)
+
+    def _earlier_values(self, node: ast.expr) -> Iterator[list[str | Field]]:
+        """``if …: msg = f"{code} Client Error: …" elif …: msg = f"{code} Server Error: …"; raise X(msg)``: the
+        message of every branch, not only the last one assigned (requests' raise_for_status)."""
+        if isinstance(node, ast.Name):
+            for value in self.earlier[-1].get(node.id, []):
+                parts = _parts(value, 0, self.scopes[-1])
+                if parts is not None and any(isinstance(p, str) and p.strip() for p in parts):  # not `msg = ""`
+                    yield parts
 
     def _joined_items(self, node: ast.expr) -> Iterator[list[str | Field]]:
         """``errors.append(f"…"); …; raise X(" ".join(errors))``: each message appended, one template each."""
@@ -159,6 +191,7 @@ class _Visitor(ast.NodeVisitor):
     def _message(self, node: ast.expr, args: list[ast.expr]) -> list[str | Field] | None:
         if isinstance(node, ast.Name):
             node = self.scopes[-1].get(node.id, node)
+        node = self._formatted(node)
         parts = _parts(node, 0, self.scopes[-1])
         if parts is None:
             return None
@@ -226,9 +259,10 @@ def _parts(node: ast.expr, depth: int, scope: dict[str, ast.expr] | None = None)
         unknown_head: list[str | Field] = [Field("s", _hint(node.left))]
         unknown_tail: list[str | Field] = [Field("s", _hint(node.right))]
         return (head or unknown_head) + (tail or unknown_tail)
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format"
-            and isinstance(node.func.value, ast.Constant) and isinstance(node.func.value.value, str)):
-        return _format_parts(node.func.value.value, node)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+        fmt = _parts(node.func.value, depth + 1, scope)  # a literal, or literals joined: `("…\n" "…").format(…)`
+        if fmt is not None and all(isinstance(p, str) for p in fmt):
+            return _format_parts("".join(str(p) for p in fmt), node)
     return None
 
 

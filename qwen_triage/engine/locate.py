@@ -3,7 +3,9 @@
 The scanner hands over only what it already lists as unexplained (a traceback's final exception, an error
 line), never a line a rule explained, a stall or a relay; a scan with nothing unexplained calls nothing here,
 so no catalogue file is opened (rulepack.catalogue_index). Each such line is looked up in the message
-catalogue: where its template is found, the line gains ``printed_by`` (program, releases, file, function).
+catalogue: where its template is found, the line gains ``printed_by`` (program, releases, file, function);
+where none is, an exception raised in a file of a catalogue program (its traceback's innermost frame) gains
+``printed_by`` without a template (:func:`by_frame`).
 Where the catalogue gives the template a class — a rule of the pack matches its rendered example, or the
 reviewed map of module families (``rules/catalogue-map.yaml``) says what an error of that file means — and
 the template is no warning or notice, the line becomes a finding of that class, ``because: catalogue``: it
@@ -86,6 +88,9 @@ def locate(items: Sequence[Item], compiled: CompiledPack, index: CatalogueIndex 
     for item in wanted:
         entry = index.lookup(item.first.message, hints_of(item))
         if entry is None:
+            placed = by_frame(item, index)
+            if placed is not None:
+                out.append(Located(item, placed))
             continue
         family = cmap.family_of(entry)
         printed_by = _printed_by(entry, family, index)
@@ -117,6 +122,20 @@ def read_by_rule(message: str, compiled: CompiledPack) -> bool:
         except TimeoutError:
             continue
     return False
+
+
+def by_frame(item: Item, index: CatalogueIndex) -> PrintedBy | None:
+    """Where an exception no template places was raised: the file of its traceback's innermost frame, when a
+    program of the catalogue holds that file. The words are not the program's own (an OS error's text, a C++
+    extension's, a bare ``AssertionError``), the raising code is; no template, so no class."""
+    raised_in = item.first.raised_in
+    if item.kind != "exception" or not raised_in:
+        return None
+    found = index.file_of(raised_in)
+    if found is None:
+        return None
+    program, file, releases = found
+    return PrintedBy(program=program, releases=releases, file=file, display=index.display(program))
 
 
 def _printed_by(entry: TemplateEntry, family: Family | None, index: CatalogueIndex) -> PrintedBy:

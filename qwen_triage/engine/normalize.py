@@ -84,6 +84,8 @@ DMESG_DECODE = _wrapper(r"(?P<facility>kern|user|mail|daemon|auth|syslog|lpr|new
                         r"|\[\s*(?P<uptime>\d+\.\d+)\] ?)?(?P<msg>.*)")
 # `kubectl logs --timestamps` and `docker logs -t`
 RFC3339_PREFIX = _wrapper(r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) (?P<msg>.*)")
+# the same stamp in brackets: a CI runner's or a log shipper's ``[2026-02-24T20:21:58Z] `` before each line
+RFC3339_BRACKETED = _wrapper(r"\[(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d))\] (?P<msg>.*)")
 COMPOSE = _wrapper(r"(?P<container>[A-Za-z0-9][\w.-]*?)\s+\| (?P<msg>.*)")
 # The message starts after `msg="` (or `msg=` for a bare value) and runs to the
 # end of the line: the closing quote and the key=value pairs after it stay as
@@ -266,11 +268,15 @@ def _nccl(rec: LineRecord, m: re.Match[str]) -> str:
 
 
 def _strip_bracketed(rec: LineRecord, msg: str) -> str | None:
-    """The wrappers that open with ``[``: an MPI launcher's rank tag, the kernel's uptime and ``dmesg -T``
-    clock, torchrun's ``[rank N]:`` / ``[default0]:``, glog's bracketed header."""
+    """The wrappers that open with ``[``: an MPI launcher's rank tag, a bracketed RFC 3339 stamp, the kernel's
+    uptime and ``dmesg -T`` clock, torchrun's ``[rank N]:`` / ``[default0]:``, glog's bracketed header."""
     if m := MPI_TAG.match(msg):
         rec.rank = bounded_int(m["rank"])
         rec.formats += ("mpi",)
+        return m["msg"]
+    if msg[1:2].isdigit() and (m := RFC3339_BRACKETED.match(msg)):
+        _set_ts(rec, m["ts"])
+        rec.formats += ("timestamped",)
         return m["msg"]
     if m := DMESG.match(msg):
         _set_ts(rec, m["ts"])

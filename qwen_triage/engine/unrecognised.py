@@ -18,7 +18,9 @@ the source lines and carets between frames, and the indented detail lines
 under the exception. A log that cut the header off (it starts inside the
 traceback, the header ends another line, a frame is cut short, the indentation
 is stripped) still quotes code, not errors: a source line opens the traceback
-where the header would be (:func:`is_quoted_code`). Tracebacks are followed per
+where the header would be (:func:`is_quoted_code`). A message logged line by line
+(each line with the timestamp and logger source of the one before) is one
+message: its later lines are its text. Tracebacks are followed per
 process (input, process label, pid, rank), since ranks interleave theirs.
 
 An item keeps where its traceback chain started and where its detail lines
@@ -193,6 +195,12 @@ def is_quoted_code(rec: LineRecord, message: str, in_traceback: bool) -> bool:
     return _CODE.match(stripped) is not None
 
 
+def stamp_of(rec: LineRecord) -> tuple[str, str] | None:
+    """A line's timestamp and logger source (``core.py:1100``), where its logger printed both; None otherwise."""
+    source = rec.extra.get("source")
+    return (rec.timestamp, source) if rec.timestamp and source else None
+
+
 def library_of(frame_file: str) -> str:
     """``…/site-packages/vllm/worker/x.py`` → ``vllm``; a file outside any package → its name."""
     m = _LIBRARY.search(frame_file)
@@ -286,6 +294,16 @@ class _Trace:
     header: LineRecord | None = None  # an error-level header: listed if the traceback never ends
     span: Span | None = None  # the latest line of its own, while its detail lines may follow
     details: bool = False  # that line ended a traceback: indented lines under it are its detail, not errors
+    stamp: tuple[str, str] | None = None  # the timestamp and logger source of that line, where its logger gave both
+
+    def continued_by(self, rec: LineRecord, stripped: str) -> bool:
+        """Whether a line (no deeper than it: a deeper one is its detail) goes on with the message of the line just
+        before it: the next line after it, from the same log call (same timestamp and logger source: vLLM logs an
+        exception's text line by line, ``Tensor parallel size may exceed …`` under ``ValueError: Cannot provide a
+        placement group …``), no exception of its own."""
+        return (self.stamp is not None and self.span is not None and rec.line == self.span.line + 1
+                and stamp_of(rec) == self.stamp and _EXCEPTION.search(stripped) is None
+                and _NAMED_ERROR.search(stripped) is None and not _TRACE_START.match(stripped))
 
 
 @dataclass
@@ -419,7 +437,14 @@ class Collector:
             # an exception line is the traceback's own; any other line ends it without taking its chain
             start = trace.start if _EXCEPTION.search(stripped) else rec.line
             trace.span = Span(key, start, rec.line, rec.line + DETAIL_LINES, indent)
+            trace.stamp = stamp_of(rec)
             return trace.span
+        if (trace is not None and trace.span is not None and indent <= trace.indent
+                and trace.continued_by(rec, stripped)):
+            # the next line of the same logged message: a multi-line exception's text goes on (its details follow)
+            trace.last = trace.span.line = rec.line
+            trace.span.end = rec.line + DETAIL_LINES
+            return None
         deeper = trace is not None and indent > trace.indent
         if trace is not None and trace.span is not None and rec.line <= trace.span.end:
             if deeper and trace.details:
@@ -434,6 +459,7 @@ class Collector:
                 self._keep(key, trace)
             trace.last, trace.span, trace.indent = rec.line, span, indent
             trace.details = _EXCEPTION.search(stripped) is not None
+            trace.stamp = stamp_of(rec)
         return span
 
     def _keep(self, key: Key, trace: _Trace) -> None:

@@ -109,7 +109,8 @@ class PrintedBy:
     family: str | None = None
     """what that part of the program does, from rules/catalogue-map.yaml (configuration validation)"""
     template: str | None = None
-    """the message as the source writes it, placeholders typed ({int}, {path}, {str} ...)"""
+    """the message as the source writes it, placeholders typed ({int}, {path}, {str} ...); null when no template
+    holds the words and the exception was placed by its traceback's innermost frame, a file of that program"""
 
 
 @dataclass(kw_only=True)

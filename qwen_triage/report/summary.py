@@ -60,4 +60,5 @@ def printed_by_phrase(p: PrintedBy, code: Callable[[str], str] = lambda t: f"`{t
     safe for where it goes)."""
     where = code(p.file) + (f" in {code(p.function)}" if p.function else "")
     family = f", {p.family}" if p.family else ""
-    return f"printed by {p.display or p.program} {where} ({releases_span(p.releases)}){family}"
+    verb = "printed by" if p.template else "raised in"  # no template: placed by its traceback's raising frame
+    return f"{verb} {p.display or p.program} {where} ({releases_span(p.releases)}){family}"

@@ -36,9 +36,10 @@ if TYPE_CHECKING:
 
 INT_FIELD = r"(?:-?\d+)"  # authoring.msg_template.TYPE_REGEX["int"], as typed_regex wraps it
 NUMBER_FIELD = r"(?:-?\d+(?:\.\d+)?)"
-INDEX_FORMAT = b"2"  # 2: the programs' display names in the head  # of the built index kept in the cache
+INDEX_FORMAT = b"3"  # of the built index kept in the cache; 2: the programs' display names in the head, 3: their files
 MAX_MANIFEST_BYTES = 2**20
 MAX_LINE = 2000  # characters of a line that are looked up (a template's regex runs on them)
+MAX_FILE_PARTS = 8  # path components of a traceback frame's file compared with the catalogue's files
 TIMEOUT = 0.05  # seconds per regex search: a template's pattern is data, and the line comes from outside
 MAX_CANDIDATES = 400  # templates confirmed per line at most (the most specific first)
 LINE_BUDGET = 0.25  # seconds of regex confirmation per line: a hostile line costs at most this
@@ -48,6 +49,9 @@ MIN_WORDS = 2
 # {any}` are in many programs' mouths, and a line that only contains them was as likely printed by another one.
 MIN_SHARE = 0.5  # of the line's letters (its values masked, the exception's name left out) ...
 SURE_LITERAL, SURE_WORDS = 30, 4  # ... unless the template's own text is a sentence this long
+# A line that names the program's own exception class (``httpx2.HTTPStatusError: Client error '403 Forbidden' for
+# url '…'``), raised by that program, needs less of the template's own text: `for url` is enough beside both
+NAMED_LITERAL = 6
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_']*[A-Za-z0-9]")  # authoring.msg_template.literal_words' words
 _PART = re.compile(r"[A-Za-z]{3,}")  # the letters of a word fused to a number (`rank3`) or a name (`max_len`)
@@ -106,6 +110,7 @@ class CatalogueIndex:
         self._data = b""
         self._base = 0  # where the JSON lines start in _data
         self._display: dict[str, str] = {}  # program key -> its display name (the manifest's, kept in the index)
+        self._file_programs: dict[str, list[Any]] = {}  # file in a release -> [program key, releases holding it, oldest first]
         self._parsed: dict[int, _Template | None] = {}
         self._catalogue: Catalogue | None = None
         self.lookups = 0
@@ -143,7 +148,7 @@ class CatalogueIndex:
                                      *(b for p, data in raw for b in (p.name.encode(), data)))[:40]
         blob = cache.read(name) if cache is not None else None
         if blob is None or not self._take(blob):
-            blob = _build(raw, self._displays())
+            blob = _build(raw, *self._programs())
             self._take(blob)
             if cache is not None and cache.write(name, blob):
                 cache.prune("catalogue-", keep=name, keep_newest=1)  # ~30 MB each: one older catalogue at most
@@ -163,7 +168,9 @@ class CatalogueIndex:
         except (ValueError, KeyError):
             return False
         displays = head.get("display")
+        files = head.get("files")
         self._keys, self._spans, self._data, self._base = keys, spans, blob, head_end + 1
+        self._file_programs = files if isinstance(files, dict) else {}
         self._display = {str(k): str(v) for k, v in displays.items()} if isinstance(displays, dict) else {}
         self.skipped += int(head.get("skipped", 0))
         return True
@@ -185,13 +192,15 @@ class CatalogueIndex:
             self._catalogue = Catalogue.load(self.rules_dir)
         return self._catalogue
 
-    def _displays(self) -> dict[str, str]:
-        """Every program's name as users know it, read from the manifest when the index is built (then kept in it,
-        so a lookup parses no YAML)."""
+    def _programs(self) -> tuple[dict[str, str], dict[str, list[str]]]:
+        """Every program's name as users know it and its releases, oldest first, read from the manifest when the
+        index is built (then kept in it, so a lookup parses no YAML)."""
         try:
-            return {key: info.display for key, info in self.catalogue().programs().items()}
+            programs = self.catalogue().programs()
         except Exception:  # a manifest that does not load must not cost the report its other findings
-            return {}
+            return {}, {}
+        return ({key: info.display for key, info in programs.items()},
+                {key: [r.version for r in info.releases] for key, info in programs.items()})
 
     def display(self, key: str) -> str | None:
         """A program's name as users know it (``vLLM``), from the built index; None when the manifest has none."""
@@ -199,6 +208,18 @@ class CatalogueIndex:
         return self._display.get(key)
 
     # -- questions --------------------------------------------------------------------------------------
+
+    def file_of(self, frame_file: str) -> tuple[str, str, list[str]] | None:
+        """(program, file, releases) of the catalogue file a traceback frame's path ends with (two components at
+        least: ``…/site-packages/llama_cpp/llama.py`` is llama-cpp-python's ``llama_cpp/llama.py``, a bare
+        ``socket.py`` is nobody's); the longest such file; None when no program's release holds it."""
+        self._load()
+        parts = [p for p in frame_file.replace("\\", "/")[-MAX_LINE:].split("/") if p]
+        for k in range(min(len(parts), MAX_FILE_PARTS), 1, -1):
+            found = self._file_programs.get("/".join(parts[-k:]))
+            if isinstance(found, list) and len(found) == 2 and isinstance(found[1], list):
+                return str(found[0]), "/".join(parts[-k:]), [str(v) for v in found[1]]
+        return None
 
     def lookup(self, line: str, hints: Hints | None = None) -> TemplateEntry | None:
         """The most specific catalogue template whose regex finds ``line``; None when none does."""
@@ -216,9 +237,10 @@ class CatalogueIndex:
         text = line.strip()[:MAX_LINE]
         if not keys or not text:
             return []
-        hints = hints or Hints(exception=_exception_of(text))
-        if hints.exception is None:
-            hints = Hints(hints.file, hints.source, hints.program, hints.library, _exception_of(text))
+        hints = hints or Hints()
+        if hints.exception is None or hints.library is None:
+            hints = Hints(hints.file, hints.source, hints.program, hints.library or _module_of(text),
+                          hints.exception or _exception_of(text))
         tokens = set(_WORD.findall(text)) | set(_PART.findall(text))
         letters = _letters(text)
         seen: set[int] = set()
@@ -260,12 +282,14 @@ def _read_bounded(path: Path, limit: int) -> bytes:
         return f.read(limit + 1)
 
 
-def _build(raw: list[tuple[Path, bytes]], displays: dict[str, str] | None = None) -> bytes:
+def _build(raw: list[tuple[Path, bytes]], displays: dict[str, str] | None = None,
+           releases: dict[str, list[str]] | None = None) -> bytes:
     """The index of every program's templates: a JSON head line (each template's rarest literal word, where its
-    line lies), then the templates' JSON lines as the catalogue holds them; a line that is no template is left
-    out, counted."""
+    line lies, each file's program and releases), then the templates' JSON lines as the catalogue holds them; a
+    line that is no template is left out, counted."""
     lines: list[bytes] = []
     words: list[tuple[str, ...]] = []
+    files: dict[str, tuple[str, set[str]]] = {}
     skipped = 0
     for _path, data in raw:
         try:
@@ -287,6 +311,9 @@ def _build(raw: list[tuple[Path, bytes]], displays: dict[str, str] | None = None
                 continue
             lines.append(line)
             words.append(t.words)
+            file, program, held = t.raw.get("file"), t.raw.get("program"), t.raw.get("releases")
+            if isinstance(file, str) and isinstance(program, str) and isinstance(held, list):
+                files.setdefault(file, (program, set()))[1].update(str(v) for v in held)
     freq: Counter[str] = Counter(w for ws in words for w in ws)
     keys: dict[str, list[int]] = {}
     spans: list[list[int]] = []
@@ -295,8 +322,11 @@ def _build(raw: list[tuple[Path, bytes]], displays: dict[str, str] | None = None
         keys.setdefault(min(ws, key=lambda w: (freq[w], -len(w))), []).append(i)  # the rarest: fewest per probe
         spans.append([at, len(line)])
         at += len(line) + 1
+    order = releases or {}
+    by_file = {f: [p, sorted(held, key=lambda v: (order.get(p, []).index(v) if v in order.get(p, []) else 99, v))]
+               for f, (p, held) in files.items()}
     head = {"format": INDEX_FORMAT.decode(), "keys": keys, "spans": spans, "skipped": skipped,
-            "display": displays or {}}
+            "display": displays or {}, "files": by_file}
     return json.dumps(head, separators=(",", ":")).encode() + b"\n" + b"\n".join(lines) + b"\n"
 
 
@@ -324,9 +354,12 @@ def _letters(text: str) -> int:
 def _specific(t: _Template, letters: int, rank: tuple[int, ...]) -> bool:
     """Whether a template says enough of the line to locate it: a long sentence (SURE_LITERAL), most of the line
     (MIN_SHARE), or a template of the file, program or library the line's own record names (``rank``'s first
-    three: the record vouches for where it came from)."""
-    if t.literal < MIN_LITERAL or len(t.words) < MIN_WORDS:
+    three: the record vouches for where it came from); a shorter one (NAMED_LITERAL) only where the line names both
+    the program and the template's exception."""
+    if len(t.words) < MIN_WORDS:
         return False
+    if t.literal < MIN_LITERAL:
+        return bool(rank[2] and rank[3]) and t.literal >= NAMED_LITERAL  # the program's own exception, by the program
     return (any(rank[:3]) or (t.literal >= SURE_LITERAL and len(t.words) >= SURE_WORDS)
             or t.literal >= MIN_SHARE * letters)
 
@@ -334,6 +367,12 @@ def _specific(t: _Template, letters: int, rank: tuple[int, ...]) -> bool:
 def _exception_of(text: str) -> str | None:
     m = _EXCEPTION.match(text)
     return m["exc"] if m else None
+
+
+def _module_of(text: str) -> str | None:
+    """The top package of the exception the line names with its module (``httpx2.HTTPStatusError: …`` → httpx2)."""
+    m = _EXCEPTION.match(text)
+    return m[0].split(".", 1)[0] if m and "." in m[0][: m.start("exc")] else None
 
 
 def _top_package(path: str) -> str:

@@ -239,3 +239,26 @@ void f() {
     assert got["Call to %s failed: %s"] == "node1:1234:1240 [0] NCCL WARN Call to value failed: error detail"
     assert got["Failed to find %LOCALAPPDATA%\\directory"] == "Failed to find %LOCALAPPDATA%\\directory"
     assert got["%s: tensor '%s' has offset %llu, expected %zu\n"] == "f: tensor 'value' has offset 4, expected 4"
+
+
+def test_concatenating_check_macros_make_one_template_of_their_arguments() -> None:
+    """Gloo's GLOO_ENFORCE / GLOO_ERROR_MSG and torch's TORCH_CHECK join their arguments (MakeString, c10::str):
+    the literals are the text, every other argument a field, the condition and compared values left out."""
+    from qwen_triage.authoring.msg_template import typed_regex
+    from qwen_triage.authoring.msgs_clike import clike_templates
+
+    src = r'''
+void Pair::handleRead() {
+  if (rv == 0) { signalException(GLOO_ERROR_MSG("Connection closed by peer ", peer_.str())); }
+  GLOO_ENFORCE_EQ(op.nbytes, nbytes, "Expected ", nbytes, " bytes, got ", op.nbytes);
+  TORCH_CHECK(ok, "wait timeout after ", ms, "ms, keys: ", keys);
+  GLOO_ENFORCE(ready);
+}
+'''
+    got = {t.text: t for t in clike_templates(src, "gloo/transport/tcp/pair.cc")}
+    assert set(got) == {"Connection closed by peer {peer_.str()}", "Expected {nbytes} bytes, got {op.nbytes}",
+                        "wait timeout after {ms}ms, keys: {keys}"}
+    assert all(t.kind == "throw" and t.function == "handleRead" for t in got.values())
+    import re
+    pattern = re.compile(typed_regex(got["Connection closed by peer {peer_.str()}"].parts))
+    assert pattern.search("Connection closed by peer [127.0.0.1]:18596. This is typically caused by a remote worker")

@@ -118,3 +118,52 @@ def validate_legal(self, cfg):
 '''
     got = {typed_text(t.parts) for t in python_templates(src, "vllm/lora/peft_helper.py", "vllm.lora.peft_helper")}
     assert {"LoRA rank {int} is greater than max_lora_rank {int}.", "Adapter bias is not supported."} <= got
+
+
+def test_a_message_assigned_in_each_branch_and_raised_once_is_one_template_per_branch() -> None:
+    src = b'''
+def raise_for_status(self):
+    http_error_msg = ""
+    if 400 <= self.status_code < 500:
+        http_error_msg = f"{self.status_code} Client Error: {reason} for url: {self.url}"
+    elif 500 <= self.status_code < 600:
+        http_error_msg = f"{self.status_code} Server Error: {reason} for url: {self.url}"
+    if http_error_msg:
+        raise HTTPError(http_error_msg, response=self)
+'''
+    got = {typed_text(t.parts) for t in python_templates(src, "requests/models.py", "requests.models")}
+    assert {"{any} Client Error: {any} for url: {str}", "{any} Server Error: {any} for url: {str}"} <= got
+    assert "" not in got  # the empty value it starts from is no message
+
+
+def test_a_named_format_string_formatted_where_it_is_raised_has_its_fields() -> None:
+    """httpx's raise_for_status: the template is a name bound to a literal, formatted in the raise."""
+    src = b'''
+def raise_for_status(self):
+    message = (
+        "{error_type} '{0.status_code} {0.reason_phrase}' for url '{0.url}'\\n"
+        "For more information check: https://developer.mozilla.org/en-US/docs/Web/HTTP/Status/{0.status_code}"
+    )
+    raise HTTPStatusError(message.format(self, error_type=error_type), request=request, response=self)
+'''
+    (t,) = python_templates(src, "httpx/_models.py", "httpx._models")
+    assert typed_text(t.parts).startswith("{str} '{any} {any}' for url '{str}'\nFor more information"), t.parts
+
+
+def test_a_message_formatted_into_its_own_name_in_each_branch_has_its_fields() -> None:
+    """httpx2's raise_for_status: `message = (…)` in each branch, then `message = message.format(self, …)`."""
+    src = b'''
+def raise_for_status(self):
+    if self.has_redirect_location:
+        message = (
+            "{error_type} '{0.status_code} {0.reason_phrase}' for url '{0.url}'\\n"
+            "Redirect location: '{0.headers[location]}'\\n"
+        )
+    else:
+        message = "{error_type} '{0.status_code} {0.reason_phrase}' for url '{0.url}'\\n"
+    error_type = error_types.get(status_class, "Invalid status code")
+    message = message.format(self, error_type=error_type)
+    raise HTTPStatusError(message, request=request, response=self)
+'''
+    got = sorted(typed_text(t.parts) for t in python_templates(src, "httpx2/_models.py", "httpx2._models"))
+    assert got == ["{str} '{any} {any}' for url '{str}'", "{str} '{any} {any}' for url '{str}'\nRedirect location: '{path}'"]

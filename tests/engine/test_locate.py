@@ -136,3 +136,25 @@ def test_a_placed_line_of_a_class_a_rule_diagnosed_is_more_evidence_of_that_diag
                                                            None, None)
     assert [e.line for e in d.evidence] == [2, 3] and "catalogue" not in d.summary
     assert report.unrecognised == []
+
+
+def test_an_exception_no_template_holds_is_placed_by_the_frame_that_raised_it(compiled, tmp_path: Path) -> None:
+    """A bare AssertionError, an OS error's words: no template, but the traceback's innermost frame is a file of a
+    catalogue program; placed there, without a template, never classed. A frame in no program's file places nothing."""
+    def traceback(path: str, last: str) -> str:
+        return (HEAD + "Traceback (most recent call last):\n"
+                f'  File "/venv/lib/python3.12/site-packages/{path}", line 12, in verify\n'
+                "    assert self.level <= limit\n" + last + "\n")
+
+    cat = index(tmp_path)
+    report = scan(compiled, tmp_path, traceback("vllm/config/scheduler.py", "AssertionError"), cat)
+    assert report.diagnoses == []
+    (u,) = report.unrecognised
+    assert u.printed_by is not None and u.printed_by.template is None and u.printed_by.family is None
+    assert (u.printed_by.program, u.printed_by.file, u.printed_by.releases) == (
+        "vllm", "vllm/config/scheduler.py", ["0.8.5", "0.11.0"])
+    assert "raised in vLLM `vllm/config/scheduler.py` (0.8.5–0.11.0)" in to_markdown(report).replace("\\", "")
+    report = scan(compiled, tmp_path, traceback("quuxlib/scheduler.py", "AssertionError"), cat)
+    assert [u.printed_by for u in report.unrecognised] == [None]
+    # only a whole file of the program: a bare `scheduler.py` of the user's own is nobody's
+    assert cat.file_of("/home/user/scheduler.py") is None

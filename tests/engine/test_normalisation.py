@@ -117,6 +117,11 @@ CASES = [
          "message": "nvidia-nvswitch1: SXid (PCI:0000:aa:00.0): 24007"},
     ),
     ("Traceback (most recent call last):", {"formats": (), "message": "Traceback (most recent call last):"}),
+    (
+        "[2026-02-24T20:21:58Z] (EngineCore_DP0 pid=6940) ERROR 02-24 20:21:58 [core.py:946]     raise ValueError(",
+        {"formats": ("timestamped", "vllm-process", "vllm"), "pid": 6940, "level": "error",
+         "message": "    raise ValueError("},
+    ),
 ]
 
 

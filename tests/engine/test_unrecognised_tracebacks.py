@@ -222,3 +222,19 @@ def test_an_indented_error_line_that_is_no_code_stays_listed(compiled, tmp_path:
                    f"{P}ray.exceptions.RayTaskError(QuuxError): ray::Worker.load() (pid=7, ip=10.0.0.2)\n")
     report = scan_paths([str(log)], compiled)
     assert [u.evidence.line for u in report.unrecognised] == [1, 2]
+
+
+def test_the_next_lines_of_one_logged_exception_are_its_text_not_errors_of_their_own(compiled, tmp_path: Path) -> None:
+    """vLLM logs an exception's text line by line, each with the same timestamp and logger source: the lines after
+    its first go on with its message. A line of another log call (another time or source) is its own."""
+    from qwen_triage.engine.scanner import scan_paths
+
+    log = tmp_path / "multiline.log"
+    log.write_text(
+        f"{P}quux.loader.QuuxError: quux table emb is not aligned to 64 bytes\n"
+        f"{P}Tables are aligned when the checkpoint is converted with quux-convert.\n"
+        f"{P}If the checkpoint came from elsewhere, convert it again.\n"
+        "(EngineCore_0 pid=7) ERROR 11-29 10:00:02 [core.py:700] the widget pool on host1 is drained\n"
+        "(EngineCore_0 pid=7) ERROR 11-29 10:00:02 [core.py:712] the gadget pool on host1 is drained\n")
+    report = scan_paths([str(log)], compiled)
+    assert [u.evidence.line for u in report.unrecognised] == [1, 4, 5]

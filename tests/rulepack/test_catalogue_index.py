@@ -116,3 +116,19 @@ def test_an_integer_placeholder_takes_a_number_printed_as_a_float(tmp_path: Path
     index = catalogue(tmp_path)
     found = index.lookup("ValueError: Total number of attention heads (40.0) must be divisible by tensor parallel size (6).")
     assert found is not None and found.file == "eng/config/parallel.py"
+
+
+def test_a_short_template_locates_a_line_that_names_its_program_and_its_exception(tmp_path: Path) -> None:
+    """`for url` is too little of a sentence to place a line, unless the line names the program's own module and the
+    exception the template raises (httpx's ``HTTPStatusError: Client error '403 Forbidden' for url '…'``)."""
+    (tmp_path / "catalogue").mkdir()
+    status = T("httpx", "httpx/_models.py", "{str} '{any} {any}' for url '{str}'",
+               r"(?:.+?)\s+'(?:.+?)\s+(?:.+?)'\s+for\s+url\s+'(?:\S+)'", ["for", "url"], exception="HTTPStatusError")
+    write_program(tmp_path / "catalogue" / "httpx.jsonl.gz", [status])
+    index = CatalogueIndex(tmp_path)
+    line = "Client error '403 Forbidden' for url 'http://127.0.0.1:3/a/config.json'"
+    found = index.lookup("httpx.HTTPStatusError: " + line)
+    assert found is not None and found.file == "httpx/_models.py"
+    assert index.lookup("HTTPStatusError: " + line) is None  # no program named
+    assert index.lookup("otherlib.HTTPStatusError: " + line) is None  # another program's
+    assert index.lookup("httpx.RemoteProtocolError: " + line) is None  # not the template's exception
