@@ -1,8 +1,8 @@
 """Validated rules and classes as plain frozen data: what the engine runs on.
 
 The pydantic models in ``schema`` check a rule file once; what passes is turned
-into these dataclasses, which the scan path uses and the pack cache stores as
-JSON. Keeping pydantic and YAML off the scan path is most of what makes
+into these dataclasses, which the scan path uses and the pack cache stores (each
+file's entry as JSON, the whole pack as a pickle of these classes only). Keeping pydantic and YAML off the scan path is most of what makes
 ``qwen-triage scan`` of a small log start fast.
 """
 
