@@ -592,7 +592,9 @@ def table_variants(rule: RuleSpec) -> tuple[list[RuleSpec], str | None]:
     variants = []
     for n, row in enumerate(table.rows):
         alternation = "|".join(regex.escape(v) for v in row.values)
-        patterns = tuple(_set_group(p, table.key, alternation) for p in rule.match.any)
+        # a pattern without the key group cannot tell one row from another: only the rule's own form (not
+        # exportable, see left_out) reads it
+        patterns = tuple(_set_group(p, table.key, alternation) for p in rule.match.any if f"(?P<{table.key}>" in p)
         mine = tuple(ex for ex, owner in owners.items() if owner == n)
         others = tuple(ex for ex, owner in owners.items() if owner != n)
         variant = replace(
@@ -606,6 +608,8 @@ def table_variants(rule: RuleSpec) -> tuple[list[RuleSpec], str | None]:
     left_out = None
     if table.otherwise == "rule":
         left_out = "codes no row of its table lists keep the rule's own class; RE2 cannot say 'none of these codes'"
+    if any(f"(?P<{table.key}>" not in p for p in rule.match.any):
+        left_out = (left_out + "; " if left_out else "") + f"its patterns without the {table.key} group are not exported"
     return variants, left_out
 
 

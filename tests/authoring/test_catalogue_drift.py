@@ -78,9 +78,11 @@ def test_a_reworded_message_leaves_its_rule_behind(tmp_path: Path, matcher: Rule
     new = entries_of(tmp_path / "prog-2", NEW)
     drift = compare("prog", *tree_pair(old, new), matcher)
     assert drift.kept == 1 and len(drift.removed) == 1 and len(drift.added) == 1
-    assert [lost.rule for lost in drift.lost] == ["vllm.tp-heads-indivisible"]
-    assert drift.lost[0].rewording is not None
-    assert drift.lost[0].rewording.template.startswith("Attention heads ({int}) cannot be split")
+    # every rule of the heads family that read the old wording (vLLM's own, and any library-neutral one) is lost
+    assert "vllm.tp-heads-indivisible" in {lost.rule for lost in drift.lost}
+    for lost in drift.lost:
+        assert lost.rewording is not None
+        assert lost.rewording.template.startswith("Attention heads ({int}) cannot be split")
     same = compare("prog", *tree_pair(old, old), matcher)
     assert same.lost == [] and same.removed == [] and same.kept == 2
 
@@ -92,8 +94,8 @@ def test_the_command_on_two_trees_and_on_catalogue_releases(tmp_path: Path) -> N
                           "--format", "json"], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert run.returncode == 1, run.stderr
     doc = json.loads(run.stdout)
-    assert [x["rule"] for x in doc["lost"]] == ["vllm.tp-heads-indivisible"]
-    assert doc["lost"][0]["rewording"]["template"].startswith("Attention heads")
+    assert "vllm.tp-heads-indivisible" in {x["rule"] for x in doc["lost"]}
+    assert all(x["rewording"]["template"].startswith("Attention heads") for x in doc["lost"])
     program = next(iter(Catalogue.load(bundled_rules_dir()).programs()))
     run = subprocess.run([sys.executable, "-m", "qwen_triage", "rules", "coverage", "--drift", f"{program}@",
                           f"{program}@", "--limit", "2"], capture_output=True, text=True, cwd=ROOT, timeout=300)

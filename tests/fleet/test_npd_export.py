@@ -367,3 +367,24 @@ def test_a_table_rule_exports_one_npd_rule_per_row(tmp_path) -> None:  # type: i
     assert fatal.search("TESTXID Xid (0000:3b:00): 79, GPU has fallen off the bus")
     assert not fatal.search("TESTXID Xid (0000:3b:00): 74, link")  # another row's code
     assert [s.rule for s in result.skipped if s.rule == "t.xid"] == ["t.xid"]  # the codes no row lists, said on stderr
+
+
+def test_a_table_rule_pattern_without_the_key_is_left_out_of_its_rows_and_said(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A table rule may also match a line that carries no code (kernel.rm-init-adapter-failed's 'rm_init_adapter
+    failed, device minor number N'): no row can own it, so the row rules export only the keyed patterns and the
+    rest is named on stderr rather than failing the whole export."""
+    from qwen_triage.fleet.npd_export import export_npd
+    from tests.rulepack.test_rule_tables import TABLE_RULES
+
+    keyed = next(line for line in TABLE_RULES.splitlines() if "any: ['TESTXID Xid" in line)
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    both = keyed.replace("']", "', 'TESTXID GPU lost without a code']")
+    (rules / "t.yaml").write_text(TABLE_RULES.replace("OTHERWISE", "rule").replace(keyed, both))
+    result = export_npd(load_pack([rules], bundled=False), plugins=["kmsg"])
+    exported = [r for r in result.configs["system-log-monitor-kmsg.json"]["rules"] if "t.xid" in r["patternGeneratedMessageSuffix"]]
+    assert len(exported) == 2 and not any(re2.compile(r["pattern"]).search("TESTXID GPU lost without a code") for r in exported)
+    assert [s.why for s in result.skipped if s.rule == "t.xid"] == [
+        "codes no row of its table lists keep the rule's own class; RE2 cannot say 'none of these codes'; "
+        "its patterns without the xid group are not exported"
+    ]
