@@ -105,6 +105,27 @@ def test_the_e_and_f_gathering_batches_hold_their_bar(compiled, tmp_path) -> Non
     assert result.silent <= 3, [r.id for r in result.results if r.silent]
 
 
+LATER_BATCHES = {
+    # batch: (cases at least, accuracy at least, silent at most) - each what its rules reached, never lowered
+    "d": (52, 0.88, 2),  # 45/52 when its rules were written, 46/52 since; its misses are labels its logs cannot show
+    "ghijk": (250, 0.94, 4),  # gathered 2026-12-02 (serving engines, runners, node/training, multi-GPU, TRT-LLM/TGI/driver): 179/250 on landing (the pack of 72ebb2b), 237/250
+}
+
+
+@pytest.mark.parametrize("letters", list(LATER_BATCHES))
+def test_the_later_gathering_batches_hold_their_bar(compiled, tmp_path, letters: str) -> None:
+    """Issue 26 §1: the batches after the first three keep what their rules reached. The misses left are listed in
+    the closing note: cases truncated before their error line, labels inferred from the thread with no line that
+    shows them, and single lines the shared corpora label another way (NCCL's 'no socket interface found',
+    NVLS 'CUDA error 401'), which no rule can satisfy both ways."""
+    least, bar, silent = LATER_BATCHES[letters]
+    result = evaluate(_batches(TEAM_CORPUS / "train", tuple(letters), tmp_path), compiled)
+    assert result.cases >= least
+    assert result.healthy_with_diagnoses == 0, [(m.id, m.got) for m in result.misses if not m.expect]
+    assert result.accuracy >= bar, [(m.id, m.expect, m.got) for m in result.misses]
+    assert result.silent <= silent, [r.id for r in result.results if r.silent]
+
+
 def test_no_healthy_log_of_the_train_part_is_diagnosed(compiled) -> None:
     """Issue 26: whatever batch a healthy case came with (the newest ones have no accuracy bar yet), no rule may
     diagnose it. g-tgi-healthy-4shard-waiting-for-ready-055 (a healthy four-shard launch cut while its shards still
@@ -121,4 +142,4 @@ def test_the_held_out_third_is_whole_and_apart() -> None:
 
     held = {case.id for _, case in load_cases(TEAM_CORPUS / "heldout")}
     train = {case.id for _, case in load_cases(TEAM_CORPUS / "train")}
-    assert len(held) >= 130 and not held & train
+    assert len(held) >= 339 and not held & train
