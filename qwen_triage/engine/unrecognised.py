@@ -296,6 +296,11 @@ class _Trace:
     details: bool = False  # that line ended a traceback: indented lines under it are its detail, not errors
     stamp: tuple[str, str] | None = None  # the timestamp and logger source of that line, where its logger gave both
 
+    def cut_before(self, line: int) -> None:
+        """A new traceback (or its quoted code) starts at ``line``: the last line's detail span ends before it."""
+        if self.span is not None:
+            self.span.end = min(self.span.end, line - 1)
+
     def continued_by(self, rec: LineRecord, stripped: str) -> bool:
         """Whether a line (no deeper than it: a deeper one is its detail) goes on with the message of the line just
         before it: the next line after it, from the same log call (same timestamp and logger source: vLLM logs an
@@ -389,15 +394,12 @@ class Collector:
         it, or the header ends another line: ``EngineCore hit an exception: Traceback …``), it opens the
         traceback there, so its final exception carries the chain as it would with its header."""
         key = key_of(rec)
-        trace = self.traces.get(key)
-        if trace is not None and rec.line - trace.last > TRACE_GAP:
-            self._expire(key, trace)
-            trace = None
+        trace = self._current(key, rec)
         if not is_quoted_code(rec, message, trace is not None and trace.open):
             return False
         if trace is None or not trace.open:
-            if trace is not None and trace.span is not None:
-                trace.span.end = min(trace.span.end, rec.line - 1)
+            if trace is not None:
+                trace.cut_before(rec.line)
             # Python quotes source 4 deeper than the exception line that ends the traceback; at error level, the
             # line stands for the header: a log cut inside the traceback is never silent (ordered)
             trace = _Trace(start=rec.line, last=rec.line, indent=max(indent_of(message) - 4, 0),
@@ -409,16 +411,13 @@ class Collector:
     def _follow(self, rec: LineRecord, message: str, stripped: str) -> Span | None:
         """Move the line's process through its traceback; the line's span, or None when it is structure."""
         key = key_of(rec)
-        trace = self.traces.get(key)
-        if trace is not None and rec.line - trace.last > TRACE_GAP:
-            self._expire(key, trace)
-            trace = None
+        trace = self._current(key, rec)
         indent = indent_of(message)
         if _TRACE_START.match(stripped):
             # a chained traceback continues the chain of the exception just before it
             chained = trace is not None and (trace.open or (trace.details and _CHAINED.match(stripped) is not None))
-            if trace is not None and trace.span is not None:
-                trace.span.end = min(trace.span.end, rec.line - 1)
+            if trace is not None:
+                trace.cut_before(rec.line)
             if trace is None or not chained:
                 if trace is not None:
                     self._expire(key, trace)
@@ -461,6 +460,14 @@ class Collector:
             trace.details = _EXCEPTION.search(stripped) is not None
             trace.stamp = stamp_of(rec)
         return span
+
+    def _current(self, key: Key, rec: LineRecord) -> _Trace | None:
+        """The traceback the line's process is in, unless it went quiet too long ago (then it is expired)."""
+        trace = self.traces.get(key)
+        if trace is not None and rec.line - trace.last > TRACE_GAP:
+            self._expire(key, trace)
+            return None
+        return trace
 
     def _keep(self, key: Key, trace: _Trace) -> None:
         if len(self.traces) >= MAX_TRACES:
