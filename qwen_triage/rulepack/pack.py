@@ -293,8 +293,9 @@ def _class_to_dict(c: ClassSpec) -> dict[str, Any]:
     return vars(c) | {"explains": list(c.explains)}
 
 
-def pack_to_json(pack: RulePack) -> bytes:
-    data = {
+def pack_to_data(pack: RulePack) -> dict[str, Any]:
+    """The pack as plain JSON-able data (the prebuilt artefact's body; :func:`pack_from_data` reads it back)."""
+    return {
         "format": PACK_CACHE_FORMAT,
         "classes": [_class_to_dict(c) for c in pack.classes.values()],
         "rules": [_loaded_to_dict(lr) for lr in pack.rules],
@@ -304,7 +305,6 @@ def pack_to_json(pack: RulePack) -> bytes:
         "heartbeats": pack.heartbeats,
         "catalogue_map": pack.catalogue_map,
     }
-    return json.dumps(data, separators=(",", ":")).encode()
 
 
 def pack_to_pickle(pack: RulePack) -> bytes:
@@ -345,7 +345,7 @@ def _pack_classes() -> dict[tuple[str, str], type]:
 
 
 def pack_from_data(data: Any) -> RulePack | None:
-    """:func:`pack_from_json` of the JSON already parsed."""
+    """The pack :func:`pack_to_data` wrote, or None when it is not one this version wrote."""
     try:
         if not isinstance(data, dict) or data.get("format") != PACK_CACHE_FORMAT:
             return None

@@ -7,7 +7,6 @@ its owner only, as installed code is.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from qwen_triage.rulepack.pack import (
     bundled_files,
     load_pack,
     pack_from_data,
-    pack_to_json,
+    pack_to_data,
     read_all,
 )
 from qwen_triage.rulepack.paths import bundled_rules_dir
@@ -38,7 +37,7 @@ def build_artefact(out: Path = ARTEFACT) -> Path:
     if contents is None:
         raise OSError(f"cannot read the bundled rules under {base}")
     pack = load_pack(bundled=True, prebuilt=False)
-    blob = artefact_bytes(base, contents, _key_prefix(), json.loads(pack_to_json(pack)))
+    blob = artefact_bytes(base, contents, _key_prefix(), pack_to_data(pack))
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, blob, mode=0o644)
     return out
