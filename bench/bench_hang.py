@@ -6,8 +6,8 @@ in the size of a multi-rank log.
     python bench/bench_hang.py linear [--sizes 100 1000] [--keep]
 
 ``side``: a seeded benign log whose lines name no rank (bench_scan.py's generator, rank-tagged kinds left out),
-scanned in this process side by side with the analysis on (as shipped: the `hang` pattern in the prefilter's one
-pass, the tracker fed the lines it finds) and off (the same pack without that pattern, no tracker), each warm,
+scanned in this process side by side with the analysis on (as shipped: the `hang` and `ras` patterns in the
+prefilter's one pass, the tracker fed the lines they find) and off (the same pack without them, no tracker), each warm,
 alternating, best of ``--repeat``. Same findings both ways is checked.
 
 ``linear``: a multi-rank log of each size made by repeating the genuine torchrun recordings of fixtures/hang (every
@@ -75,14 +75,15 @@ def scan(compiled, path: Path, hang: bool = True) -> tuple[float, float, object]
 
 
 def pack_without_hang():
-    """The shipped pack compiled without the `hang` signal: its pattern is swapped for one the pack already has
-    (the multi-line hints), so the prefilter's database is the one it was before the analysis."""
-    saved = compiled_mod.HANG_PATTERN
-    compiled_mod.HANG_PATTERN = compiled_mod.HINTS_PATTERN
+    """The shipped pack compiled without the `hang` and `ras` signals (engine.hang, engine.ras): their patterns are
+    swapped for one the pack already has (the multi-line hints), so the prefilter's database is the one it was
+    before the analysis."""
+    saved = compiled_mod.HANG_PATTERN, compiled_mod.RAS_PATTERN
+    compiled_mod.HANG_PATTERN = compiled_mod.RAS_PATTERN = compiled_mod.HINTS_PATTERN
     try:
         return compile_pack()
     finally:
-        compiled_mod.HANG_PATTERN = saved
+        compiled_mod.HANG_PATTERN, compiled_mod.RAS_PATTERN = saved
 
 
 def side(args: argparse.Namespace) -> None:

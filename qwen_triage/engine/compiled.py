@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from qwen_triage.engine.hang import HANG_PATTERN
 from qwen_triage.engine.multiline import HINTS_PATTERN
 from qwen_triage.engine.prefilter import Prefilter, build_prefilter
+from qwen_triage.engine.ras import RAS_PATTERN
 from qwen_triage.engine.unrecognised import SIGNALS
 from qwen_triage.lazyre import lazy_with
 from qwen_triage.rulepack.pack import LoadedRule, RulePack, compile_pattern
@@ -102,7 +103,7 @@ class CompiledPack:
     users: list[list[tuple[int, str]]]  # pattern id -> [(rule index, role)]
     prefilter: Prefilter
     # pattern id -> what else it signals (engine.unrecognised): "frame", "exception", "error",
-    # "heartbeat", or "hang" (engine.hang); a pattern can also be a rule's
+    # "heartbeat", "hang" (engine.hang) or "ras" (engine.ras); a pattern can also be a rule's
     signals: dict[int, tuple[str, ...]]
 
     @functools.cached_property
@@ -190,6 +191,7 @@ class CompiledPack:
         kinds += [("heartbeat", p) for p in pack.heartbeats]
         kinds.append(("span", HINTS_PATTERN))  # lines that may belong to a multi-line record
         kinds.append(("hang", HANG_PATTERN))  # lines that tell a hung job's ranks apart (engine.hang)
+        kinds.append(("ras", RAS_PATTERN))  # the lines of an NCCL RAS report (engine.ras, read by engine.hang)
         for kind, p in kinds:
             key = pid(p)
             signals[key] = (*signals.get(key, ()), kind)

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-from qwen_triage.engine import clock
+from qwen_triage.engine import clock, ras
 from qwen_triage.engine.block_records import record_of
 from qwen_triage.engine.normalize import normalize, rank_of_path
 from qwen_triage.engine.records import LineRecord
@@ -121,6 +121,7 @@ class RankState:
     files: set[str] = field(default_factory=set)  # inputs its lines came from
     first_trouble: int | None = None  # scan order of its first timeout, error or lost peer
     dumped: bool | None = None  # its Flight Recorder dump was read (False: the job's dumps hold none of it; None: no dumps)
+    ras: ras.Place | None = None  # what the last NCCL RAS report says of it (engine.ras)
 
 
 @dataclass
@@ -168,6 +169,9 @@ class HangTracker:
         self.last_seen: dict[str, float] = {}  # clock -> the time of its file's last line that has one
         self.config: dict[str, dict[str, str]] = {}  # clock (host) -> what it printed of CONFIGS, first value
         self.flight_world: set[int] = set()  # the default process group's ranks, as the dumps give them
+        self._ras_text: dict[int, ras.TextReader] = {}  # source -> its NCCL RAS text reports (engine.ras)
+        self._ras_json: list[ras.Report] = []  # the last two NCCL RAS JSON reports read
+        self._ras_hosts: set[int] = set()  # ranks whose host only the RAS report gave
 
     @property
     def seen(self) -> int:
@@ -337,6 +341,45 @@ class HangTracker:
         if len(self.flight_world) < MAX_RANKS:
             self.flight_world.update(r for r in fs.world if 0 <= r < MAX_RANKS)
 
+    def ras_line(self, rec: LineRecord) -> None:
+        """A line of an NCCL RAS text report (engine.ras, signal "ras"), read in its input's order."""
+        self._order += 1
+        reader = self._ras_text.get(rec.source_index)
+        if reader is None:
+            if len(self._ras_text) >= MAX_CLOCKS:
+                return
+            reader = self._ras_text[rec.source_index] = ras.TextReader()
+        reader.feed(rec.message, rec.path, rec.line, rec.text, self._order)
+
+    def ras_json(self, data: bytes, path: str) -> None:
+        """An NCCL RAS report in JSON (`ncclras -f json`); :class:`~qwen_triage.engine.ras.RasError` when it is not
+        one."""
+        self._order += 1
+        self._ras_json = [*self._ras_json[-1:], ras.load_json(data, path, self._order)]
+
+    def _apply_ras(self) -> str:
+        """The last NCCL RAS report read (against the one before it, engine.ras.places): each rank it places, on its
+        state; what it says of no rank, for the verdict's note. Done afresh at each verdict: a live session's report
+        may still be coming in."""
+        for state in self.ranks.values():
+            state.ras = None
+            if state.rank in self._ras_hosts:  # a line read since may name its host as the logs do
+                state.host = None
+        self._ras_hosts.clear()
+        reports = sorted([*self._ras_json, *(r for t in self._ras_text.values() for r in t.reports)],
+                         key=lambda r: r.order)
+        if not reports:
+            return ""
+        found = ras.places(reports[-1], reports[-2] if len(reports) > 1 else None)
+        for place in found.ranks.values():
+            st = self._state(place.rank)
+            if st is not None:
+                st.ras = place
+                if st.host is None and place.host is not None:
+                    st.host = place.host
+                    self._ras_hosts.add(st.rank)
+        return found.note
+
     def _summary_line(self, rec: LineRecord) -> bool:
         """torchelastic's failure summary: `host : …`, `rank : 4 (local_rank: 1)`, `exitcode : -9 (pid: …)`."""
         msg = rec.text
@@ -378,6 +421,7 @@ class HangTracker:
                 st = self._state(r)
                 if st is not None and not st.dumped:
                     st.dumped = False
+        ras_note = self._apply_ras()
         if len(self.ranks) < 2:
             return None
         if several_files:
@@ -385,6 +429,8 @@ class HangTracker:
                 if st.host is None and len(st.files) == 1:
                     st.host = host_of_file(next(iter(st.files)))
         v = decide(sorted(self.ranks.values(), key=lambda s: s.rank), self.root_cause)
+        if ras_note:
+            v.note += f" ({ras_note})"
         self._timeline(v, several_files)
         return v
 
@@ -508,10 +554,7 @@ def decide(states: list[RankState], root_cause: int | None = None) -> Verdict:
     error of its own or was killed (not by the launcher's SIGTERM); a rank that alone neither
     waited nor failed while the others timed out. Otherwise the suspects, each with why.
     """
-    dumped_at = {s.entered for s in states if s.dumped}
-    trouble = [s for s in states if s.waited or s.peer_lost or s.error or s.accused
-               or (s.exitcode not in (None, 0, SIGTERM)) or s.dumped is False or (s.dumped and len(dumped_at) > 1)]
-    if not trouble:
+    if not _troubled_job(states):
         return Verdict(None, [], states, True, "no rank failed or timed out")
     note_rc = ""
     if root_cause is not None:
@@ -523,9 +566,12 @@ def decide(states: list[RankState], root_cause: int | None = None) -> Verdict:
             extra = f" (torchelastic's 'Root Cause' names rank {root_cause}, the first to fail waiting: a victim)"
         return Verdict(_culprit(st, why + extra, seq, op), [], states, True, why + extra)
 
-    accused = [s for s in states if s.accused]
-    if len(accused) == 1:
-        return found(accused[0], f"rank {accused[0].rank} {accused[0].accused[0]}")
+    accused = [s for s in states if _claim(s)]
+    if len(accused) == 1:  # named directly: by a monitored barrier, or by NCCL RAS (with the collective it says)
+        a, by_ras = accused[0], accused[0].ras if not accused[0].accused else None
+        return found(a, f"rank {a.rank} {_claim(a)}", *((by_ras.seq, by_ras.op) if by_ras else (None, None)))
+    if (lost := _host_gone(accused)) is not None:
+        return Verdict(lost, [(s.rank, _claim(s) or "") for s in accused], states, True, lost.why + note_rc)
     outliers = _majority_outliers(states)
     if len(outliers) == 1:
         o = outliers[0]
@@ -556,7 +602,7 @@ def decide(states: list[RankState], root_cause: int | None = None) -> Verdict:
                                            f"was killed (exit code {first.exitcode})")
             return found(first, why + " while the other ranks " + _others(states, first))
     waited = [s for s in states if s.waited or s.peer_lost or s.dumped]  # a dumped rank was in its collective
-    silent = [s for s in states if not (s.waited or s.peer_lost or s.error or s.dumped)]
+    silent = [s for s in states if not (s.waited or s.peer_lost or s.error or s.dumped or s.ras)]
     if waited and not any(s.waited for s in states):
         # every rank that spoke lost its peer, none timed out: a process died at once. A rank its own launcher
         # stopped afterwards (SIGTERM) was alive then: not the one that died
@@ -583,7 +629,7 @@ def decide(states: list[RankState], root_cause: int | None = None) -> Verdict:
 def _suspects(states: list[RankState], silent: list[RankState], waited: bool) -> tuple[list[tuple[int, str]], str]:
     """When no rank stands out: the silent ones, those that raised or were killed, each with why; else every
     rank. And the note that says the logs cannot decide."""
-    suspects: list[tuple[int, str]] = []
+    suspects: list[tuple[int, str]] = [(s.rank, c) for s in states if (c := _claim(s))]
     for s in silent:
         suspects.append((s.rank, "left no Flight Recorder dump while the other ranks did" if s.dumped is False
                          else "printed no timeout and no error while others waited"))
@@ -601,6 +647,37 @@ def _suspects(states: list[RankState], silent: list[RankState], waited: bool) ->
     note = ("the logs cannot decide: every rank joined and none finished"
             if waited and not silent else "the logs cannot decide which rank stopped first")
     return [(s.rank, why) for s in states], note
+
+
+def _troubled_job(states: list[RankState]) -> bool:
+    """Whether any rank failed, timed out, was named, or stands out in the dumps or NCCL RAS's report."""
+    dumped_at = {s.entered for s in states if s.dumped}
+    return any(s.waited or s.peer_lost or s.error or s.accused or (s.exitcode not in (None, 0, SIGTERM))
+               or s.dumped is False or (s.dumped and len(dumped_at) > 1)
+               or (s.ras is not None and (s.ras.claim or s.ras.kind in ("dead", "unresponsive", "error")))
+               for s in states)
+
+
+def _claim(s: RankState) -> str | None:
+    """What names a rank directly, worded to follow "rank N ": a monitored barrier's report, or the last NCCL RAS
+    report's (its process dead or unresponsive, an error of its own, its count of a collective behind)."""
+    if s.accused:
+        return s.accused[0]
+    return s.ras.why if s.ras is not None and s.ras.claim else None
+
+
+def _host_gone(accused: list[RankState]) -> Culprit | None:
+    """Several ranks NCCL RAS cannot reach, all on one host: the host is the culprit (lost whole, or its
+    processes stopped), its ranks the suspects."""
+    gone = [s for s in accused if not s.accused and s.ras is not None and s.ras.kind in ("dead", "unresponsive")]
+    hosts = {s.host for s in gone}
+    if len(accused) < 2 or len(gone) != len(accused) or len(hosts) != 1 or None in hosts:
+        return None
+    host = str(hosts.pop())
+    kinds = " or ".join(sorted({s.ras.kind for s in gone if s.ras is not None}))
+    why = (f"host {host}: NCCL RAS reports its ranks {', '.join(str(s.rank) for s in gone)} {kinds} and no rank "
+           "on another host: the host or its processes stopped")
+    return Culprit(rank=None, host=host, collective=None, seq=None, why=why)
 
 
 def _others(states: list[RankState], culprit: RankState) -> str:
@@ -687,6 +764,10 @@ def _rank_verdict(st: RankState, verdict: Verdict) -> str:
     if st.dumped and st.entered is not None and (st.completed is None or st.completed < st.entered) \
             and (verdict.culprit is not None or verdict.suspects):
         return "in collective"
+    if st.ras is not None and st.ras.kind != "in step":  # dead, unresponsive, behind: what NCCL RAS says
+        return {"peer error": "lost peer", "error": "failed"}.get(st.ras.kind, st.ras.kind)
+    if st.ras is not None and (verdict.culprit is not None or verdict.suspects):
+        return "in step"
     if st.exitcode not in (None, 0):
         return "failed"
     return "ok"
@@ -727,10 +808,12 @@ def to_report(verdict: Verdict, cause: "Diagnosis | None" = None) -> "Hang":
                   for h, what, value, others in verdict.outliers] + _quiet_outlier(verdict),
         suspects=[HangSuspect(rank=r, why=redact_text(why)) for r, why in verdict.suspects],
         ranks=[
-            HangRank(rank=s.rank, local_rank=s.local_rank, host=clean(s.host), entered=s.entered,
-                     completed=s.completed, collective=s.op, exitcode=s.exitcode, error=clean(s.error),
-                     last_line=None if s.last_line is None else
-                     Evidence(path=s.last_line[0], line=s.last_line[1], text=redact_text(s.last_line[2])),
+            HangRank(rank=s.rank, local_rank=s.local_rank, host=clean(s.host),
+                     entered=s.entered if s.entered is not None or s.ras is None else s.ras.count,
+                     completed=s.completed, collective=s.op or (s.ras.op if s.ras else None), exitcode=s.exitcode,
+                     error=clean(s.error or (s.ras.error if s.ras and s.ras.kind == "error" else None)),
+                     last_line=None if (line := s.last_line or (s.ras.line if s.ras else None)) is None else
+                     Evidence(path=line[0], line=line[1], text=redact_text(line[2])),
                      verdict=_rank_verdict(s, verdict))
             for s in verdict.ranks
         ],

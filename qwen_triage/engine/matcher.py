@@ -293,7 +293,7 @@ class Matcher:
         confirmer, context = self.confirmer, self.context
         hits: dict[int, regex.Match[str]] = {}
         signals: list[str] = []
-        hang = False
+        hang = ras = False
         for pid in sorted(pids):
             kinds = self.c.signals.get(pid)
             if kinds is not None:
@@ -302,6 +302,9 @@ class Matcher:
                         continue
                     if kind == "hang":
                         hang = True
+                        continue
+                    if kind == "ras":
+                        ras = True
                         continue
                     if kind == "heartbeat":
                         if self.collector is not None and self.c.regexes[pid].search(rec.message, timeout=self.timeout):
@@ -317,6 +320,8 @@ class Matcher:
                 hits[pid] = m
         if self.hang is not None and (hang or rec.rank is not None or rec.local_rank is not None):
             self.hang.observe(rec)
+        if self.hang is not None and ras:
+            self.hang.ras_line(rec)
         if "frame" in signals:
             frame = frame_file(rec.message)
             if frame is not None:

@@ -12,7 +12,7 @@ from qwen_triage.engine.hang import HangTracker, join_cause, to_report
 from qwen_triage.engine.matcher import Matcher
 from qwen_triage.engine.sources import Block, chunk_blocks, decode, source_blocks
 from qwen_triage.engine.unrecognised import Collector, Item, template_of
-from qwen_triage.inputs.source import FLIGHT, MAX_LINE, TEXT, Source
+from qwen_triage.inputs.source import FLIGHT, MAX_LINE, RAS_JSON, TEXT, Source
 from qwen_triage.redact import redact_text
 from qwen_triage.report.summary import Figures
 from qwen_triage.rulepack.pack import RulePack, load_pack
@@ -112,6 +112,9 @@ class Scanner:
             if source.kind == FLIGHT:
                 self._flight(source, block.data)
                 continue
+            if source.kind == RAS_JSON:
+                self._ras_json(source, block.data)
+                continue
             yield from self.feed(source, block, source.kind, raw_bytes=0)
             last = block
             if on_block is not None:
@@ -133,6 +136,17 @@ class Scanner:
             self.hang.flight(flight.state_of(flight.load(data), rank), source.name)
         except flight.DumpError as exc:
             source.notes.append(f"{source.name}: a Flight Recorder dump not read: {exc}")
+
+    def _ras_json(self, source: Source, data: bytes) -> None:
+        """An NCCL RAS report in JSON (engine.ras): the ranks it places go to the hang analysis, or a note says why
+        it could not be read."""
+        from qwen_triage.engine import ras
+
+        source.bytes_read += len(data)
+        try:
+            self.hang.ras_json(data, source.name)
+        except ras.RasError as exc:
+            source.notes.append(f"{source.name}: an NCCL RAS report not read: {exc}")
 
     def add_source(self, source: Source) -> int:
         """Register a live source (fed line by line); returns its index."""

@@ -31,6 +31,7 @@ from typing import BinaryIO, Callable, Iterator, Mapping
 from qwen_triage.engine.flight import MAX_DUMP
 from qwen_triage.engine.normalize import ANSI_BYTES_RE, PRIORITY_LEVELS
 from qwen_triage.engine.origin import journal_program
+from qwen_triage.engine.ras import MAX_REPORT
 from qwen_triage.engine.records import LineRecord
 from qwen_triage.inputs.source import (
     CHUNK,
@@ -40,6 +41,7 @@ from qwen_triage.inputs.source import (
     MAX_LINE,
     READ_ERRORS,
     TEXT,
+    WHOLE,
     InputError,
     Source,
 )
@@ -332,8 +334,9 @@ def source_blocks(source: Source, max_line: int = MAX_LINE, chunk: int = CHUNK) 
     opener's); each to be decoded by that kind (:func:`decode`)."""
     stream = source.begin_sniffed()
     try:
-        if source.kind == FLIGHT:  # a dump, not lines: one block of its bytes (engine.flight bounds it)
-            yield Block(data=stream.read(MAX_DUMP + 1), first_line=1, counted=0)
+        if source.kind in WHOLE:  # a dump or a JSON report, not lines: one block of its bytes (its reader bounds it)
+            yield Block(data=stream.read((MAX_DUMP if source.kind == FLIGHT else MAX_REPORT) + 1), first_line=1,
+                        counted=0)
             return
         yield from raw_blocks(stream, source, line_limit(source.kind, max_line), chunk)
     finally:

@@ -22,6 +22,8 @@ TEXT = "text"
 JOURNAL_JSON = "journal-json"
 KINDS = (TEXT, JOURNAL_JSON)
 FLIGHT = "flight-recorder"  # a PyTorch Flight Recorder dump: not lines, read whole by engine.flight
+RAS_JSON = "ncclras-json"  # an NCCL RAS report in JSON (`ncclras -f json`): read whole by engine.ras
+WHOLE = (FLIGHT, RAS_JSON)  # kinds read whole, not as lines
 
 CHUNK = 1 << 20
 MAX_LINE = 64 * 1024
@@ -103,7 +105,12 @@ class Source:
             head = _first_line(stream, JOURNAL_MAX_LINE)
         except READ_ERRORS as exc:
             raise InputError(f"{self.name}: {exc}") from None
-        self.kind = FLIGHT if looks_like_flight_dump(head) else sniff(head)
+        if head.strip() == b"{":  # a pretty-printed JSON document (NCCL RAS's): its first key is on the next line
+            try:
+                head += _first_line(stream, JOURNAL_MAX_LINE)
+            except READ_ERRORS as exc:
+                raise InputError(f"{self.name}: {exc}") from None
+        self.kind = FLIGHT if looks_like_flight_dump(head) else RAS_JSON if looks_like_ras_json(head) else sniff(head)
         return _Prefixed(head, stream)  # type: ignore[return-value]
 
     def end(self) -> None:
@@ -120,6 +127,14 @@ def looks_like_flight_dump(head: bytes) -> bool:
         return b"version" in head[:64]
     return head.lstrip()[:1] == b"{" and b'"version"' in head[:200] and b'"pg_config"' in head[:1 << 16] \
         and b'"entries"' in head[:1 << 16]
+
+
+def looks_like_ras_json(head: bytes) -> bool:
+    """Whether an input's first bytes are an NCCL RAS report in JSON (`ncclras -f json`, NCCL 2.28.7+): an object
+    whose first key is `nccl_version` (src/ras/client_support.cc, jsonWriteHeader), pretty-printed as NCCL writes
+    it or compacted."""
+    s = head.lstrip()
+    return s[:1] == b"{" and s[1:200].lstrip().startswith(b'"nccl_version"')
 
 
 def looks_like_journal_json(first: bytes) -> bool:

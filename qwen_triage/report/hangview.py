@@ -12,7 +12,7 @@ def headline(hang: Hang) -> str:
     c = hang.culprit
     if c is not None:
         where = f" on host {c.host}" if c.host else ""
-        what = f" in {c.collective}" if c.collective else ""
+        what = f" in {c.collective}" if c.collective else " in collective" if c.seq is not None else ""
         seq = f" #{c.seq}" if c.seq is not None else ""
         who = f"rank {c.rank}{where}" if c.rank is not None else f"host {c.host}"
         return f"Hang: {who} stopped first{what}{seq} — {c.why}"

@@ -228,7 +228,8 @@ class HangRank:
     local_rank: int | None = None
     host: str | None = None
     entered: int | None = None
-    """sequence number of the last collective it entered"""
+    """sequence number of the last collective it entered (from an NCCL RAS report alone: how many operations of
+    `collective` it launched on the job's largest communicator)"""
     completed: int | None = None
     """sequence number of the last collective it completed"""
     collective: str | None = None
@@ -237,7 +238,8 @@ class HangRank:
     """an error of its own (not a timeout, not a lost peer)"""
     last_line: Evidence | None = None
     verdict: str
-    """culprit, suspect, timed out, lost peer, failed, stopped by launcher, or ok"""
+    """culprit, suspect, timed out, lost peer, failed, stopped by launcher, in collective (a Flight Recorder dump's),
+    dead, unresponsive, behind or in step (an NCCL RAS report's), or ok"""
 
 
 @dataclass(kw_only=True)
