@@ -75,7 +75,7 @@ def cli() -> None:
 @cli.command()
 @click.argument("paths", nargs=-1)
 @click.option("--format", "fmt", type=click.Choice([*FORMATS, JSONL]), default="text",
-              show_default=True, help="jsonl: one JSON report per input (with --jobs, or alone: one process).")
+              show_default=True, help="jsonl: one JSON report per input, in input order.")
 @pack_options
 @click.option("--max-line", type=click.IntRange(256, 64 * 2**20), default=64 * 1024, show_default=True,
               help="Lines longer than this many bytes are matched on this prefix.")
@@ -84,23 +84,36 @@ def cli() -> None:
               show_default=True,
               help="Exit 1 on a diagnosis (default), or also on error lines no rule explains.")
 @click.option("--jobs", "-j", type=click.IntRange(min=0), default=None,
-              help="Triage each input on its own with N worker processes (0: all CPUs); one JSON line per input, in "
-                   "input order (--format jsonl). Directories expand to their files, recursively.")
-@click.pass_context
-def scan(ctx: click.Context, paths: tuple[str, ...], fmt: str, rule_dirs: tuple[str, ...], engine: str,
-         max_line: int, follow: bool, fail_on: str, jobs: int | None) -> None:
+              help="Worker processes (0: every CPU this process may use). A plain file of --split-above or more is "
+                   "scanned in parts over them (default: every CPU); with --format jsonl, each input on its own "
+                   "(default: one process).")
+@click.option("--split-above", "split_above", metavar="SIZE", default=None,
+              help="Scan plain files this big or bigger in parts over --jobs workers (e.g. 256M, 1G; a bare number "
+                   "is MiB)  [default: $QWEN_TRIAGE_SPLIT_ABOVE, else 256M]")
+def scan(paths: tuple[str, ...], fmt: str, rule_dirs: tuple[str, ...], engine: str, max_line: int, follow: bool,
+         fail_on: str, jobs: int | None, split_above: str | None) -> None:
     """Triage logs: files (plain or gzip), or stdin when no path or `-` is given."""
     from qwen_triage.cli.scan_command import scan_and_exit
     from qwen_triage.engine.scan import ScanOptions
 
-    per_input = jobs is not None or fmt == JSONL
-    if per_input:
-        if fmt != JSONL and ctx.get_parameter_source("fmt") != click.core.ParameterSource.DEFAULT:
-            fail("--jobs writes one JSON object per input: use --format jsonl")
-        if follow:
-            fail("--follow reads one stream; it does not go with --jobs / --format jsonl")
+    per_input = fmt == JSONL
+    if per_input and follow:
+        fail("--follow reads one stream; it does not go with --format jsonl")
     scan_and_exit(ScanOptions(paths=paths, rule_dirs=rule_dirs, engine=engine, max_line=max_line, fail_on=fail_on,
-                              per_input=per_input, jobs=jobs), fmt, follow)
+                              per_input=per_input, jobs=jobs, split_above=_size(split_above, "--split-above")),
+                  fmt, follow)
+
+
+def _size(text: str | None, option: str) -> int | None:
+    """A size option's bytes (a bare number: MiB); a bad one is a usage error."""
+    if text is None:
+        return None
+    from qwen_triage.units import MiB, SizeError, parse_size
+
+    try:
+        return parse_size(text, bare=MiB)
+    except SizeError as exc:
+        fail(f"{option}: {exc}")
 
 
 @cli.command()

@@ -25,13 +25,14 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
-import signal
 import time
 from dataclasses import dataclass, field
 from typing import IO, Iterator
 
+from qwen_triage.engine import workers
 from qwen_triage.engine.compiled import CompiledPack
-from qwen_triage.engine.scanner import Scanner, compile_pack
+from qwen_triage.engine.scanner import Scanner
+from qwen_triage.engine.workers import default_jobs
 from qwen_triage.exits import EXIT_CLEAN, EXIT_ERROR, EXIT_FOUND
 from qwen_triage.inputs.file import open_source
 from qwen_triage.inputs.source import MAX_LINE, InputError
@@ -44,13 +45,6 @@ class BatchError(Exception):
     """The batch cannot start (no inputs, stdin given, a path missing)."""
 
 
-def default_jobs() -> int:
-    try:
-        return max(len(os.sched_getaffinity(0)), 1)
-    except (AttributeError, OSError):  # not Linux
-        return os.cpu_count() or 1
-
-
 def _rss_bytes() -> int:
     try:
         with open("/proc/self/statm", "rb") as fh:
@@ -61,19 +55,12 @@ def _rss_bytes() -> int:
 
 # --- the worker -----------------------------------------------------------------------------------------
 
-_compiled: CompiledPack | None = None
-_compiled_for: tuple[tuple[str, ...], str] | None = None  # (rule_dirs, engine) of _compiled
 _max_line = MAX_LINE
 
 
 def _init_worker(rule_dirs: tuple[str, ...], engine: str, max_line: int, pool: bool = False) -> None:
-    global _compiled, _compiled_for, _max_line
-    if pool:  # Ctrl-C is the parent's to handle: it stops the pool; workers print no tracebacks
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # A forked worker inherits the parent's compiled pack (copy-on-write); a spawned one compiles it.
-    if _compiled is None or _compiled_for != (tuple(rule_dirs), engine):
-        _compiled = compile_pack(rule_dirs, engine=engine)
-        _compiled_for = (tuple(rule_dirs), engine)
+    global _max_line
+    workers.init(rule_dirs, engine, pool)  # the pack: inherited from the parent, or compiled
     _max_line = max_line
 
 
@@ -98,9 +85,8 @@ def report_object(path: str, compiled: CompiledPack, max_line: int = MAX_LINE) -
 
 def _scan_one(task: tuple[int, str]) -> Result:
     index, path = task
-    assert _compiled is not None, "worker not initialised"
     try:
-        obj = report_object(path, _compiled, _max_line)
+        obj = report_object(path, workers.pack(), _max_line)
         found, error = bool(obj["diagnoses"]), False
     except InputError as exc:
         obj, found, error = {"input": path, "error": str(exc)}, False, True
@@ -130,10 +116,9 @@ class BatchStats:
 
 def _results(paths: list[str], jobs: int, rule_dirs: tuple[str, ...], engine: str, max_line: int,
              max_tasks: int, compiled: CompiledPack | None) -> Iterator[Result]:
-    global _compiled, _compiled_for
     tasks = list(enumerate(paths))
     if compiled is not None:
-        _compiled, _compiled_for = compiled, (tuple(rule_dirs), engine)
+        workers.share(compiled, rule_dirs, engine)
     if jobs <= 1:
         _init_worker(rule_dirs, engine, max_line)
         for task in tasks:

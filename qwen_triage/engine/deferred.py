@@ -20,7 +20,7 @@ from qwen_triage.engine.confirm import Confirmer
 from qwen_triage.engine.facts import facts_of
 from qwen_triage.engine.records import LineRecord
 from qwen_triage.engine.sources import Block, LineMeta
-from qwen_triage.engine.unrecognised import frame_file
+from qwen_triage.engine.unrecognised import TRACE_GAP, frame_file
 from qwen_triage.engine.vetoes import VetoWindows
 
 if TYPE_CHECKING:  # annotations only: `regex` is imported where a pattern is compiled
@@ -80,7 +80,9 @@ class DeferredContext:
         self.vetoes = vetoes
         self.all_state = all_state
         self.kept: dict[tuple[int, int], _Kept] = {}  # per (rule, source), oldest first
-        self.last_frame: dict[int, str] = {}  # source -> file of the latest traceback frame seen
+        # source -> file and line of the latest traceback frame seen (one TRACE_GAP lines before an exception line
+        # is another traceback's: engine.matcher)
+        self.last_frame: dict[int, tuple[str, int]] = {}
         # source -> frame lines kept raw, newest last: only the newest real one before an exception counts
         self.frames: dict[int, deque[_Deferred]] = {}
         # the last block's quiet context lines, settled when the matcher next reads its state (settle_block)
@@ -166,8 +168,20 @@ class DeferredContext:
         for entry in reversed(frames or ()):
             frame = frame_file(entry.record().message)
             if frame is not None:
-                self.last_frame[source_index] = frame
+                self.last_frame[source_index] = (frame, entry.line)
                 return
+
+    def frame_state(self, origin: int) -> tuple[tuple[int, str, int], ...]:
+        """The frame each input's next exception line could be raised in (the newest kept line that really is a
+        frame, else the latest seen: :meth:`settle_frames`), while one from line ``origin`` on could still take it,
+        as plain data with its line counted from ``origin`` (engine.split compares two scans' so)."""
+        out = []
+        for src in sorted(set(self.last_frame) | set(self.frames)):
+            seen = next(((f, entry.line) for entry in reversed(self.frames.get(src, ()))
+                         if (f := frame_file(entry.record().message)) is not None), self.last_frame.get(src))
+            if seen is not None and seen[1] >= origin - TRACE_GAP:
+                out.append((src, seen[0], seen[1] - origin))
+        return tuple(out)
 
     def _hit(self, entry: _Deferred, pid: int) -> regex.Match[str] | None:
         """Settle one kept line for one pattern: normalised once, confirmed once per pattern."""

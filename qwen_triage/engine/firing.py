@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections import defaultdict, deque
 from dataclasses import replace
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from qwen_triage.engine.compiled import CompiledRule
 from qwen_triage.engine.facts import merge_facts
-from qwen_triage.engine.finding import Finding
+from qwen_triage.engine.finding import Finding, facts_state
 from qwen_triage.engine.records import LineRecord
 from qwen_triage.engine.vetoes import VetoWindows
 
@@ -84,12 +84,42 @@ class Firing:
             return None if table.otherwise == "ignore" else rule
         for name, fact in row.facts.items():  # a code table's row names the code, whatever form was printed
             facts.setdefault(name, fact)
-        key = (rule.index, table.rows.index(row))
+        return self.row_rule(rule, table.rows.index(row))
+
+    def row_rule(self, rule: CompiledRule, row_index: int) -> CompiledRule:
+        """The rule as row ``row_index`` of its table: made once, then the same object."""
+        key = (rule.index, row_index)
         variant = self._row_rules.get(key)
         if variant is None:
-            loaded = replace(rule.loaded, rule=rule.rule.for_row(row))
+            assert rule.rule.table is not None, f"{rule.rule.id} has no table"
+            loaded = replace(rule.loaded, rule=rule.rule.for_row(rule.rule.table.rows[row_index]))
             variant = self._row_rules[key] = replace(rule, loaded=loaded)
         return variant
+
+    def row_of(self, rule: CompiledRule) -> int | None:
+        """Which table row ``rule`` is when :meth:`row_rule` made it; None for a rule as loaded."""
+        for (_index, row_index), variant in self._row_rules.items():
+            if variant is rule:
+                return row_index
+        return None
+
+    def state(self, origin: int, rules: Sequence[CompiledRule]) -> tuple[object, ...]:
+        """What of this firing can still change a finding from line ``origin`` on, as plain data with lines
+        counted from ``origin`` (engine.split compares two scans' so): each `all` part's hit still within its
+        rule's window and each storm's hits still within its window (a later hit drops older ones unread:
+        :meth:`all_part`, :meth:`count`), and whether the storm table is near its bound (then which storm
+        :meth:`count` evicts depends on everything before)."""
+        parts = sorted(((key, pid, rec.state(origin), facts_state(facts))
+                        for key, hits in self.all_state.items() for pid, (rec, facts) in hits.items()
+                        if rec.line >= origin - rules[key[0]].rule.match.window), key=lambda p: (p[0], p[1]))
+        storms = []
+        for (ri, src, by), seen in self._counted.items():
+            live = tuple((rec.state(origin), facts_state(facts)) for rec, facts in seen
+                         if origin - rec.line < rules[ri].rule.match.window)
+            if live:
+                storms.append(((ri, src, by is None, by or ""), live))
+        storms.sort(key=lambda s: s[0])
+        return tuple(parts), tuple(storms), len(self._counted) >= MAX_COUNTED // 2
 
     def fire(self, rule: CompiledRule, records: list[LineRecord], facts: dict[str, object]) -> Iterator[Finding]:
         """A finding of the rule (as its table row): given out now, or held while a veto may still come."""

@@ -263,6 +263,31 @@ class HangTracker:
             st.first_trouble = self._order
 
     @staticmethod
+    def news(rec: LineRecord) -> frozenset[tuple[str, str, str]] | None:
+        """What :meth:`observe` could learn from ``rec`` but its count, told without the tracker's state: the
+        first-seen facts it may set (``("config" | "anchor", clock, name)``: only the first of each counts), or
+        None when it says more (a rank's trouble, a collective, a summary: observe must read it). A part's worker
+        (engine.split) sends on only the records that may set a fact it has not sent yet, and counts the rest
+        (:meth:`counted`). Kept beside :meth:`observe` and :meth:`_anchor`: what they read, this reads."""
+        text, msg = rec.text, rec.message
+        if "Root Cause (first observed failure)" in text or _SUMMARY_FIELD.match(text):
+            return None
+        if _AGENT_FAILED.search(msg) or _MONITORED.search(msg) or _FINGERPRINT.search(msg) \
+                or _HANG_RE.search(msg) or _EXCEPTION.match(msg):
+            return None
+        where = HangTracker._clock_of(rec)
+        facts = {("config", where, name) for name, pattern in _CONFIGS if pattern.search(text)}
+        if rec.timestamp is not None:
+            name = next((name for name, pattern in _ANCHORS if pattern.search(text)), None)
+            if name is not None and clock.seconds(rec.timestamp) is not None:
+                facts.add(("anchor", where, name))
+        return frozenset(facts)
+
+    def counted(self, n: int) -> None:
+        """``n`` records whose :meth:`news` this tracker had had already, counted as :meth:`observe` counts them."""
+        self._order += n
+
+    @staticmethod
     def _clock_of(rec: LineRecord) -> str:
         return rec.host or "\0" + rec.path  # a file that names no host: resolved in verdict()
 

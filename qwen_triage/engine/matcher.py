@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator, Protocol
 
 from qwen_triage.engine.block_records import assemble, may_be_quoted_source, quoted_source, record_of, record_start
 from qwen_triage.engine.compiled import CONFIRM_TIMEOUT, CompiledPack, CompiledRule
@@ -23,12 +23,11 @@ from qwen_triage.engine.deferred import DEFER_MAX, DEFER_MAX_LINE, DeferredConte
 from qwen_triage.engine.facts import convert_fact, facts_of
 from qwen_triage.engine.finding import Finding
 from qwen_triage.engine.firing import Firing
-from qwen_triage.engine.hang import HangTracker
 from qwen_triage.engine.multiline import Assembly, family_of, may_span, may_span_raw
 from qwen_triage.engine.origin import accepts
 from qwen_triage.engine.records import SOURCE, LineRecord
 from qwen_triage.engine.sources import Block
-from qwen_triage.engine.unrecognised import Collector, frame_file, is_exception_line, library_of
+from qwen_triage.engine.unrecognised import TRACE_GAP, frame_file, is_exception_line, library_of
 from qwen_triage.engine.vetoes import VetoWindows
 from qwen_triage.rulepack.severity import Severity
 
@@ -43,6 +42,31 @@ STAGE_LOOKBACK = 256 * 1024  # bytes before a heartbeat searched for the stage i
 # A traceback's source lines are indented by four: such a context line near a frame is matched at once, where
 # it is known whether it is quoted code (block_records.quoted_source), as it would be with nothing kept
 SOURCE_INDENT = b"    "
+
+
+class Signals(Protocol):
+    """Where the matcher sends the lines that may say something failed: engine.unrecognised's Collector, or a
+    part's worker that records them for the scan to replay (engine.split)."""
+
+    def signal(self, rec: LineRecord) -> None:
+        """A candidate line no rule took."""
+
+    def explained(self, rec: LineRecord) -> None:
+        """A candidate line a rule took."""
+
+    def heartbeat(self, rec: LineRecord, stage_before: Callable[[], str | None]) -> None:
+        """A line a stuck launch repeats; ``stage_before`` looks up the stage it repeats in."""
+
+
+class Ranks(Protocol):
+    """Where the matcher sends the records that carry a rank or a hang signal: engine.hang's HangTracker, or a
+    part's worker that records them (engine.split)."""
+
+    def observe(self, rec: LineRecord) -> None:
+        """One such record."""
+
+    def ras_line(self, rec: LineRecord) -> None:
+        """A line of an NCCL RAS text report."""
 
 
 Held = tuple[LineRecord, set[int], Assembly]
@@ -63,8 +87,8 @@ class MatchStats:
 class Matcher:
     """Feeds blocks (or single lines) through the compiled pack; yields findings."""
 
-    def __init__(self, compiled: CompiledPack, timeout: float = CONFIRM_TIMEOUT, collector: Collector | None = None,
-                 defer: bool = True, hang: HangTracker | None = None):
+    def __init__(self, compiled: CompiledPack, timeout: float = CONFIRM_TIMEOUT, collector: Signals | None = None,
+                 defer: bool = True, hang: Ranks | None = None):
         self.c = compiled
         # context-only lines kept raw until a rule asks (False: every candidate is matched at once; same findings)
         self._context_only = compiled.context_only if defer else frozenset()
@@ -286,6 +310,30 @@ class Matcher:
         self.context.settle_unsettled()
         self.context.settle_source(source_index)
 
+    def boundary_state(self, origin: int) -> tuple[object, ...]:
+        """Everything of this matcher that can still change what it finds from line ``origin`` on (the next line
+        it will be given), as plain data with lines counted from ``origin``: two matchers that began reading an
+        input at different places (engine.split: a part's worker starts a little before its part) find the same
+        from there on when their states are equal. The records held for continuation lines, the `all`, storm and
+        veto windows (engine.firing, engine.vetoes), the frame an exception line would take, what timed out.
+        Nothing older than the longest window or gap is kept alive: the state is bounded by what the input says
+        near that line (a frame 2000 lines before an exception line is not its traceback's).
+
+        Kept context lines are settled first, as a live input's are when it pauses (:meth:`finish`): settling
+        leaves what matching them at once would have, so it changes nothing found, and then what they would
+        leave is compared too.
+        """
+        self.context.settle_unsettled()
+        self.context.settle_source()
+        held = tuple((src, rec.state(origin), tuple(sorted(pids)),
+                      (assembly.family.name, assembly.message, assembly.taken, assembly.done, assembly.raised_by,
+                       assembly.raised_in))
+                     for src, (rec, pids, assembly) in sorted(self._held.items()))
+        rules = self.c.rules
+        return (held, self.firing.state(origin, rules), self.vetoes.state(origin, rules, self.firing.seq),
+                self.context.frame_state(origin), tuple(sorted(self.confirmer.disabled_patterns)),
+                tuple(sorted(self.confirmer.disabled_rules)))
+
     # -- rules ---------------------------------------------------------------
 
     def _on_line(self, rec: LineRecord, pids: set[int]) -> Iterator[Finding]:
@@ -325,11 +373,13 @@ class Matcher:
         if "frame" in signals:
             frame = frame_file(rec.message)
             if frame is not None:
-                context.last_frame[rec.source_index] = frame
+                context.last_frame[rec.source_index] = (frame, rec.line)
                 context.frames.pop(rec.source_index, None)  # kept ones are older
         elif rec.raised_by is None and (context.last_frame or context.frames) and is_exception_line(rec.message):
             context.settle_frames(rec.source_index)
-            frame = context.last_frame.pop(rec.source_index, None)
+            seen = context.last_frame.pop(rec.source_index, None)
+            # a frame further back than a traceback's lines lie apart (unrecognised.TRACE_GAP) is another's
+            frame = seen[0] if seen is not None and rec.line - seen[1] <= TRACE_GAP else None
             rec.raised_by = library_of(frame) if frame else None
             rec.raised_in = frame
         if signals and "frame" not in signals and self.collector is not None:

@@ -84,6 +84,9 @@ FAMILIES: tuple[Family, ...] = (
             keep=r"^\[signal |^[\w./-]+\.\(?\*?[\w]+\)?\.?\w*\("),
 )
 
+RECORD_LINES = max(f.max_lines for f in FAMILIES) + 1
+"""lines one record spans at most: its first and the continuation lines it takes"""
+
 _GO_FRAME = lazy(r"^(?P<pkg>[\w.-]+(?:/[\w.-]+)*)\.(?:\(\*?\w+\)\.)?\w+\(")
 
 

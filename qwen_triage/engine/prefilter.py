@@ -96,6 +96,19 @@ class Prefilter(Protocol):
 
     def candidates(self, data: bytes) -> Candidates: ...
 
+    @property
+    def horizon(self) -> int:
+        """Bytes of blocks after which what this prefilter answers no longer depends on how many it was given
+        (the literal one widens its patterns once: :attr:`LiteralPrefilter.widen_after`); 0: never did."""
+
+    @property
+    def seen(self) -> int:
+        """Bytes of blocks given so far, counted up to :attr:`horizon` and a byte past it."""
+
+    def resume(self, seen: int) -> None:
+        """Answer from now on as after ``seen`` bytes of blocks (engine.split: a worker that starts inside an
+        input, where a scan in one process would have given it those)."""
+
 
 # -- the literal prefilter ----------------------------------------------------------------------
 #
@@ -369,6 +382,7 @@ class LiteralPrefilter:
         # the patterns to widen once enough input has been seen (a multi-line record's pattern: only
         # its one-line literal is sure, so it is never widened)
         self._to_widen = [(pid, patterns[pid]) for pid in entries if pid not in multiline]
+        self._widenable = list(self._to_widen)
         self._seen = 0
         if self._re2_module is not None:
             self._re2 = self._re2_lines(entries)
@@ -393,6 +407,26 @@ class LiteralPrefilter:
         widened = self._re2_lines(entries)
         if widened is not None:
             self._re2 = widened
+
+    @property
+    def horizon(self) -> int:
+        return self.widen_after if self._re2 is not None and self._widenable else 0
+
+    @property
+    def seen(self) -> int:
+        return self._seen if self._to_widen else self.horizon + 1
+
+    def resume(self, seen: int) -> None:
+        if not self.horizon:
+            return
+        if seen > self.widen_after:
+            if self._to_widen:
+                self._widen_now()
+            return
+        if not self._to_widen:  # widened already: back to the patterns' literals, as before widen_after
+            self._to_widen = list(self._widenable)
+            self._re2 = self._re2_lines(self._entries)
+        self._seen = seen
 
     def candidates(self, data: bytes) -> Candidates:
         out: Candidates = {}
@@ -582,6 +616,18 @@ class HyperscanPrefilter:
         header = json.dumps({"bad": bad, "screened": screened, "crc32": zlib.crc32(blob)}).encode()
         if cache.write(f"hs-{key}", header + b"\n" + blob):
             cache.prune("hs-", keep=f"hs-{key}")
+
+    @property
+    def horizon(self) -> int:
+        return self.fallback.horizon if self.fallback is not None else 0
+
+    @property
+    def seen(self) -> int:
+        return self.fallback.seen if self.fallback is not None else 1
+
+    def resume(self, seen: int) -> None:
+        if self.fallback is not None:
+            self.fallback.resume(seen)
 
     def candidates(self, data: bytes) -> Candidates:
         out: Candidates = {}

@@ -7,7 +7,7 @@ a trust boundary — reports convert what they keep into pydantic models.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from qwen_triage.inputs.source import JOURNAL_JSON
 
@@ -49,6 +49,14 @@ class LineRecord:
     def format(self) -> str:
         return ">".join(self.formats) if self.formats else "plain"
 
+    def state(self, origin: int = 0) -> tuple[object, ...]:
+        """Every field as plain data, its line counted from ``origin``: two scans that numbered an input's lines
+        from different places compare their records so (engine.split)."""
+        values = [getattr(self, name) for name in _FIELDS]
+        values[_LINE] = self.line - origin
+        values[_EXTRA] = tuple(sorted(self.extra.items()))
+        return tuple(values)
+
     def field(self, name: str) -> str | None:
         """A field by name as text, for rules' `where` constraints."""
         if name == "format":
@@ -57,3 +65,8 @@ class LineRecord:
             return self.extra.get("source")
         value = getattr(self, name)
         return None if value is None else str(value)
+
+
+_FIELDS = tuple(f.name for f in fields(LineRecord))
+_LINE = _FIELDS.index("line")
+_EXTRA = _FIELDS.index("extra")

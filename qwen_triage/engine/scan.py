@@ -19,12 +19,22 @@ from typing import IO, TYPE_CHECKING
 
 from qwen_triage.exits import EXIT_CLEAN, EXIT_FOUND, Failure
 from qwen_triage.inputs.source import MAX_LINE, InputError, Source
+from qwen_triage.units import MiB, SizeError, parse_size
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from qwen_triage.engine.batch import BatchStats
     from qwen_triage.engine.compiled import CompiledPack
+    from qwen_triage.engine.finding import Finding
+    from qwen_triage.engine.scanner import Scanner
     from qwen_triage.report.model import Report
     from qwen_triage.report.summary import Figures
+
+SPLIT_ABOVE = 256 * MiB
+"""inputs this big and bigger are scanned in parts over several workers (engine.split); a smaller one scans in a
+few seconds, less than workers would save"""
+SPLIT_ENV = "QWEN_TRIAGE_SPLIT_ABOVE"
 
 OnBlock = Callable[[Source], None]
 Progress = Callable[[list[Source]], AbstractContextManager[OnBlock | None]]
@@ -43,9 +53,13 @@ class ScanOptions:
     fail_on: str = "diagnosis"
     """``diagnosis``: a diagnosis fails the scan; ``unrecognised``: error lines no rule explains do too"""
     per_input: bool = False
-    """one report per input, as JSON lines in input order (``--jobs`` / ``--format jsonl``)"""
+    """one report per input, as JSON lines in input order (``--format jsonl``)"""
     jobs: int | None = None
-    """worker processes for ``per_input`` (0: every CPU; None: one)"""
+    """worker processes (0: every CPU this process may use): with ``per_input``, one input each (None: one
+    process); else the parts of each input of ``split_above`` bytes or more (None: every CPU; 1: none)"""
+    split_above: int | None = None
+    """inputs this big and bigger are scanned in parts over ``jobs`` workers (engine.split; None:
+    ``$QWEN_TRIAGE_SPLIT_ABOVE``, else 256 MiB)"""
 
 
 @dataclass(frozen=True)
@@ -83,10 +97,12 @@ def run(options: ScanOptions, *, out: IO[str] | None = None, progress: Progress 
 
     scanner = Scanner(compiled, max_line=options.max_line)
     interrupted = False
+    split = _splitter(options, sources)
     try:
         with (progress or _no_progress)(sources) as on_block:
             for source in sources:
-                for _ in scanner.scan_source(source, on_block):
+                parts = split(scanner, source, on_block) if split is not None else None
+                for _ in parts if parts is not None else scanner.scan_source(source, on_block):
                     pass
     except InputError as exc:
         raise Failure(str(exc)) from None
@@ -98,6 +114,44 @@ def run(options: ScanOptions, *, out: IO[str] | None = None, progress: Progress 
     report = scanner.report()
     failed = bool(report.diagnoses) or (options.fail_on == "unrecognised" and bool(report.unrecognised))
     return ScanResult(exit_status=EXIT_FOUND if failed else EXIT_CLEAN, report=report, interrupted=interrupted)
+
+
+Split = Callable[["Scanner", Source, "OnBlock | None"], "Iterator[Finding] | None"]
+
+
+def _splitter(options: ScanOptions, sources: list[Source]) -> Split | None:
+    """How this scan reads an input big enough to split (engine.split); None when none is, or when it has one
+    worker only."""
+    above = split_above(options.split_above)
+    if not any(s.size is not None and s.size >= above for s in sources):
+        return None  # nor is the splitter imported: a small scan's start-up
+    from qwen_triage.engine.workers import default_jobs
+
+    jobs = options.jobs or default_jobs()
+    if jobs < 2:
+        return None
+    from qwen_triage.engine.split import SplitOptions, scan_split, splittable
+
+    split_options = SplitOptions(jobs=jobs, rule_dirs=options.rule_dirs)
+
+    def split(scanner: Scanner, source: Source, on_block: OnBlock | None) -> Iterator[Finding] | None:
+        return scan_split(scanner, source, split_options, on_block) if splittable(source, above) else None
+
+    return split
+
+
+def split_above(option: int | None = None) -> int:
+    """The size from which an input is split: ``option`` (``scan --split-above``), else ``$QWEN_TRIAGE_SPLIT_ABOVE``
+    (a size: ``256M``, ``1G``; a bare number is MiB), else :data:`SPLIT_ABOVE`."""
+    if option is not None:
+        return option
+    text = os.environ.get(SPLIT_ENV, "").strip()
+    if text:
+        try:
+            return parse_size(text, bare=MiB)
+        except SizeError:
+            raise Failure(f"{SPLIT_ENV}={text[:64]}: not a size (try 256M or 1G)") from None
+    return SPLIT_ABOVE
 
 
 def compiled_for(options: ScanOptions, note: Callable[[str], None]) -> CompiledPack:

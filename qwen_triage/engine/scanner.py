@@ -12,7 +12,7 @@ from qwen_triage.engine.hang import HangTracker, join_cause, to_report
 from qwen_triage.engine.matcher import Matcher
 from qwen_triage.engine.sources import Block, chunk_blocks, decode, source_blocks
 from qwen_triage.engine.unrecognised import Collector, Item, template_of
-from qwen_triage.inputs.source import FLIGHT, MAX_LINE, RAS_JSON, TEXT, Source
+from qwen_triage.inputs.source import CHUNK, FLIGHT, MAX_LINE, RAS_JSON, TEXT, Source
 from qwen_triage.redact import redact_text
 from qwen_triage.report.summary import Figures
 from qwen_triage.rulepack.pack import RulePack, load_pack
@@ -76,8 +76,10 @@ class Scanner:
     """
 
     def __init__(self, compiled: CompiledPack, max_line: int = MAX_LINE,
-                 admit: Callable[[Finding], bool] | None = None, catalogue: CatalogueIndex | None = None):
+                 admit: Callable[[Finding], bool] | None = None, catalogue: CatalogueIndex | None = None,
+                 chunk: int = CHUNK):
         self.compiled = compiled
+        self.chunk = chunk  # bytes a file is read by: its blocks end at the last line end before each multiple
         self.catalogue = catalogue
         self._located: dict[str, Located | None] = {}  # template -> where the catalogue placed it (None: nowhere)
         self.unrecognised = Collector(benign=compiled.benign_patterns(), stages={s["id"]: s for s in compiled.pack.stages})
@@ -104,11 +106,16 @@ class Scanner:
             if (self.admit is None or self.admit(f)) and self.correlator.add(f):
                 yield f
 
+    def take(self, findings: Iterable[Finding]) -> Iterator[Finding]:
+        """Findings a matcher of another process found in this session's input (engine.split), taken as this
+        session's own; yields those that open a new diagnosis."""
+        return self._take(findings)
+
     def scan_source(self, source: Source, on_block: Callable[[Source], None] | None = None) -> Iterator[Finding]:
         source.index = len(self.sources)
         self.sources.append(source)
         last: Block | None = None
-        for block in source_blocks(source, max_line=self.max_line):
+        for block in source_blocks(source, max_line=self.max_line, chunk=self.chunk):
             if source.kind == FLIGHT:
                 self._flight(source, block.data)
                 continue

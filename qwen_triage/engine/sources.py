@@ -89,14 +89,19 @@ class Block:
         return self.meta[index].line if self.meta is not None else self.first_line + index
 
 
-def raw_blocks(stream: BinaryIO, source: Source, max_line: int = MAX_LINE, chunk: int = CHUNK) -> Iterator[Block]:
-    """Whole-line blocks of the stream; overlong lines cut to ``max_line``."""
-    line_no = 1
+def raw_blocks(stream: BinaryIO, source: Source, max_line: int = MAX_LINE, chunk: int = CHUNK,
+               first_line: int = 1, check_text: bool = True) -> Iterator[Block]:
+    """Whole-line blocks of the stream; overlong lines cut to ``max_line``.
+
+    ``first_line``: the number of the stream's first line (a part of a file read on its own, engine.split);
+    ``check_text``: whether the stream's first bytes are the input's own, to be checked for text
+    (:func:`text_verdict`)."""
+    line_no = first_line
     pending = b""
     skipping = False  # inside the unread tail of an overlong line
     read = stream.read  # a compressed input reads one decompression step a read (Opened)
     sample = b""
-    from_start = source.bytes_read == 0  # the text check is made once, on a source's first bytes
+    from_start = check_text and source.bytes_read == 0  # the text check is made once, on a source's first bytes
     while True:
         try:
             data = read(chunk)
@@ -157,10 +162,7 @@ def raw_blocks(stream: BinaryIO, source: Source, max_line: int = MAX_LINE, chunk
         source.lines_read = line_no
         yield _block(pending + b"\n", line_no, set())
     if from_start:
-        source.empty = len(sample) < SAMPLE and holds_nothing(sample)  # a sample shorter than SAMPLE is all of it
-        note = text_note(source.name, sample)
-        if note is not None:
-            source.notes.append(note)
+        text_verdict(source, sample)
 
 
 SAMPLE = 64 * 1024  # bytes from the start that decide whether an input is text at all
@@ -170,6 +172,15 @@ NON_TEXT_SHARE = 0.10
 
 # the journal tool's own lines, not log entries: "-- No entries --", "-- Boot 3f2a… --", "-- Logs begin at … --"
 _JOURNAL_MARKER = re.compile(rb"^-- [^\n]{1,300} --\r?$")
+
+
+def text_verdict(source: Source, sample: bytes) -> None:
+    """Whether the input, whose first :data:`SAMPLE` bytes (or all, when it is shorter) are ``sample``, holds a
+    log at all (:attr:`Source.empty`) and is text; a note when it is empty or not text."""
+    source.empty = len(sample) < SAMPLE and holds_nothing(sample)  # a sample shorter than SAMPLE is all of it
+    note = text_note(source.name, sample)
+    if note is not None:
+        source.notes.append(note)
 
 
 def holds_nothing(sample: bytes) -> bool:

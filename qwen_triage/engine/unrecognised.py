@@ -320,6 +320,11 @@ class Progress:
     beats: int = 0  # consecutive lines of that heartbeat
     beat_last: LineRecord | None = None
 
+    def same_run(self, template: str, rec: LineRecord) -> bool:
+        """Whether a heartbeat line of ``template`` goes on the run of them (else a new run starts there)."""
+        return template == self.beat_template and self.beat_last is not None \
+            and rec.line - self.beat_last.line <= TAIL_LINES
+
 
 MIN_BEATS = 3  # a heartbeat repeated this often, at the end of the input, is a hang
 
@@ -340,7 +345,7 @@ class Collector:
         """A line a stuck launch repeats; a new run of them looks up the stage it repeats in."""
         p = self.progress_of.setdefault(rec.source_index, Progress())
         template = template_of(rec.message)
-        if template == p.beat_template and p.beat_last is not None and rec.line - p.beat_last.line <= TAIL_LINES:
+        if p.same_run(template, rec):
             p.beats += 1
         else:
             p.beat_template, p.beats = template, 1

@@ -11,10 +11,11 @@ from __future__ import annotations
 import heapq
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 from qwen_triage.engine.compiled import CompiledRule
 from qwen_triage.engine.finding import Finding
+from qwen_triage.engine.multiline import RECORD_LINES
 
 
 @dataclass
@@ -95,6 +96,23 @@ class VetoWindows:
         match = f.rule.rule.match
         earliest = f.first.line if match.unless_after else f.first.line - match.window
         return earliest <= veto <= f.records[-1].line + match.window
+
+    def state(self, origin: int, rules: Sequence[CompiledRule], seq: int) -> tuple[object, ...]:
+        """What of the veto windows can still change a finding from line ``origin`` on, as plain data with lines
+        counted from ``origin`` (engine.split compares two scans' so): each rule's last veto line while a finding
+        still to come could fall near it (:meth:`vetoed`: a window before its first line, which is at most a
+        window — its other parts, a storm's lines — or a multi-line record held for its next lines before
+        ``origin``), and the findings waiting out their windows, each with how many findings completed after it
+        (``seq``: the firing's count now)."""
+        def reach(rule: int) -> int:
+            window = rules[rule].rule.match.window
+            return window + max(window, RECORD_LINES)
+
+        last = sorted((key, line - origin) for key, line in self.last.items() if line >= origin - reach(key[0]))
+        waiting = sorted(((src, seq - p.finding.seq, p.until - origin, p.finding.state(origin))
+                          for src, pending in self.pending.items() for _until, _seq, p in pending.heap
+                          if not p.closed), key=lambda w: (w[0], w[1]))
+        return tuple(last), tuple(waiting)
 
     def due(self, source_index: int, line_no: int) -> bool:
         """Whether some finding's veto window has passed by ``line_no`` (cheap: no generator per line)."""

@@ -168,8 +168,11 @@ class _Prefixed:
     def read(self, n: int = -1) -> bytes:
         if not self.head:
             return self._read(n)
+        if 0 <= n < len(self.head):  # a read shorter than the look: its first n bytes, as without the look
+            head, self.head = self.head[:n], self.head[n:]
+            return head
         head, self.head = self.head, b""
-        if 0 <= n <= len(head):
+        if n == len(head):
             return head
         try:  # the same first chunk as without the look: block boundaries do not depend on it
             return head + self._read(n - len(head) if n > 0 else -1)

@@ -129,10 +129,13 @@ def test_unreadable_input_is_reported_and_the_rest_carry_on(tmp_path: Path) -> N
     assert objs[2]["diagnoses"] == []
 
 
-def test_jobs_wants_jsonl(tmp_path: Path) -> None:
+def test_one_report_per_input_is_jsonl_and_jobs_alone_is_one_report(tmp_path: Path) -> None:
+    """--jobs is how many processes a scan uses; one report per input is --format jsonl's (it needs files)."""
     (tmp_path / "a.log").write_text("x\n")
-    proc = qt("scan", "--jobs", "2", "--format", "json", str(tmp_path / "a.log"))
-    assert proc.returncode == 2 and "--format jsonl" in proc.stderr
+    (tmp_path / "b.log").write_text("y\n")
+    proc = qt("scan", "--jobs", "2", "--format", "json", str(tmp_path / "a.log"), str(tmp_path / "b.log"))
+    assert proc.returncode == 0
+    assert [i["name"] for i in json.loads(proc.stdout)["inputs"]] == [str(tmp_path / "a.log"), str(tmp_path / "b.log")]
     proc = qt("scan", "--jobs", "2", "--format", "jsonl")
     assert proc.returncode == 2 and "stdin" in proc.stderr
 

@@ -404,3 +404,29 @@ def test_the_rank_behind_in_the_same_collective_is_named(compiled):
     """LlamaFactory#2902: rank 0 waits in ALLREDUCE #1516 while rank 1 already waits in #1517."""
     c = scan(compiled, [_train_case("i-llamafactory-allreduce-desync-watchdog-timeout-023")]).hang.culprit
     assert (c.rank, c.collective, c.seq) == (0, "ALLREDUCE", 1517)
+
+
+def _tracker_state(tracker: HangTracker) -> dict:
+    import copy
+
+    state = copy.deepcopy({k: v for k, v in vars(tracker).items() if k != "_order"})
+    return state
+
+
+def test_a_record_without_news_changes_only_the_count():
+    """HangTracker.news, told without state, is what a part's worker (engine.split) decides by: a record whose news
+    the tracker had already (none at all: a line that only carries a rank) leaves it as it was, but its count."""
+    lines = [line for p in sorted(HANG.rglob("*.log")) for line in p.read_text(errors="replace").splitlines()]
+    tracker, known, quiet = HangTracker(), set(), 0
+    for n, line in enumerate(lines, 1):
+        rec = normalize(line, "x.log", n)
+        news = HangTracker.news(rec)
+        if news is not None and news <= known:
+            before, order = _tracker_state(tracker), tracker.seen
+            tracker.observe(rec)
+            assert _tracker_state(tracker) == before and tracker.seen == order + 1, line
+            quiet += 1
+        else:
+            tracker.observe(rec)
+            known |= news or set()
+    assert quiet > 100 and tracker.ranks  # many such lines, and the rest told the tracker something
