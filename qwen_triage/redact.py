@@ -27,9 +27,13 @@ _SECRET_NAME = lazy(
 SECRET_FLAGS = frozenset({"--api-key", "--hf-token", "--token", "--password", "--admin-api-key"})
 
 _TEXT_PATTERNS = (
-    # OpenAI-style keys (sk-…, sk-proj-…), hub tokens (hf_…), GitHub, Slack, GitLab and npm tokens
-    lazy(r"\b(?:sk-(?:proj-|ant-)?|hf_|gh[pousr]_|github_pat_|xox[abpors]-|xapp-|gl(?:pat|dt|rt|ptt|ft|cbt|soat)-|npm_)"
+    # OpenAI-style keys (sk-…, sk-proj-…), GitHub, Slack, GitLab and npm tokens
+    lazy(r"\b(?:sk-(?:proj-|ant-)?|gh[pousr]_|github_pat_|xox[abpors]-|xapp-|gl(?:pat|dt|rt|ptt|ft|cbt|soat)-|npm_)"
          r"[A-Za-z0-9_\-]{8,}"),
+    # Hugging Face tokens: hf_ and a run of letters and digits with no separator (34 in the hub's tokens; 16 at
+    # least here), so that the hub's own words that start with hf_ (hf_transfer, hf_hub_download, hf_xet) stay
+    # readable in a report
+    lazy(r"\bhf_[A-Za-z0-9]{16,}"),
     # Google API keys
     lazy(r"\bAIza[0-9A-Za-z_\-]{30,}"),
     # Authorization headers

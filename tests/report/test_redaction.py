@@ -11,6 +11,7 @@ from qwen_triage.redact import mask_argv, mask_env, redact_text
     "text, secret",
     [
         ("export HF_TOKEN=hf_abcdefghijklmnopqrstu", "hf_abcdefghijklmnopqrstu"),
+        ("401 for token hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567", "hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567"),
         ("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.abc", "eyJhbGciOiJIUzI1NiJ9.abc"),
         ("git clone https://user:pa55w0rd@example.com/x", "pa55w0rd"),
         ("vllm serve m --api-key s3cr3t-key --port 8000", "s3cr3t-key"),
@@ -38,6 +39,9 @@ def test_secrets_are_masked(text: str, secret: str) -> None:
         "bos_token_id=151643",
         "NCCL INFO cudaDriverVersion 12040",
         "Loading tokenizer from /models/qwen",
+        "The hf_transfer accelerated download failed",
+        "huggingface_hub.errors.EntryNotFoundError raised in hf_hub_download",
+        "Xet Storage is enabled for this repo, but the 'hf_xet' package is not installed.",
     ],
 )
 def test_evidence_that_only_looks_like_a_secret_stays(text: str) -> None:
