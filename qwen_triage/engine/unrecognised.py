@@ -63,14 +63,24 @@ TRACE_GAP = 2000  # lines between two seen lines of one traceback (frames betwee
 DETAIL_LINES = 20  # indented lines under an exception that may be its detail
 MIN_CARRIED = 20  # characters of a diagnosed message another line must quote to carry it
 
+# The words that have always made a line an error line: a line with one of them and an error level, or one the
+# precise _ERROR finds, is listed beside a diagnosis too; one read only by the wider forms is listed only where
+# nothing else is said (Item.weak).
+_LOUD = (
+    r"\b(?:ERROR|FATAL|CRITICAL|PANIC)\b|\blevel=(?:error|fatal|ERROR|FATAL)\b|\bpanic: |\bfatal error: "
+    r"|\berror: |\bError: |terminate called after throwing"
+)
 # Signals, as prefilter patterns: wide (the prefilter sees raw lines with their wrappers);
 # the collector confirms each on the message with the precise patterns below.
 SIGNALS = {
     "frame": r'File "[^"]{1,500}", line \d+, in ',
     "exception": r"[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Failure|Fault|Abort)\b|\bException: ",
-    "error": (
-        r"\b(?:ERROR|FATAL|CRITICAL|PANIC)\b|\blevel=(?:error|fatal|ERROR|FATAL)\b|\bpanic: |\bfatal error: "
-        r"|\berror: |\bError: |terminate called after throwing"
+    "error": _LOUD + (
+        # the other ways programs say a line is an error (:data:`_ERROR_MORE`): a level spelled otherwise (logrus'
+        # `level=Error`, a JSON log's `"level":"error"`, `[error]`), glog's E / F header, git's and Go's `fatal: `,
+        # the Docker daemon's refusal
+        r'|\blevel=(?:Error|Fatal|eror|crit)\b|"level": ?"(?:error|fatal|ERROR|FATAL)"|\[(?:error|fatal|Error|Fatal|err|crit)\]'
+        r"|\b[EF]\d{4} \d\d:\d\d:\d\d\.\d{3}|\bfatal: |\bError response from daemon: "
     ),
     # a traceback's structure: seen so that its lines are not taken for errors of their own
     "traceback": (
@@ -89,7 +99,18 @@ _ERROR = lazy(
     r"\b(?:ERROR|FATAL|CRITICAL|PANIC)\b|\blevel=(?:error|fatal|ERROR|FATAL)\b|^panic: |\bfatal error: "
     r"|^(?:error|Error): |\bterminate called after throwing"
 )
+# An error said inside the line rather than at its head: `docker: Error response from daemon: …`,
+# `nvidia-container-cli: mount error: …`, `CUDA error: …`, `Server error: 400 - …`, git's `fatal: …`, a level in
+# brackets or in a JSON field. Read only on a line whose logger gave no level, or an error level: an INFO line that
+# reports an error it recovered from (`health check is pending with error: …`) is no failure.
+_ERROR_MORE = lazy(
+    r"^fatal: |\bError response from daemon: |(?:^|:\s)(?:[A-Za-z][\w.-]{0,30}\s)?[A-Za-z][\w-]{1,30} error: "
+    r'|\[(?:error|fatal|Error|Fatal|err|crit)\]|"level": ?"(?:error|fatal)"'
+)
+# a timestamp a pipe put before the line (Docker Desktop's `2024-02-09 17:32:34 `): the exception line is what follows
+_STAMPED = lazy(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\s+(?=\S)")
 _ERROR_LEVELS = ("error", "critical", "fatal")
+_LOUD_RE = lazy(_LOUD)
 # A traceback starts, or a chained one follows the exception before it (Python 3.11 groups: `+ Exception Group …`).
 _TRACE_START = lazy(
     r"^(?:\+\s*)?(?:Exception Group )?Traceback \(most recent call last\):"
@@ -254,6 +275,10 @@ class Item:
     exception: str | None = None  # the exception's class name
     hint: str | None = None  # for a stall: what usually hangs there
     spans: list[Span] = field(default_factory=list)  # its first occurrences, for what it carries
+    # read only by the wider forms of an error line (a glog E header, `mount error: `, `[error]`, `fatal: `): the
+    # evidence of a log nothing else explains, never listed beside a diagnosis (the watchdog's E lines after an
+    # NCCL timeout, the daemon's wrapper of a diagnosed hook error are that diagnosis' echoes)
+    weak: bool = False
 
     def carries(self, diagnosed: Sequence[LineRecord]) -> bool:
         """Whether a diagnosed line is part of this item: in its traceback or detail lines, or quoted by it."""
@@ -380,13 +405,17 @@ class Collector:
         if span is None:
             return
         m = _EXCEPTION.search(stripped)
-        if m is None and rec.level not in _ERROR_LEVELS and not _ERROR.search(stripped):
+        if m is None and (stamp := _STAMPED.match(stripped)) is not None:
+            m = _EXCEPTION.search(stripped[stamp.end():])
+        loud = m is not None or _ERROR.search(stripped) is not None or (
+            rec.level in _ERROR_LEVELS and _LOUD_RE.search(rec.text) is not None)
+        if not loud and rec.level not in _ERROR_LEVELS and not (rec.level is None and _ERROR_MORE.search(stripped)):
             return
         if _SOURCE_RAISE.match(message) or any(p.search(stripped) for p in self.benign):
             return
         kind = "exception" if m else "error"
         exception = m["exc"].rsplit(".", 1)[-1] if m else None
-        self.add(kind, stripped, rec, raised_by=rec.raised_by, exception=exception, span=span)
+        self.add(kind, stripped, rec, raised_by=rec.raised_by, exception=exception, span=span, weak=not loud)
 
     def explained(self, rec: LineRecord) -> None:
         """A candidate line a rule took: not listed, but it may end a traceback the collector follows."""
@@ -487,14 +516,15 @@ class Collector:
             self.unfinished.append(trace.header)
 
     def add(self, kind: str, message: str, rec: LineRecord, *, raised_by: str | None = None,
-            exception: str | None = None, span: Span | None = None) -> None:
+            exception: str | None = None, span: Span | None = None, weak: bool = False) -> None:
         template = template_of(message)
         item = self.items.get(template)
         if item is None:
             if len(self.items) >= MAX_TEMPLATES:
                 self.dropped += 1
                 return
-            item = self.items[template] = Item(template, kind, 0, rec, rec.program, raised_by, exception)
+            item = self.items[template] = Item(template, kind, 0, rec, rec.program, raised_by, exception, weak=weak)
+        item.weak = item.weak and weak
         item.count += 1
         if span is not None and len(item.spans) < MAX_SPANS:
             item.spans.append(span)
@@ -519,6 +549,6 @@ class Collector:
                 cut[template] = Item(template, "error", 1, header, header.program)
         items += cut.values()
         if diagnosed:
-            items = [i for i in items if not i.carries(diagnosed)]
+            items = [i for i in items if not i.weak and not i.carries(diagnosed)]
         rank = {"exit": 0, "exception": 1, "error": 2, "stall": 3}
         return sorted(items, key=lambda i: (rank.get(i.kind, 3), i.first.source_index, i.first.line))

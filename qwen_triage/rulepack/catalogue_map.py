@@ -99,7 +99,7 @@ class CatalogueMap:
         """Whether the family's program, files, exception, kind and level hold ``entry``."""
         if f.program != entry.program or (f.kind is not None and f.kind != entry.kind):
             return False
-        if f.exceptions and entry.exception not in f.exceptions:
+        if f.exceptions and entry.exception not in f.exceptions and _class_name(entry.exception) not in f.exceptions:
             return False
         if f.levels and (entry.level or "") not in f.levels:
             return False
@@ -108,6 +108,12 @@ class CatalogueMap:
     def family_of(self, entry: "TemplateEntry") -> Family | None:
         """The first family that holds ``entry``; None when none does."""
         return next((f for f in self.families if self.holds(f, entry)), None)
+
+
+def _class_name(exception: str | None) -> str | None:
+    """An exception as the source wrote it, without its module (``peft.utils.error.NoMatchingPeftModuleError`` →
+    ``NoMatchingPeftModuleError``): a family names classes, the catalogue keeps the qualified name it read."""
+    return exception.rsplit(".", 1)[-1] if exception else None
 
 
 def may_diagnose(entry: "TemplateEntry") -> bool:

@@ -73,3 +73,42 @@ def test_an_unknown_class_or_severity_stops_the_pack_and_is_a_lint_error(tmp_pat
     (problem,) = [p for p in lint_paths([tmp_path]) if p.level == "error"]
     assert problem.check == "data-invalid" and says in str(problem)
     assert str(tmp_path / "catalogue-map.yaml") in str(problem)
+
+
+def test_a_family_names_an_exception_by_its_class_whatever_module_the_catalogue_kept(tmp_path: Path) -> None:
+    (tmp_path / "catalogue-map.yaml").write_text(FAMILY.format(cls="config.bad_argument", sev="error"))
+    cmap = CatalogueMap(load_catalogue_map(tmp_path / "catalogue-map.yaml"))
+    assert cmap.family_of(entry("eng/config/parallel.py", exception="eng.errors.ValueError")) is not None
+    assert cmap.family_of(entry("eng/config/parallel.py", exception="eng.errors.ValueErrorish")) is None
+
+
+# Each floor family of the bundled map (issue 26 §3), on a template the bundled catalogue holds from that part of
+# the program, and one it must leave alone (another file, an exception or kind the family left out).
+FLOORS = [
+    ("llamacpp", "vendor/llama.cpp/common/arg.cpp", "unknown value for --flash-attn", "config.bad_argument"),
+    ("llamacpp", "vendor/llama.cpp/common/arg.cpp", "Read {int} bytes from binary file", None),  # printf, no error
+    ("llamacpp", "vendor/llama.cpp/ggml/src/ggml-backend-reg.cpp", "ggml_backend_init returned NULL",
+     "runtime.backend_mismatch"),
+    ("torch", "torch/utils/cpp_extension.py", "CUDA_HOME environment variable is not set", "runtime.backend_mismatch"),
+    ("torch", "torch/utils/cpp_extension.py", "sources and objects lists must be the same length", None),
+    ("peft", "peft/tuners/tuners_utils.py", "No modules were targeted for adaptation", "config.bad_argument"),
+    ("transformers", "transformers/dynamic_module_utils.py", "requires the following packages that were not found",
+     "runtime.backend_mismatch"),
+    ("ollama", "discover/native_probe_linux.go", "cuDeviceGetCount failed", "runtime.no_gpu_visible"),
+    ("ollama", "discover/cpu_linux.go", "empty file content", None),
+]
+
+
+@pytest.mark.parametrize(("program", "file", "words", "cls"), FLOORS)
+def test_the_bundled_floor_families_class_what_their_module_raises(program: str, file: str, words: str,
+                                                                   cls: str | None) -> None:
+    from qwen_triage.rulepack.catalogue import Catalogue
+    from qwen_triage.rulepack.pack import load_classes
+
+    rules = bundled_rules_dir()
+    cmap = CatalogueMap(load_catalogue_map(rules / "catalogue-map.yaml", load_classes(rules / "classes.yaml")))
+    found = [e for e in Catalogue.load(rules).entries(program) if e.file == file and words in e.template]
+    assert found, f"the catalogue no longer holds {words!r} in {file}"
+    for e in found:
+        family = cmap.family_of(e)
+        assert (family.class_ if family is not None and may_diagnose(e) else None) == cls, e.template
