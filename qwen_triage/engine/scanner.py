@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
+from qwen_triage.engine.block_records import record_of
 from qwen_triage.engine.compiled import CompiledPack
 from qwen_triage.engine.finding import Finding
 from qwen_triage.engine.hang import HangTracker, join_cause, to_report
@@ -127,8 +128,21 @@ class Scanner:
             if on_block is not None:
                 on_block(source)
         yield from self._take(self.matcher.finish(source.index, ended=True))  # a source is read once
-        if last is not None:  # a per-rank file: its last line is its rank's, whatever it says
-            self.hang.file_ended(source.name, last)
+        if last is not None:
+            self.input_ended(source, last)
+
+    def input_ended(self, source: Source, last: Block) -> None:
+        """An input has been read whole; ``last`` is its last block. A per-rank file's last line is its rank's,
+        whatever it says (the hang analysis); a text input's last line with words is its last words, listed where
+        nothing else is said (unrecognised.Collector.last_words)."""
+        self.hang.file_ended(source.name, last)
+        if source.kind != TEXT:
+            return
+        data = last.data.rstrip()
+        if data:
+            start = data.rfind(b"\n") + 1
+            self.unrecognised.ended(record_of(last, data.count(b"\n", 0, start), data[start:], source.name,
+                                              source.index))
 
     def _flight(self, source: Source, data: bytes) -> None:
         """A Flight Recorder dump (engine.flight): its rank's place goes to the hang analysis, or a note says why
@@ -276,7 +290,8 @@ class Scanner:
             return None
         if (bool(self.sources) and all(s.empty for s in self.sources)) or self.hang.verdict(len(self.sources) > 1):
             return None
-        if self.unrecognised.ordered() or self.unrecognised.stalls({s.index: s.lines_read for s in self.sources}):
+        if self.unrecognised.ordered() or self.unrecognised.stalls({s.index: s.lines_read for s in self.sources}) \
+                or self.unrecognised.last_words():
             return None
         return Figures(lines=m.stats.lines, bytes=sum(s.bytes_read for s in self.sources),
                        seconds=round(time.perf_counter() - self.started, 4), rules=len(self.compiled.rules),
@@ -308,11 +323,15 @@ class Scanner:
             notes.append(f"rule {rule_id}: a pattern too large for Hyperscan to compile in time is prefiltered "
                          "by its literals")
         items = self.unrecognised.ordered(self.correlator.diagnosed_records())  # less what a diagnosis holds
+        quiet: list[Item] = []  # what a log with no diagnosis says besides: relays, where a hang stopped
+        if not self.correlator.diagnoses():
+            quiet = [*self._unheld_relays(), *self.unrecognised.stalls({s.index: s.lines_read for s in self.sources})]
+            if not items and not quiet:  # nothing else to say: each input's last words, if they say it failed
+                items = self.unrecognised.last_words()
         placed = self._locate(items)
         diagnoses = self.correlator.diagnoses()
         if not diagnoses:  # a hang says nothing wrong: where it stopped is the evidence
-            items += self._unheld_relays()
-            items += self.unrecognised.stalls({s.index: s.lines_read for s in self.sources})
+            items += quiet
         if len(items) > MAX_UNRECOGNISED or self.unrecognised.dropped:
             more = len(items) - MAX_UNRECOGNISED + self.unrecognised.dropped
             notes.append(f"{more} more unrecognised error template(s) not listed")

@@ -468,7 +468,7 @@ class _Merge:
                 b: Block = event[1]
                 block = Block(data=b.data, first_line=b.first_line + shift,
                               truncated=frozenset(n + shift for n in b.truncated), counted=b.counted)
-                scanner.hang.file_ended(self.source.name, block)
+                scanner.input_ended(self.source, block)
 
     def ended(self, end: PartEnd) -> None:
         """A part's counts, added; the next part starts after it."""

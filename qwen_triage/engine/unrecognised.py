@@ -61,6 +61,7 @@ MAX_TRACES = 512  # processes whose traceback is followed at once; the oldest go
 MAX_SPANS = 8  # occurrences of one item whose traceback span is kept
 TRACE_GAP = 2000  # lines between two seen lines of one traceback (frames between them are not seen)
 DETAIL_LINES = 20  # indented lines under an exception that may be its detail
+MIN_LAST_WORDS = 3  # a last line of fewer words is a table's cell or a status word, not a failure said
 MIN_CARRIED = 20  # characters of a diagnosed message another line must quote to carry it
 
 # The words that have always made a line an error line: a line with one of them and an error level, or one the
@@ -107,6 +108,21 @@ _ERROR_MORE = lazy(
     r"^fatal: |\bError response from daemon: |(?:^|:\s)(?:[A-Za-z][\w.-]{0,30}\s)?[A-Za-z][\w-]{1,30} error: "
     r'|\[(?:error|fatal|Error|Fatal|err|crit)\]|"level": ?"(?:error|fatal)"'
 )
+# What a log's last line says when the program died there without an error mark: the words of a failure (not the
+# word "error", which a line with an error mark carries and a healthy line uses for options and logger names, nor an
+# HTTP status' "404 Not Found"). Read only on an input's last line, only where nothing else is said
+# (Collector.last_words).
+_FAILURE_WORDS = lazy(
+    r"(?i)\b(?:fail(?:ed|ure|s)?|cannot|can't|couldn't|could not|unable to|(?<!\d{3} )not found|no such|invalid"
+    r"|denied|refused|timed out|timeout|unsupported|not supported|abort(?:ed)?|killed|segmentation fault"
+    r"|core dumped|out of memory|mismatch|missing|unrecognized|unknown|fatal|panic|died|crash(?:ed)?"
+    r"|not allowed|forbidden|no space left|unreachable|insufficient|exceed(?:s|ed)?)\b"
+)
+# a native backtrace's frame (torch's c10 "frame #3: <unknown function> + 0x…", gdb's / glibc's "#3 0x… in f", the
+# kernel's "[<…>] f+0x…/0x…"): the structure of a crash report, not what failed
+_BACKTRACE = lazy(r"^(?:frame #\d+: |#\d+\s+0x[0-9a-fA-F]+ |\[<[0-9a-fA-F]+>\] |\? [\w.]+\+0x)")
+_QUIET = ("debug", "info", "notice", "warning")  # levels a logger gives lines that are no failure
+_QUIET_HEAD = lazy(r"^\W{0,3}(?:INFO|DEBUG|TRACE|NOTICE|WARN(?:ING)?|[Ii]nfo|[Dd]ebug|[Ww]arn(?:ing)?)\b")  # ... in words
 # a timestamp a pipe put before the line (Docker Desktop's `2024-02-09 17:32:34 `): the exception line is what follows
 _STAMPED = lazy(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\s+(?=\S)")
 _ERROR_LEVELS = ("error", "critical", "fatal")
@@ -365,6 +381,7 @@ class Collector:
     progress_of: dict[int, Progress] = field(default_factory=dict)  # source -> where its launch got to
     traces: dict[Key, _Trace] = field(default_factory=dict)  # process -> its latest traceback
     unfinished: list[LineRecord] = field(default_factory=list)  # error-level headers of tracebacks that never ended
+    last_lines: dict[int, LineRecord] = field(default_factory=dict)  # input -> its last line with words (ended)
 
     def heartbeat(self, rec: LineRecord, stage_before: Callable[[], str | None]) -> None:
         """A line a stuck launch repeats; a new run of them looks up the stage it repeats in."""
@@ -416,6 +433,28 @@ class Collector:
         kind = "exception" if m else "error"
         exception = m["exc"].rsplit(".", 1)[-1] if m else None
         self.add(kind, stripped, rec, raised_by=rec.raised_by, exception=exception, span=span, weak=not loud)
+
+    def ended(self, rec: LineRecord) -> None:
+        """An input's last line with words: where a program died without marking its error, its last words."""
+        self.last_lines[rec.source_index] = rec
+
+    def last_words(self) -> list[Item]:
+        """Each input's last line, when it says something failed (a failure's words, no level that says otherwise,
+        not benign, not a traceback's structure or code): listed only where nothing else is said, so a failing log
+        whose error line carries no error mark (``NVIDIA-SMI couldn't find libnvidia-ml.so``, a kernel's ``probe
+        of … failed with error -22``) is never an empty report; looked up in the catalogue like any error line."""
+        out: dict[str, Item] = {}
+        for rec in self.last_lines.values():
+            stripped = rec.message.strip()
+            if (rec.level in _QUIET or _QUIET_HEAD.match(stripped) or len(stripped.split()) < MIN_LAST_WORDS
+                    or not _FAILURE_WORDS.search(stripped)
+                    or is_structure(rec.message) or _BACKTRACE.match(stripped)
+                    or is_quoted_code(rec, rec.message, False) or any(p.search(stripped) for p in self.benign)):
+                continue
+            template = template_of(stripped)
+            if template not in out:
+                out[template] = Item(template, "error", 1, rec, rec.program, weak=True)
+        return list(out.values())
 
     def explained(self, rec: LineRecord) -> None:
         """A candidate line a rule took: not listed, but it may end a traceback the collector follows."""

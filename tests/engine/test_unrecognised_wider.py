@@ -66,3 +66,49 @@ def test_wider_lines_beside_a_diagnosis_are_its_echoes(tmp_path: Path, compiled)
     assert [text for _, text in items] == [loud]  # the ERROR line is listed as before; the glog E line is not
     classes, items = listed(tmp_path, compiled, f"{weak}\n")
     assert classes == [] and [text for _, text in items] == [weak]
+
+
+# --- an input's last words -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("last", [
+    "frobnicator could not attach to widget bus 3",
+    "[    5.663152] frobnic: probe of 0000:01:00.0 failed with error -22",
+    "Failed to get widget ID from the frobnicator server: Timed out while waiting for it.",
+])
+def test_a_log_that_ends_saying_it_failed_is_never_an_empty_report(tmp_path: Path, compiled, last: str) -> None:
+    classes, items = listed(tmp_path, compiled, f"starting frobnicator\nloading widgets\n{last}\n\n")
+    assert classes == [] and items == [("error", last)]
+
+
+@pytest.mark.parametrize("last", [
+    "widget server listening on port 8000",  # no failure's words
+    "INFO all widgets loaded, no frobnicator failed",  # a logger's quiet level
+    "[2024-12-13 01:45:26] INFO:     127.0.0.1:40418 - \"GET / HTTP/1.1\" 404 Not Found",
+    "Not found",  # a cell of a table, not a sentence
+    "frame #3: <unknown function> + 0x5d6b86e (0x7bf0b19f186e in /usr/lib/libfrob.so)",  # a backtrace's frame
+    "EXT4-fs (nvme0n1p5): re-mounted. Opts: errors=remount-ro. Quota mode: none.",
+])
+def test_a_last_line_that_says_nothing_failed_is_not_listed(tmp_path: Path, compiled, last: str) -> None:
+    _, items = listed(tmp_path, compiled, f"starting frobnicator\n{last}\n")
+    assert items == []
+
+
+def test_last_words_are_only_read_where_nothing_else_is_said(tmp_path: Path, compiled) -> None:
+    last = "frobnicator could not attach to widget bus 3"
+    classes, items = listed(tmp_path, compiled, f"ERROR 12-02 10:00:05 [engine.py:88] Widget pool drained\n{last}\n")
+    assert [text for _, text in items] == ["ERROR 12-02 10:00:05 [engine.py:88] Widget pool drained"]
+    classes, items = listed(tmp_path, compiled, f"{OOM}\n{last}\n")
+    assert classes == ["memory.gpu_oom"] and items == []
+
+
+def test_the_last_words_are_the_same_when_the_file_is_scanned_in_parts(tmp_path: Path, compiled) -> None:
+    from qwen_triage.engine.scan import ScanOptions, run
+
+    log = tmp_path / "big.log"
+    log.write_text("".join(f"widget {i} loaded on bus {i % 7}\n" for i in range(40000))
+                   + "frobnicator could not attach to widget bus 3\n")
+    one = run(ScanOptions(paths=(str(log),), jobs=1)).report
+    split = run(ScanOptions(paths=(str(log),), jobs=2, split_above=64 * 1024)).report
+    assert [u.evidence.text for u in split.unrecognised] == [u.evidence.text for u in one.unrecognised] == [
+        "frobnicator could not attach to widget bus 3"]
