@@ -5,7 +5,8 @@ this map says what an error printed *there* means, where that part of a program 
 configuration validation raising ``ValueError`` is a bad argument whatever the words, transformers' auto
 configuration raising ``KeyError`` on a model type is an architecture it does not know. A family names a
 program, the files it covers (globs: ``*`` within a path component, ``**`` across them), optionally the
-exception raised and the kind and level of the message, and the class and severity it means.
+functions that print it (globs: where one function of a file has the one job), the exception raised and the
+kind and level of the message, and the class and severity it means.
 
 Kept as data beside the rules (knowledge, not code): schema-checked here (unknown keys forbidden, a
 severity of the four, globs that compile), every class checked against the class catalogue when the pack
@@ -19,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -66,16 +68,18 @@ class Family:
     exceptions: tuple[str, ...] = ()  # empty: any (or none)
     kind: str | None = None  # raise | log | printf; None: any
     levels: tuple[str, ...] = ()  # empty: any level that may diagnose
+    functions: tuple[str, ...] = ()  # globs over the function that prints it; empty: any
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "program": self.program, "label": self.label, "files": list(self.files),
                 "class": self.class_, "severity": self.severity, "exceptions": list(self.exceptions),
-                "kind": self.kind, "levels": list(self.levels)}
+                "kind": self.kind, "levels": list(self.levels), "functions": list(self.functions)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Family":
         return cls(str(d["id"]), str(d["program"]), str(d["label"]), tuple(d["files"]), str(d["class"]),
-                   str(d["severity"]), tuple(d.get("exceptions") or ()), d.get("kind"), tuple(d.get("levels") or ()))
+                   str(d["severity"]), tuple(d.get("exceptions") or ()), d.get("kind"), tuple(d.get("levels") or ()),
+                   tuple(d.get("functions") or ()))
 
 
 class CatalogueMap:
@@ -102,6 +106,8 @@ class CatalogueMap:
         if f.exceptions and entry.exception not in f.exceptions and _class_name(entry.exception) not in f.exceptions:
             return False
         if f.levels and (entry.level or "") not in f.levels:
+            return False
+        if f.functions and not any(fnmatchcase(entry.function or "", g) for g in f.functions):
             return False
         return self._covers(f, entry.file)
 
@@ -139,6 +145,7 @@ def _schema() -> Any:
         exceptions: list[str] = Field(default_factory=list)
         kind: Literal["raise", "log", "printf"] | None = None
         levels: list[Literal["error", "critical", "fatal"]] = Field(default_factory=list)
+        functions: list[str] = Field(default_factory=list, description="globs over the printing function: * ?")
         class_: str = Field(alias="class")
         severity: Severity
         why: str = Field(min_length=10, description="why an error of this family means this class (reviewed)")
@@ -190,5 +197,5 @@ def load_catalogue_map(path: Path, class_ids: Iterable[str] | None = None) -> li
             raise RuleFileError(path, pos.line, pos.column, f"duplicate family id {f.id!r}")
         seen.add(f.id)
         out.append(Family(f.id, f.program, f.label, tuple(f.files), f.class_, f.severity.value, tuple(f.exceptions),
-                          f.kind, tuple(f.levels)))
+                          f.kind, tuple(f.levels), tuple(f.functions)))
     return out
