@@ -71,6 +71,9 @@ _LOUD = (
     r"\b(?:ERROR|FATAL|CRITICAL|PANIC)\b|\blevel=(?:error|fatal|ERROR|FATAL)\b|\bpanic: |\bfatal error: "
     r"|\berror: |\bError: |terminate called after throwing"
 )
+# glog's header letter and month spelled out (E0312, F1107 …): without hyperscan the prefilter looks for a literal
+# every match holds, and `[EF]\d{4}` alone gives none but the space after it (every line a candidate)
+_GLOG_HEAD = "(?:" + "|".join(f"{c}{m:02d}" for c in "EF" for m in range(1, 13)) + ")"
 # Signals, as prefilter patterns: wide (the prefilter sees raw lines with their wrappers);
 # the collector confirms each on the message with the precise patterns below.
 SIGNALS = {
@@ -80,8 +83,9 @@ SIGNALS = {
         # the other ways programs say a line is an error (:data:`_ERROR_MORE`): a level spelled otherwise (logrus'
         # `level=Error`, a JSON log's `"level":"error"`, `[error]`), glog's E / F header, git's and Go's `fatal: `,
         # the Docker daemon's refusal
-        r'|\blevel=(?:Error|Fatal|eror|crit)\b|"level": ?"(?:error|fatal|ERROR|FATAL)"|\[(?:error|fatal|Error|Fatal|err|crit)\]'
-        r"|\b[EF]\d{4} \d\d:\d\d:\d\d\.\d{3}|\bfatal: |\bError response from daemon: "
+        r'|\blevel=(?:Error|Fatal|eror|crit)\b|"level": ?"(?:error|fatal|ERROR|FATAL)"'
+        r"|\[error\]|\[fatal\]|\[Error\]|\[Fatal\]|\[err\]|\[crit\]"
+        r"|\b" + _GLOG_HEAD + r"\d\d \d\d:\d\d:\d\d\.\d{3}|\bfatal: |\bError response from daemon: "
     ),
     # a traceback's structure: seen so that its lines are not taken for errors of their own
     "traceback": (

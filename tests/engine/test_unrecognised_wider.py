@@ -112,3 +112,15 @@ def test_the_last_words_are_the_same_when_the_file_is_scanned_in_parts(tmp_path:
     split = run(ScanOptions(paths=(str(log),), jobs=2, split_above=64 * 1024)).report
     assert [u.evidence.text for u in split.unrecognised] == [u.evidence.text for u in one.unrecognised] == [
         "frobnicator could not attach to widget bus 3"]
+
+
+def test_every_signal_has_a_literal_the_literal_prefilter_can_look_for() -> None:
+    """Without hyperscan the prefilter looks for each pattern's required literals: a signal whose best literal is a
+    space or a letter makes every line a candidate (and a record's evidence cites its first line, not the rule's)."""
+    from qwen_triage.engine.literals import required_literals
+    from qwen_triage.engine.unrecognised import SIGNALS
+
+    for kind, pattern in SIGNALS.items():
+        req = required_literals(pattern)
+        assert req is not None, kind
+        assert min(len(a.strip()) for a in req.alternatives) >= 3, (kind, req.alternatives)
