@@ -73,6 +73,9 @@ def _wrapper(*parts: str) -> re.Pattern[str]:
 # syslog's tag after the timestamp, as journald prints it
 _SYSLOG_TAG = r"(?P<host>[^\s:]+) (?P<prog>[^\s\[:]+)(?:\[(?P<pid>\d+)\])?: ?(?P<msg>.*)"
 JOURNALD_SHORT = _wrapper(rf"(?P<ts>{_MONTH} [ \d]\d \d\d:\d\d:\d\d) ", _SYSLOG_TAG)
+# the same under a CJK locale, whose abbreviated month is the number and a month sign: zh_CN `2月 25 17:49:00`,
+# ja_JP / ko_KR ` 2月` / ` 2월` (padded to two columns)
+JOURNALD_SHORT_CJK = _wrapper(r"(?P<ts> ?(?:1[0-2]|[1-9])[\u6708\uc6d4] [ \d]\d \d\d:\d\d:\d\d) ", _SYSLOG_TAG)
 JOURNALD_ISO = _wrapper(r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?) ", _SYSLOG_TAG)
 DMESG = _wrapper(r"\[\s*(?P<ts>\d+\.\d+)\] ?(?P<msg>.*)")
 DMESG_T = _wrapper(rf"\[(?P<ts>(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) {_MONTH} [ \d]\d \d\d:\d\d:\d\d \d{{4}})\] ?(?P<msg>.*)")
@@ -206,6 +209,9 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
             _set_ts(rec, m["ts"])
             rec.formats += ("timestamped",)
             return m["msg"]
+    if (c.isdigit() or (c == " " and msg[1:2].isdigit())) and (m := JOURNALD_SHORT_CJK.match(msg)):
+        _journald(rec, m, "journald")
+        return m["msg"]
     if " NCCL " in msg[:160] and (m := NCCL_LINE.match(msg)):
         return _nccl(rec, m)
     if c.isalnum() and ": kern: " in msg[:60] and (m := TALOS_KERN.match(msg)):

@@ -14,6 +14,15 @@ CASES = [
          "timestamp": "Nov 29 10:00:01",
          "message": 'llama runner terminated" error="signal: segmentation fault (core dumped)"'},
     ),
+    (  # journalctl under a CJK locale: the month is a number and a month sign (zh_CN; ja_JP and ko_KR pad it)
+        "2\u6708 25 17:49:00 host1 ollama[3156758]: Error: mkdir /mnt/raid_disk/ollama: permission denied",
+        {"formats": ("journald",), "host": "host1", "program": "ollama", "pid": 3156758,
+         "timestamp": "2\u6708 25 17:49:00", "message": "Error: mkdir /mnt/raid_disk/ollama: permission denied"},
+    ),
+    (
+        " 9\uc6d4 10 21:53:24 host1 kernel: NVRM: Xid (PCI:0000:3b:00): 79",
+        {"formats": ("journald",), "host": "host1", "program": "kernel", "message": "NVRM: Xid (PCI:0000:3b:00): 79"},
+    ),
     (
         "2024-11-29T10:00:01+0000 host1 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.",
         {"formats": ("journald-iso",), "host": "host1", "program": "kernel",
