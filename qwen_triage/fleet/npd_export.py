@@ -591,7 +591,11 @@ def table_variants(rule: RuleSpec) -> tuple[list[RuleSpec], str | None]:
     owners = {ex: row_of(ex) for ex in rule.examples.match}
     variants = []
     for n, row in enumerate(table.rows):
-        alternation = "|".join(regex.escape(v) for v in row.values)
+        alternation = "|".join(regex.escape(str(v)) for v in row.values)
+        if any(not str(v).isdigit() for v in row.values):
+            # text values compare case-folded (rulepack's table lookup): the row keeps them so, and RE2 must read
+            # the log's own spelling (`NV_ERR_RESET_REQUIRED` for the row's `nv_err_reset_required`)
+            alternation = f"(?i:{alternation})"
         # a pattern without the key group cannot tell one row from another: only the rule's own form (not
         # exportable, see left_out) reads it
         patterns = tuple(_set_group(p, table.key, alternation) for p in rule.match.any if f"(?P<{table.key}>" in p)
@@ -633,6 +637,22 @@ def _with_table_note(rule: RuleSpec, plugin: str, result: NpdExport) -> list[Rul
     if left_out is not None and plugin in plugins_for(rule):
         result.skipped.append(Skipped(rule.id, plugin, left_out))
     return variants
+
+
+def _whole_tables(pack: RulePack, plugin: str, exported: list[str], result: NpdExport) -> list[str]:
+    """The table rules every row of which went out whole (`otherwise: ignore`, nothing said on stderr): exported as
+    themselves too, so that a rule is always either exported or named as left out."""
+    done = set(exported)
+    noted = {s.rule for s in result.skipped if s.plugin == plugin}
+    whole = []
+    for lr in pack.rules:
+        rule = lr.rule
+        if rule.table is None or rule.status is Status.deprecated or rule.id in noted or plugin not in plugins_for(rule):
+            continue
+        rows = [f"{rule.id}.{n + 1}" for n in range(len(rule.table.rows))]
+        if rows and all(r in done for r in rows):
+            whole.append(rule.id)
+    return whole
 
 
 def export_npd(
@@ -684,6 +704,7 @@ def export_npd(
                 entry["patternGeneratedMessageSuffix"] = f"qwen-triage {rule.id}: {rule.title}"
                 rules_out.append(entry)
             exported.append(rule.id)
+        exported.extend(_whole_tables(pack, plugin, exported, result))
         config: dict[str, Any] = {"plugin": plugin}
         if plugin == JOURNALD:
             config["pluginConfig"] = {"source": identifier}

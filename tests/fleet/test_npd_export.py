@@ -388,3 +388,42 @@ def test_a_table_rule_pattern_without_the_key_is_left_out_of_its_rows_and_said(t
         "codes no row of its table lists keep the rule's own class; RE2 cannot say 'none of these codes'; "
         "its patterns without the xid group are not exported"
     ]
+
+
+TEXT_KEYED_TABLE = """rules:
+  - id: t.status
+    class: hardware.xid_fatal
+    title: A driver status names the GPU's state
+    severity: error
+    sources: [kernel]
+    match:
+      any: ['TESTNV status \\[(?P<status>NV_ERR_[A-Z_]{3,40})\\]']
+    extract: {status: str}
+    explain: "status {status}"
+    table:
+      key: status
+      source: https://github.com/NVIDIA/open-gpu-kernel-modules/blob/main/src/common/sdk/nvidia/inc/nvstatuscodes.h
+      otherwise: ignore
+      rows:
+        - values: [NV_ERR_RESET_REQUIRED]
+          class: hardware.xid_fatal
+    examples:
+      match: ['TESTNV status [NV_ERR_RESET_REQUIRED]']
+      no_match: ['TESTNV status [NV_ERR_NOT_SUPPORTED]']
+"""
+
+
+def test_a_text_keyed_table_row_exports_the_logs_own_spelling(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Text values of a table compare case-folded (the row holds them folded): the exported RE2 pattern must still
+    find the upper-case code the log prints, and still refuse a code no row lists."""
+    from qwen_triage.fleet.npd_export import export_npd
+
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "t.yaml").write_text(TEXT_KEYED_TABLE)
+    result = export_npd(load_pack([rules], bundled=False), plugins=["kmsg"])
+    exported = [r for r in result.configs["system-log-monitor-kmsg.json"]["rules"] if "t.status" in r["patternGeneratedMessageSuffix"]]
+    assert len(exported) == 1, result.skipped
+    row = re2.compile(exported[0]["pattern"])
+    assert row.search("TESTNV status [NV_ERR_RESET_REQUIRED]")
+    assert not row.search("TESTNV status [NV_ERR_NOT_SUPPORTED]")
