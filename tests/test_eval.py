@@ -110,6 +110,7 @@ LATER_BATCHES = {
     "d": (52, 0.88, 2),  # 45/52 when its rules were written, 46/52 since; its misses are labels its logs cannot show
     "ghijk": (250, 0.94, 4),  # gathered 2026-12-02 (serving engines, runners, node/training, multi-GPU, TRT-LLM/TGI/driver): 179/250 on landing (the pack of 72ebb2b), 237/250
     "lmnop": (199, 0.97, 2),  # gathered 2026-12-02 (vLLM/SGLang, Ollama/llama.cpp, TRT-LLM/TGI/wrappers/Ray, kernel/NCCL/containers, training/downloads): 137/199 on landing (the pack of 0672d05), 195/199
+    "qrstu": (126, 0.96, 2),  # gathered 2026-12-03 (vLLM/SGLang, llama.cpp/Ollama, Triton/TRT-LLM/wrappers, containers/NCCL/kernel/driver, training/downloads): 91/126 on landing (the pack of ff32bf2), 122/126
 }
 
 
