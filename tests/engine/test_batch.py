@@ -140,6 +140,12 @@ def test_one_report_per_input_is_jsonl_and_jobs_alone_is_one_report(tmp_path: Pa
     assert proc.returncode == 2 and "stdin" in proc.stderr
 
 
+def _own_rss() -> int:
+    """This process's resident size, read as the batch's workers read theirs (/proc/self/statm)."""
+    with open("/proc/self/statm", "rb") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
 def test_worker_memory_stays_flat_over_many_inputs(tmp_path: Path, compiled) -> None:
     """Many inputs through few workers: every worker's RSS stays near its start, and workers are recycled."""
     src = [p for p in sorted(LOGS.rglob("*.log")) if 2_000 < p.stat().st_size < 100_000][:6]
@@ -148,6 +154,9 @@ def test_worker_memory_stays_flat_over_many_inputs(tmp_path: Path, compiled) -> 
     for i in range(n):
         shutil.copy(src[i % len(src)], tmp_path / f"{i:04d}.log")
     out = io.StringIO()
+    # a forked worker starts as a copy of this process (a test runner that has run hundreds of tests before this
+    # one), so what a worker may hold is measured from this process's own resident size, not from zero
+    parent = _own_rss()
     stats = run_batch(expand_inputs([str(tmp_path)]), out, jobs=2, max_tasks=40)
     assert stats.inputs == n and len(out.getvalue().splitlines()) == n
     assert stats.errors == 0
@@ -160,4 +169,4 @@ def test_worker_memory_stays_flat_over_many_inputs(tmp_path: Path, compiled) -> 
         first = rss[min(4, len(rss) - 1)]  # after warm-up
         assert max(rss) - first < 40 << 20, f"worker {pid} grew from {first >> 20} to {max(rss) >> 20} MiB"
     peak = max(r for _, r in stats.rss)
-    assert peak < 600 << 20, f"a worker reached {peak >> 20} MiB"
+    assert peak - parent < 300 << 20, f"a worker reached {peak >> 20} MiB, {(peak - parent) >> 20} MiB over its parent"

@@ -147,13 +147,15 @@ def test_an_exception_no_template_holds_is_placed_by_the_frame_that_raised_it(co
                 "    assert self.level <= limit\n" + last + "\n")
 
     cat = index(tmp_path)
-    report = scan(compiled, tmp_path, traceback("vllm/config/scheduler.py", "AssertionError"), cat)
+    report = scan(compiled, tmp_path, traceback("vllm/worker/quux.py", "AssertionError"), cat)
     assert report.diagnoses == []
     (u,) = report.unrecognised
     assert u.printed_by is not None and u.printed_by.template is None and u.printed_by.family is None
-    assert (u.printed_by.program, u.printed_by.file, u.printed_by.releases) == (
-        "vllm", "vllm/config/scheduler.py", ["0.8.5", "0.11.0"])
-    assert "raised in vLLM `vllm/config/scheduler.py` (0.8.5–0.11.0)" in to_markdown(report).replace("\\", "")
+    assert (u.printed_by.program, u.printed_by.file, u.printed_by.releases) == ("vllm", "vllm/worker/quux.py", ["0.11.0"])
+    assert "raised in vLLM `vllm/worker/quux.py` (0.11.0)" in to_markdown(report).replace("\\", "")
+    # an assert of vLLM's configuration classes is a raising-site rule's (families.vllm-config-validation), not a place
+    report = scan(compiled, tmp_path, traceback("vllm/config/scheduler.py", "AssertionError"), cat)
+    assert [d.class_ for d in report.diagnoses] == ["config.bad_argument"] and report.unrecognised == []
     report = scan(compiled, tmp_path, traceback("quuxlib/scheduler.py", "AssertionError"), cat)
     assert [u.printed_by for u in report.unrecognised] == [None]
     # only a whole file of the program: a bare `scheduler.py` of the user's own is nobody's
