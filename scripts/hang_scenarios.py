@@ -68,6 +68,13 @@ SCENARIOS = [
     Scenario("n2-hostdown", "hostdown", 3, bad=4, nnodes=2, suspects=[], culprit_host="node-b",
              what="two nodes of 3 ranks on loopback; at step 3 node-b is lost: its launcher and all its workers are "
                   "SIGKILLed at once (its log just stops); node-a's ranks lose their peers"),
+    Scenario("n2-lateinit", "lateinit", 3, bad=4, nnodes=2, culprit=4,
+             what="two nodes of 3 ranks on loopback; rank 4 (node-b) is still loading when the others enter "
+                  "init_process_group: they time out in the group's init, it never reaches it"),
+    Scenario("n2-latenode", "latenode", 3, bad=1, nnodes=2, culprit=None, culprit_host="node-b",
+             env={"TORCH_CPP_LOG_LEVEL": "INFO", "LOGLEVEL": "INFO"},
+             what="two nodes of 3 ranks on loopback, torch's INFO logs on; every rank of node-b is still loading when "
+                  "node-a's enter init_process_group: node-a's time out in the group's init, node-b's never reach it"),
     Scenario("w4-fr", "sleep", 4, bad=2, culprit=2, flight=True, env={"HANG_FR_ON_TERM": "1"},
              what="rank 2 sleeps at step 3; every rank writes its Flight Recorder dump (fr/rank_N) when its collective "
                   "fails or the launcher's SIGTERM comes"),

@@ -5,7 +5,8 @@ sleep (never enters the collective), crash (raises), kill (SIGKILLs itself), des
 shape (a different tensor size), monitored (sleeps while the others
 wait in monitored_barrier), subgroup (a subgroup's member sleeps while the world goes on), hostdown (touches
 HANG_MARKER and waits: the recorder SIGKILLs its whole node, launcher and workers, as a host that is lost),
-none (healthy).
+lateinit (sleeps before init_process_group: the others wait in the group's init), latenode (every rank of node
+HANG_RANK does so), none (healthy).
 
 HANG_FR_DUMP=PREFIX (with TORCH_FR_BUFFER_SIZE set): write this rank's Flight Recorder dump to PREFIX<rank> when its
 collective fails (and, with HANG_FR_ON_TERM=1, when the launcher's SIGTERM comes; HANG_FR_AT_END=1: at the end). This torch records gloo
@@ -46,6 +47,10 @@ def on_term(*_: object) -> None:
 def main() -> None:
     if os.environ.get("HANG_FR_ON_TERM"):
         signal.signal(signal.SIGTERM, on_term)
+    late = int(os.environ.get("GROUP_RANK", "-1")) == BAD if MODE == "latenode" else int(os.environ.get("RANK", "-1")) == BAD
+    if MODE in ("lateinit", "latenode") and late:
+        print(f"rank {os.environ.get('RANK')} is still loading: it joins the process group late", flush=True)
+        time.sleep(TIMEOUT * 6)
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=TIMEOUT))
     rank, world = dist.get_rank(), dist.get_world_size()
     host = os.environ.get("HANG_HOSTNAME", "")

@@ -28,6 +28,8 @@ from qwen_triage.rulepack.spec import MatchSpec, RuleSpec
 if TYPE_CHECKING:  # annotations only: `regex` is imported where a pattern is compiled (compile_pattern)
     import regex
 
+    from qwen_triage.engine.stage_ladder import StageLadder
+
 CONFIRM_TIMEOUT = 0.25  # seconds for one confirm call on one line
 
 
@@ -154,6 +156,14 @@ class CompiledPack:
         if not stages:
             return None
         return re.compile("|".join(f"(?P<{st['id']}>{'|'.join(st['patterns'])})" for st in stages).encode())
+
+    @functools.cached_property
+    def stage_ladder(self) -> "StageLadder | None":
+        """The launch stages as one reader (engine.stage_ladder): how far a stretch of log got."""
+        from qwen_triage.engine.stage_ladder import StageLadder
+
+        pattern = self.stage_re
+        return None if pattern is None else StageLadder(pattern, {st["id"]: st for st in self.pack.stages})
 
     def benign_patterns(self) -> tuple["GuardedPattern", ...]:
         """The known-benign templates (a handful, each under a timeout), compiled when a line is first

@@ -31,6 +31,7 @@ from qwen_triage.units import bounded_int
 
 if TYPE_CHECKING:
     from qwen_triage.engine.flight import FlightState
+    from qwen_triage.engine.stage_ladder import StageLadder
     from qwen_triage.report.model import Diagnosis, Hang, HangOutlier
 
 # Events every host of a job logs at about the same moment, that engine.clock aligns the hosts' clocks on:
@@ -58,6 +59,7 @@ HANG_SIGNALS = (
     r"|[Ll]ast enqueued (?:NCCL )?work: -?\d+"  # ProcessGroupNCCL: watchdog and dump-signal reports
     r"|watchdog thread terminated with exception"  # ProcessGroupNCCL: an NCCL error (not a timeout) ended it
     r"|failed to pass monitoredBarrier"  # ProcessGroupGloo::monitoredBarrier
+    r"|wait timeout after \d+ms, keys: "  # c10d TCPStore::doWait: a key another rank never set
     r"|Detected mismatch between collectives on ranks"  # ProcessGroupWrapper (TORCH_DISTRIBUTED_DEBUG=DETAIL)
     r"|failed \(exitcode: -?\d+\) local_rank: \d+"  # torch.distributed.elastic.multiprocessing.api
     r"|^\s+(?:host|rank|exitcode|traceback) +: "  # torchelastic's failure summary (ChildFailedError)
@@ -85,6 +87,11 @@ _MONITORED = lazy(r"Ranks? (?P<ranks>\d+(?:, \d+)*) failed to pass monitoredBarr
 # TensorShape=[4], …), but Rank 0 is running collective: CollectiveFingerPrint(…)`
 _FINGERPRINT = lazy(r"Rank (?P<rank>\d+) is running collective: CollectiveFingerPrint\(SequenceNumber=(?P<seq>\d+), "
                     r"OpType=(?P<op>\w+)(?:, TensorShape=(?P<shape>\[[^\]]*\]))?")
+# c10d's TCPStore::doWait (`DistStoreError: wait timeout after 8000ms, keys: /default_pg/0//cpu//0/4`). Under the
+# default group's prefix, gloo's full-mesh rendezvous (ProcessGroupGloo's constructor, one prefix per device:
+# `/cpu//0/`) waits for each peer's address under the peer's rank: the rank named never reached the group's init.
+_STORE_WAIT = lazy(r"wait timeout after \d+ms, keys: (?P<key>\S{1,200})")
+_GLOO_PEER_KEY = lazy(r"^/?default_pg/[^,\s]*?//\w+//\d+/(?:rank_)?(?P<peer>\d{1,7})$")
 _AGENT_FAILED = lazy(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)")
 _SUMMARY_FIELD = lazy(r"^\s+(?P<key>host|rank|exitcode|traceback) +: (?P<value>.*)$")
 _SUMMARY_RANK = lazy(r"(?P<rank>\d+) \(local_rank: (?P<local>\d+)\)")
@@ -98,6 +105,7 @@ MAX_LINE_KEPT = 400
 CAUSE_AFTER_S = 5.0  # a host's line this long after the first failure (clocks aligned) is not its cause
 MAX_CLOCKS = 4096  # hosts (or files) whose clocks are kept
 LAST_LINES_TIMED = 256  # a file's last lines searched for the time it went quiet
+STAGE_WINDOW = 1 << 20  # bytes at the end of a file searched for the launch stage it reached
 
 
 @dataclass
@@ -144,6 +152,7 @@ class Verdict:
     outliers: list[tuple[str, str, str, str]] = field(default_factory=list)  # host, what, its value, the others'
     failed_at: float | None = None  # the first failure or timeout the hosts reported, on the reference clock
     quiet: tuple[str, float | None] | None = None  # the host that went quiet first; seconds before the first failure
+    behind: tuple[str, str, str] | None = None  # the host whose log reached an earlier launch stage: its, the others'
 
     def aligned(self, host: str | None, ts: str | None) -> float | None:
         """A host's timestamp on the reference host's clock."""
@@ -154,8 +163,10 @@ class Verdict:
 class HangTracker:
     """Per-rank state, fed the records of a scan that carry a rank or a hang signal (engine.matcher)."""
 
-    def __init__(self) -> None:
+    def __init__(self, stages: "StageLadder | None" = None) -> None:
         self.ranks: dict[int, RankState] = {}
+        self._stages = stages  # the launch stages (rules/stages.yaml), to tell how far each host's log got
+        self.stage_of: dict[str, str] = {}  # clock (host or file) -> the last launch stage its file reached
         self._order = 0
         self._summary: dict[int, dict[str, str]] = {}  # source -> the failure-summary entry being read
         self._root_cause_next: set[int] = set()
@@ -216,6 +227,11 @@ class HangTracker:
                 st = self._state(int(r))
                 if st is not None:
                     st.accused.append("failed to pass monitoredBarrier (named by the barrier's rank 0)")
+        if (m := _STORE_WAIT.search(msg)) and (k := _GLOO_PEER_KEY.match(m["key"].rstrip(",)]"))):
+            st = self._state(int(k["peer"]))
+            if st is not None and len(st.accused) < 8:
+                st.accused.append("never reached the process group's init: the ranks that reported waited there for "
+                                  f"its address (the store key {m['key'][:80]}) until they timed out")
         prints = list(_FINGERPRINT.finditer(msg))
         for m in prints:
             st = self._state(int(m["rank"]))
@@ -243,7 +259,8 @@ class HangTracker:
             st.entered, st.op = max(st.entered or -1, int(m["seq"])), m["op"]
         if m := _SEQS.search(msg):
             st.entered, st.completed = int(m["enq"]), int(m["done"])
-        if _GLOO_TIMEOUT.search(msg) or _WATCHDOG_TIMEOUT.search(msg) or (prints and not _MONITORED.search(msg)):
+        if _GLOO_TIMEOUT.search(msg) or _WATCHDOG_TIMEOUT.search(msg) or _STORE_WAIT.search(msg) \
+                or (prints and not _MONITORED.search(msg)):
             st.waited = trouble = True
         elif m := _NCCL_ERROR.search(msg):
             st.error = st.error or m["err"].strip()[:MAX_LINE_KEPT]
@@ -316,8 +333,13 @@ class HangTracker:
 
     def file_ended(self, path: str, block: "Block") -> None:
         """A file has been read: when its path names a rank (torchrun's --log-dir files), that rank was there,
-        silent or not, and the file's last line is the last it printed."""
-        self._last_time(path, block)
+        silent or not, and the file's last line is the last it printed. And how far the file got (its last
+        launch stage), for a distributed job's files only: a log no rank or rendezvous showed in costs nothing."""
+        key = self._last_time(path, block)
+        if self._stages is not None and (self.ranks or self.anchors) and len(self.stage_of) < MAX_CLOCKS:
+            stage = self._stages.last(block.data[-STAGE_WINDOW:])
+            if stage is not None:
+                self.stage_of[key or "\0" + path] = stage
         rank, local = rank_of_path(path)
         if rank is None and local is None:
             return
@@ -334,10 +356,11 @@ class HangTracker:
         if st.last_line is None or st.last_line[0] == path or path.endswith("stdout.log"):
             st.last_line = (rec.path, rec.line, rec.text[:MAX_LINE_KEPT])
 
-    def _last_time(self, path: str, block: "Block") -> None:
-        """When a file went quiet: the time of its last line that has one (of its last lines only)."""
+    def _last_time(self, path: str, block: "Block") -> str | None:
+        """When a file went quiet: the time of its last line that has one (of its last lines only); the clock it
+        is on."""
         if len(self.last_seen) >= MAX_CLOCKS:
-            return
+            return None
         lines = block.data.rstrip(b"\n").rsplit(b"\n", LAST_LINES_TIMED)
         for raw in reversed(lines[1:] if len(lines) > LAST_LINES_TIMED else lines):
             rec = normalize(raw[:MAX_LINE_KEPT].decode("utf-8", "replace"), path)
@@ -345,7 +368,8 @@ class HangTracker:
             if t is not None:
                 key = self._clock_of(rec)
                 self.last_seen[key] = max(self.last_seen.get(key, t), t)
-                return
+                return key
+        return None
 
     def flight(self, fs: "FlightState", path: str) -> None:
         """One rank's Flight Recorder dump (engine.flight): the last collective it entered (and completed, where
@@ -483,6 +507,14 @@ class HangTracker:
         v.quiet = self._quiet_host(v, host)
         if v.quiet is not None and v.culprit is None:
             lost_host(v, *v.quiet)
+        if self._stages is not None and v.quiet is None:
+            reached: dict[str, str] = {}
+            for key, stage in self.stage_of.items():
+                if h := host(key):
+                    reached[h] = self._stages.later(reached.get(h), stage)
+            v.behind = self._stages.behind(reached)
+            if v.behind is not None:
+                host_behind(v, *v.behind)
 
     def _quiet_host(self, v: Verdict, host: Callable[[str], str]) -> tuple[str, float | None] | None:
         """The one host whose log stops with no failure, timeout or exit of its own while the ranks of other hosts
@@ -521,6 +553,25 @@ def lost_host(v: Verdict, host: str, lead: float | None) -> None:
     rank = on_host[0].rank if len(on_host) == 1 else None
     v.culprit = Culprit(rank=rank, host=host, collective=op, seq=None, why=why)
     v.suspects = [(s.rank, f"on host {host}, which went quiet first") for s in on_host] if rank is None else []
+    v.decided, v.note = True, why
+
+
+def host_behind(v: Verdict, host: str, its: str, others: str) -> None:
+    """One host's log never got as far as every other host's (its last launch stage is an earlier one): the host
+    is the culprit where no rank elsewhere stands out. A rank on it that the others named (they waited for it)
+    stays the culprit when it is the host's only rank; with several ranks there, each of them may be as late
+    (the others wait for one rank at a time), so the host is named and its ranks are the suspects."""
+    if v.culprit is not None and v.culprit.host not in (None, host):
+        return
+    on_host = [s for s in v.ranks if s.host == host]
+    if v.culprit is not None and v.culprit.rank is not None and len(on_host) <= 1:
+        return
+    named = f"; the other ranks waited for its rank {v.culprit.rank}" if v.culprit and v.culprit.rank is not None else ""
+    why = (f"host {host} is behind: its log got only as far as '{its}' while every other host's reached "
+           f"'{others}'{named}")
+    rank = on_host[0].rank if len(on_host) == 1 else None
+    v.culprit = Culprit(rank=rank, host=host, collective=None, seq=None, why=why)
+    v.suspects = [(s.rank, f"on host {host}, which is behind") for s in on_host] if rank is None else []
     v.decided, v.note = True, why
 
 
@@ -812,6 +863,17 @@ def _quiet_outlier(verdict: Verdict) -> list["HangOutlier"]:
                         others="reported failures, timeouts or exits", kind="quiet", quiet_lead_s=lead)]
 
 
+def _stage_outlier(verdict: Verdict) -> list["HangOutlier"]:
+    """The host whose log got to an earlier launch stage than every other host's (kind stage)."""
+    from qwen_triage.redact import redact_text
+    from qwen_triage.report.model import HangOutlier
+
+    if verdict.behind is None:
+        return []
+    host, its, others = verdict.behind
+    return [HangOutlier(host=redact_text(host), what="launch stage", value=its, others=others, kind="stage")]
+
+
 def to_report(verdict: Verdict, cause: "Diagnosis | None" = None) -> "Hang":
     """The report's `hang` object (report.model.Hang), text from the logs redacted."""
     from qwen_triage.redact import redact_text
@@ -830,7 +892,7 @@ def to_report(verdict: Verdict, cause: "Diagnosis | None" = None) -> "Hang":
         cause_lead_s=lead,
         clocks=[HangClock(host=redact_text(h), clock_offset_s=o) for h, o in sorted(verdict.clocks.items())],
         outliers=[HangOutlier(host=redact_text(h), what=what, value=redact_text(value), others=redact_text(others))
-                  for h, what, value, others in verdict.outliers] + _quiet_outlier(verdict),
+                  for h, what, value, others in verdict.outliers] + _quiet_outlier(verdict) + _stage_outlier(verdict),
         suspects=[HangSuspect(rank=r, why=redact_text(why)) for r, why in verdict.suspects],
         ranks=[
             HangRank(rank=s.rank, local_rank=s.local_rank, host=clean(s.host),

@@ -448,17 +448,10 @@ class Matcher:
         and keeping them out of the prefilter keeps the scan fast.
         """
         data, start = self._position
-        pattern = self.c.stage_re
-        if pattern is None or not data:
+        ladder = self.c.stage_ladder
+        if ladder is None or not data:
             return None
-        window = data[max(0, start - STAGE_LOOKBACK) : start]
-        stages = {st["id"]: st for st in self.c.pack.stages}
-        current: dict | None = None
-        for m in pattern.finditer(window):  # launches move forward only, unless a stage is a fresh start
-            stage = stages.get(m.lastgroup or "")
-            if stage is not None and (current is None or stage.get("resets") or stage["rank"] >= current["rank"]):
-                current = stage
-        return current["id"] if current is not None else None
+        return ladder.last(data[max(0, start - STAGE_LOOKBACK) : start])
 
     def _explained(self, hits: dict[int, regex.Match[str]], rec: LineRecord) -> bool:
         """Whether a rule takes this line as evidence (a veto or a `where` that fails does not count)."""

@@ -32,9 +32,11 @@ def clocks_line(hang: Hang) -> str | None:
 
 
 def outlier_lines(hang: Hang) -> list[str]:
-    """Hosts that printed a configuration unlike the others'."""
+    """Hosts unlike the others: another configuration printed, quiet first, or behind in the launch."""
     return [f"Outlier: host {o.host} went quiet first: {o.value}, while the other hosts {o.others}"
             if o.kind == "quiet" else
+            f"Outlier: host {o.host} got only as far as '{o.value}' while every other host reached '{o.others}'"
+            if o.kind == "stage" else
             f"Outlier: host {o.host} printed {o.what} {o.value} where every other host printed {o.others}"
             for o in hang.outliers]
 

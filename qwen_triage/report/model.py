@@ -254,8 +254,9 @@ class HangClock:
 
 @dataclass(kw_only=True)
 class HangOutlier:
-    """A host unlike every other: it printed another configuration (NCCL version, world size), or, on the common
-    timeline, went quiet first (its log stops with no failure of its own while the other hosts' ranks failed)."""
+    """A host unlike every other: it printed another configuration (NCCL version, world size); on the common
+    timeline, went quiet first (its log stops with no failure of its own while the other hosts' ranks failed); or
+    its log got to an earlier launch stage (rules/stages.yaml) than every other host's."""
 
     __pydantic_config__ = _CONFIG
     host: str
@@ -264,7 +265,8 @@ class HangOutlier:
     others: str
     """what the other hosts printed (or did)"""
     kind: str = "config"
-    """config (a configuration value) or quiet (went quiet first on the common timeline)"""
+    """config (a configuration value), quiet (went quiet first on the common timeline) or stage (behind: `value`
+    is the label of the last launch stage its log reached, `others` the other hosts')"""
     quiet_lead_s: float | None = None
     """for quiet: seconds its last timed line came before the first failure the other hosts reported (clocks
     aligned; null where that cannot be told)"""

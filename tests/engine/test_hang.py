@@ -21,6 +21,7 @@ from qwen_triage.engine.hang import HangTracker, decide
 from qwen_triage.engine.normalize import normalize
 from qwen_triage.engine.scanner import Scanner
 from qwen_triage.inputs.file import open_source
+from qwen_triage.report.hangview import outlier_lines
 from qwen_triage.report.model import Report, to_dict, validate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,9 +65,13 @@ def test_genuine_scenario_names_the_planted_culprit(compiled, name):
     assert hang.culprit.rank == expected["culprit"]["rank"]
     if "host" in expected["culprit"]:
         assert hang.culprit.host == expected["culprit"]["host"]
-    if expected["culprit"]["rank"] is None:  # a host lost whole: its log names none of its ranks
+    if expected["culprit"]["rank"] is None:  # a host, not one rank of it
         assert "culprit" not in [r.verdict for r in hang.ranks]
-        assert all(r.host != hang.culprit.host for r in hang.ranks)
+        if expected["mode"] == "hostdown":  # lost whole: its log names none of its ranks
+            assert all(r.host != hang.culprit.host for r in hang.ranks)
+        else:  # behind: every rank on it is a suspect, no rank elsewhere
+            on_host = sorted(r.rank for r in hang.ranks if r.host == hang.culprit.host)
+            assert on_host and sorted(s.rank for s in hang.suspects) == on_host
         return
     verdicts = {r.rank: r.verdict for r in hang.ranks}
     assert verdicts[hang.culprit.rank] == "culprit"
@@ -147,6 +152,77 @@ def test_nccl_every_rank_joined_none_finished_cannot_decide():
     assert v.culprit is None and not v.decided
     assert "every rank joined and none finished" in v.note
     assert sorted(r for r, _ in v.suspects) == [0, 1, 2, 3]
+
+
+# --- a rank that never reached the process group's init (c10d TCPStore::doWait under gloo's rendezvous) --------
+
+_STORE_WAIT = "torch.distributed.DistStoreError: wait timeout after 8000ms, keys: {key}"
+
+
+def test_the_rank_the_others_waited_for_in_init_is_the_culprit():
+    """n2-lateinit's lines without its launcher's summary: the store key names the rank every waiter waited for."""
+    lines = [f"[rank{r}]: " + _STORE_WAIT.format(key="/default_pg/0//cpu//0/4") for r in (0, 1, 2, 3, 5)]
+    v = _track(lines).verdict()
+    assert v.culprit is not None and v.culprit.rank == 4
+    assert "never reached the process group's init" in v.culprit.why
+    assert all(s.waited for s in v.ranks if s.rank != 4)
+
+
+@pytest.mark.parametrize("key", ["/default_pg//cuda//0", "/default_pg/0/0", "store_based_barrier_key:1",
+                                 "/1//cpu//0/4"])
+def test_store_keys_that_are_not_a_peers_address_name_no_rank(key):
+    """NCCL's unique-id key counts communicators, the barrier key counts barriers, a subgroup's key holds its own
+    group rank: none of them says which global rank is missing."""
+    lines = [f"[rank{r}]: " + _STORE_WAIT.format(key=key) for r in (1, 2, 3)]
+    v = _track(lines).verdict()
+    assert v is not None and not any(s.accused for s in v.ranks)
+    assert v.culprit is None or "never reached" not in v.culprit.why
+
+
+# --- the host whose log got less far than the others' (rules/stages.yaml; n2-latenode) --------------------------
+
+def test_the_host_behind_in_the_launch_is_the_outlier(compiled):
+    """n2-latenode: node-b's launcher rendezvoused and started its workers, which never reached the process group's
+    init that node-a's did (their backend's lines): node-b is behind, its three ranks the suspects."""
+    hang = scan(compiled, logs_of(HANG / "n2-latenode")).hang
+    assert hang is not None and hang.culprit is not None
+    assert (hang.culprit.rank, hang.culprit.host) == (None, "node-b")
+    stage = [o for o in hang.outliers if o.kind == "stage"]
+    assert [(o.host, o.value, o.others) for o in stage] == [
+        ("node-b", "torchrun rendezvous / starting workers", "NCCL / distributed init")]
+    text = "\n".join(outlier_lines(hang))
+    assert "host node-b got only as far as 'torchrun rendezvous / starting workers'" in text
+
+
+def test_one_late_rank_on_a_host_that_got_as_far_is_named_alone(compiled):
+    """n2-lateinit: rank 4 is late, its host's other ranks reached the group's init: no host is behind."""
+    hang = scan(compiled, logs_of(HANG / "n2-lateinit")).hang
+    assert hang is not None and hang.culprit is not None and hang.culprit.rank == 4
+    assert not [o for o in hang.outliers if o.kind == "stage"]
+
+
+@pytest.mark.parametrize("reached, behind", [
+    ({"a": "nccl", "b": "rendezvous", "c": "nccl"}, ("b", "rendezvous")),
+    ({"a": "loading", "b": "nccl"}, ("b", "nccl")),
+    ({"a": "nccl", "b": "nccl"}, None),
+    ({"a": "rendezvous", "b": "rendezvous", "c": "nccl"}, None),  # two hosts behind: neither is the one
+    ({"a": "nccl"}, None),
+])
+def test_stage_ladder_names_one_host_behind_all_others(compiled, reached, behind):
+    ladder = compiled.stage_ladder
+    got = ladder.behind(reached)
+    assert (got[0], next(k for k, st in ladder.stages.items() if st["label"] == got[1])) == behind if behind else \
+        got is None
+
+
+def test_a_single_hosts_log_reads_no_stage(compiled):
+    """The stage of a file is read only for a distributed job's files: a lone server log is not searched again."""
+    one = ROOT / "fixtures" / "logs" / "audit-healthy" / "fx-healthy-vllm-xformers-warning.log"
+    assert compiled.stage_ladder.last(one.read_bytes()) == "serving"  # it has stage lines to read
+    scanner = Scanner(compiled)
+    for _ in scanner.scan_source(open_source(str(one), 0)):
+        pass
+    assert scanner.hang.stage_of == {}
 
 
 def test_one_rank_is_not_a_job():

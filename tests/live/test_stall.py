@@ -34,11 +34,21 @@ REAL_LINES = {
         "DEBUG 01-07 10:00:19 [parallel_state.py:946] world_size=6 rank=0 local_rank=0 distributed_init_method=tcp://127.0.0.1:41235 backend=nccl",
         "INFO 01-07 10:00:23 [custom_all_reduce_utils.py:244] reading GPU P2P access cache from /root/.cache/vllm/gpu_p2p_access_cache_for_0,1,2,3,4,5.json",
         "[I1129 10:00:20.123 ProcessGroupNCCL.cpp:1] Waiting in store based barrier to initialize process group for rank: 0, key: store_based_barrier_key:1 (world_size=6, num_workers_joined=5, timeout=0:30:00)",
+        "[W1203 09:14:57.744178506 ProcessGroupGloo.cpp:524] Warning: Unable to resolve hostname to a (local) address. "
+        "Using the loopback address as fallback. Manually set the network interface to bind to with GLOO_SOCKET_IFNAME. "
+        "(function operator())",
     ],
     "runner_start": [
         'time=2025-01-07T10:00:03.020Z level=INFO source=server.go:376 msg="starting llama server" cmd="/usr/lib/ollama/runners/cuda_v12_avx/ollama_llama_server runner"',
         'time=2025-01-07T10:00:03.101Z level=INFO source=runner.go:945 msg="starting go runner"',
         'time=2025-01-07T10:00:03.021Z level=INFO source=server.go:555 msg="waiting for llama runner to start responding"',
+    ],
+    "rendezvous": [  # torch 2.13's torchelastic agent at LOGLEVEL=INFO (fixtures/hang/n2-latenode)
+        "I1203 09:14:52.264000 1444 torch/distributed/elastic/agent/server/api.py:707] [default] Rendezvous'ing "
+        "worker group",
+        "I1203 09:14:52.913000 1444 torch/distributed/elastic/agent/server/api.py:553] [default] Rendezvous complete "
+        "for workers. Result:",
+        "I1203 09:14:52.913000 1444 torch/distributed/elastic/agent/server/api.py:715] [default] Starting worker group",
     ],
     "download": [
         "Downloading shards:  40%|████      | 2/5 [01:12<01:48, 36.01s/it]",
