@@ -8,6 +8,9 @@ HANG_MARKER and waits: the recorder SIGKILLs its whole node, launcher and worker
 lateinit (sleeps before init_process_group: the others wait in the group's init), latenode (every rank of node
 HANG_RANK does so), none (healthy).
 
+HANG_BACKEND=nccl: the NCCL backend, one GPU per local rank (the `gpu` test of tests/engine/test_hang.py); its
+watchdog dumps each rank's Flight Recorder on a timeout where TORCH_NCCL_DUMP_ON_TIMEOUT=1.
+
 HANG_FR_DUMP=PREFIX (with TORCH_FR_BUFFER_SIZE set): write this rank's Flight Recorder dump to PREFIX<rank> when its
 collective fails (and, with HANG_FR_ON_TERM=1, when the launcher's SIGTERM comes; HANG_FR_AT_END=1: at the end). This torch records gloo
 collectives in the Flight Recorder but dumps them on its own only for NCCL (the watchdog, to
@@ -51,7 +54,12 @@ def main() -> None:
     if MODE in ("lateinit", "latenode") and late:
         print(f"rank {os.environ.get('RANK')} is still loading: it joins the process group late", flush=True)
         time.sleep(TIMEOUT * 6)
-    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=TIMEOUT))
+    backend = os.environ.get("HANG_BACKEND", "gloo")
+    device = "cpu"
+    if backend == "nccl":  # one GPU per local rank; the watchdog times the collectives out and dumps
+        torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+        device = "cuda"
+    dist.init_process_group(backend, timeout=datetime.timedelta(seconds=TIMEOUT))
     rank, world = dist.get_rank(), dist.get_world_size()
     host = os.environ.get("HANG_HOSTNAME", "")
     print(f"rank {rank}/{world} local {os.environ.get('LOCAL_RANK')} host {host} started", flush=True)
@@ -59,7 +67,7 @@ def main() -> None:
     # launcher stops everyone (left equal, both members may be stopped silent: the logs cannot decide)
     sub_timeout = float(os.environ.get("HANG_SUBGROUP_TIMEOUT", TIMEOUT))
     sub = dist.new_group([0, 1], timeout=datetime.timedelta(seconds=sub_timeout)) if MODE == "subgroup" else None
-    t = torch.ones(4)
+    t = torch.ones(4, device=device)
     for step in range(STEPS):
         print(f"step {step} rank {rank}", flush=True)
         if rank == BAD and step == STEP:
@@ -79,7 +87,7 @@ def main() -> None:
             elif MODE == "monitored":
                 time.sleep(TIMEOUT * 6)
             elif MODE == "shape":
-                dist.all_reduce(torch.ones(8))
+                dist.all_reduce(torch.ones(8, device=device))
                 continue
         if MODE == "subgroup" and step == STEP and rank not in (0, 1) and os.environ.get("HANG_WORLD_ENDS"):
             print(f"rank {rank} leaves: its work is done", flush=True)  # the world is not stuck, only [0, 1]

@@ -94,3 +94,52 @@ def test_rank_from_the_file_name_and_state() -> None:
     assert rank_of("trace") is None
     st = state_of(load((W4_FR / "fr" / "rank_2").read_bytes()), 2)
     assert (st.entered, st.op, st.shape, st.completed, st.world) == (3, "all_reduce", "[4]", None, (0, 1, 2, 3))
+
+
+# --- the NCCL watchdog's own dump (needs two GPUs and a torch built with CUDA) --------------------------------
+
+def _cuda_torchrun() -> tuple[str | None, str]:
+    """A torchrun whose torch sees two GPUs: QWEN_TRIAGE_CUDA_TORCHRUN, else the one on PATH; why not, if none."""
+    import os
+    import shutil
+    import subprocess
+
+    torchrun = os.environ.get("QWEN_TRIAGE_CUDA_TORCHRUN") or shutil.which("torchrun")
+    if torchrun is None:
+        return None, "no torchrun (set QWEN_TRIAGE_CUDA_TORCHRUN to one whose torch has CUDA)"
+    python = Path(torchrun).parent / "python"
+    probe = subprocess.run([str(python if python.exists() else "python3"), "-c",
+                            "import torch; print(torch.cuda.device_count())"], capture_output=True, text=True)
+    count = int(probe.stdout.strip() or 0) if probe.returncode == 0 else 0
+    if count < 2:
+        return None, f"{torchrun}: torch sees {count} GPU(s); NCCL needs one GPU per rank, two at least"
+    return torchrun, ""
+
+
+@pytest.mark.gpu
+def test_nccl_watchdog_dumps_name_the_rank_that_never_entered(compiled, tmp_path: Path) -> None:
+    """A genuine NCCL run: rank 1 sleeps at step 3, rank 0's watchdog times its all_reduce out and, with
+    TORCH_NCCL_DUMP_ON_TIMEOUT, torch writes the Flight Recorder dumps itself (the env names of torch 2.2-2.6 and
+    of 2.7 and later, both set). The dumps alone and the logs with them name rank 1 and the collective."""
+    import sys
+
+    torchrun, why = _cuda_torchrun()
+    if torchrun is None:
+        pytest.skip(why)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+    from hang_scenarios import Scenario, record
+
+    (tmp_path / "fr").mkdir()
+    prefix = str(tmp_path / "fr" / "rank_")  # outside the run's folder, which record() makes afresh
+    sc = Scenario("g2-nccl-sleep", "sleep", 2, bad=1, culprit=1, env={
+        "HANG_BACKEND": "nccl", "TORCH_NCCL_DUMP_ON_TIMEOUT": "1",
+        "TORCH_NCCL_TRACE_BUFFER_SIZE": "2000", "TORCH_FR_BUFFER_SIZE": "2000",
+        "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": prefix, "TORCH_FR_DUMP_TEMP_FILE": prefix},
+        what="two GPUs; rank 1 sleeps at step 3; the watchdog of rank 0 dumps")
+    record(torchrun, sc, tmp_path / "run", 29611)
+    written = dumps(tmp_path)
+    assert written, "torch wrote no Flight Recorder dump on the watchdog's timeout"
+    for hang in (scan(compiled, written).hang, scan(compiled, logs_of(tmp_path / "run") + written).hang):
+        assert hang is not None and hang.culprit is not None, hang
+        assert hang.culprit.rank == 1 and hang.culprit.seq is not None
+        assert hang.culprit.collective is not None and "all" in hang.culprit.collective.lower()
