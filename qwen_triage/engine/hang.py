@@ -708,12 +708,13 @@ def _suspects(states: list[RankState], silent: list[RankState], waited: bool) ->
     suspects: list[tuple[int, str]] = [(s.rank, c) for s in states if (c := _claim(s))]
     for s in silent:
         suspects.append((s.rank, "left no Flight Recorder dump while the other ranks did" if s.dumped is False
-                         else "printed no timeout and no error while others waited"))
+                         else "printed no timeout and no error" + (" while others waited" if waited else "")))
     for s in states:
         if s.error:
             suspects.append((s.rank, f"raised {s.error}"))
         elif s.exitcode not in (None, 0, SIGTERM, 1) and not s.waited:
             suspects.append((s.rank, f"exit code {s.exitcode}"))
+    suspects = _one_row_per_rank(suspects)
     missing = [str(s.rank) for s in states if s.dumped is False]
     if suspects and missing and len(missing) == len(suspects):
         return suspects, f"the logs cannot decide: the Flight Recorder dumps of rank(s) {', '.join(missing)} are missing"
@@ -723,6 +724,16 @@ def _suspects(states: list[RankState], silent: list[RankState], waited: bool) ->
     note = ("the logs cannot decide: every rank joined and none finished"
             if waited and not silent else "the logs cannot decide which rank stopped first")
     return [(s.rank, why) for s in states], note
+
+
+def _one_row_per_rank(suspects: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """A rank suspected for several reasons (silent, and an exit code of its own) is one suspect, its reasons
+    joined, in the order first given."""
+    merged: dict[int, list[str]] = {}
+    for rank, why in suspects:
+        if why not in merged.setdefault(rank, []):
+            merged[rank].append(why)
+    return [(rank, "; ".join(whys)) for rank, whys in merged.items()]
 
 
 def _troubled_job(states: list[RankState]) -> bool:

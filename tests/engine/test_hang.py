@@ -482,6 +482,15 @@ def test_the_rank_behind_in_the_same_collective_is_named(compiled):
     assert (c.rank, c.collective, c.seq) == (0, "ALLREDUCE", 1517)
 
 
+def test_a_rank_suspected_twice_is_one_suspect(compiled):
+    """alpaca-lora in a container: both ranks die of SIGBUS (-7) and neither waited: each is one suspect, its
+    reasons joined, and none is said to have been silent "while others waited"."""
+    hang = scan(compiled, [_train_case("c-alpaca-lora-sigbus-container-089")]).hang
+    assert hang.culprit is None
+    assert [s.rank for s in hang.suspects] == [0, 1]
+    assert all("exit code -7" in s.why and "while others waited" not in s.why for s in hang.suspects)
+
+
 def _tracker_state(tracker: HangTracker) -> dict:
     import copy
 
