@@ -283,10 +283,14 @@ class Matcher:
             yield from self.vetoes.expire(source_index, line_nos[k])
             lo = k + 1
 
-    def release_held(self, source_index: int | None = None) -> Iterator[Finding]:
-        """Records still waiting for continuation lines are complete now (end of input, or a quiet input)."""
+    def release_held(self, source_index: int | None = None, prompt_only: bool = False) -> Iterator[Finding]:
+        """Records still waiting for continuation lines are complete now (end of input, or a quiet input).
+        ``prompt_only``: only records of a family written in one go (engine.multiline: a kernel message), after a
+        short pause; the others wait for the long one."""
         keys = [source_index] if source_index is not None else list(self._held)
         for key in keys:
+            if prompt_only and (key not in self._held or not self._held[key][2].family.prompt):
+                continue
             held = self._held.pop(key, None)
             if held is not None:
                 self.context.settle_unsettled()

@@ -42,6 +42,7 @@ class Family:
     max_lines: int  # continuation lines taken at most
     keep: re.Pattern[str] | None = None  # when set, continuations not matching it are passed over, not joined
     ends: re.Pattern[str] | None = None  # a continuation that matches this is the last one
+    prompt: bool = False  # its lines are written in one go (one kernel message): a short pause completes it
 
     def continuation(self, message: str, joined: str) -> bool:
         if not self.continues.search(message):
@@ -58,13 +59,13 @@ class Family:
 
 
 def _family(name: str, starts: str, continues: str, *, max_lines: int, strip: str | None = None,
-            keep: str | None = None, ends: str | None = None) -> Family:
+            keep: str | None = None, ends: str | None = None, prompt: bool = False) -> Family:
     """A family from its patterns' text (compiled here, once)."""
     def compiled(p: str | None) -> re.Pattern[str] | None:
         return lazy(p) if p is not None else None
 
     return Family(name, lazy(starts), lazy(continues), compiled(strip), max_lines, compiled(keep),
-                  compiled(ends))
+                  compiled(ends), prompt)
 
 
 _PCI_FUNCTION = r"(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]: +"  # a device's address, `0000:3b:00.0: `
@@ -74,9 +75,9 @@ _AER_DETAIL = (r"PCIe Bus Error: |^\s*(?:\S+ )?" + _PCI_FUNCTION
 FAMILIES: tuple[Family, ...] = (
     # a process report whose program named itself "NVRM: …" is no driver message (engine.origin)
     _family("nvrm", rf"^(?!{PROCESS_REPORT_PATTERN})NVRM: ", rf"^(?!{PROCESS_REPORT_PATTERN})NVRM: ",
-            strip=r"^NVRM: +", max_lines=8),
+            strip=r"^NVRM: +", max_lines=8, prompt=True),
     _family("aer", r"AER: .{0,60}error received|PCIe Bus Error: ", _AER_DETAIL, strip=r"^\S+ " + _PCI_FUNCTION,
-            max_lines=8),
+            max_lines=8, prompt=True),
     # an OOM report: only the lines that say what was killed are joined (the memory dump between is passed over)
     _family("oom", r"invoked oom-killer: ", r".", max_lines=160, ends=r"Killed process",
             keep=r"^oom-kill:|Out of memory|Killed process|Memory cgroup out of memory"),

@@ -199,9 +199,10 @@ class Scanner:
         data = text.encode("utf-8", "replace").replace(b"\n", b" ") + b"\n"
         yield from self.feed(source, Block(data=data, first_line=line_no, counted=1))
 
-    def release_held(self) -> Iterator[Finding]:
-        """Live mode, the input went quiet: multi-line records still open are complete."""
-        yield from self._take(self.matcher.release_held())
+    def release_held(self, prompt_only: bool = False) -> Iterator[Finding]:
+        """Live mode, the input went quiet: multi-line records still open are complete (``prompt_only``: a short
+        pause, which completes only the records written in one go; Matcher.release_held)."""
+        yield from self._take(self.matcher.release_held(prompt_only=prompt_only))
 
     def flush(self) -> Iterator[Finding]:
         yield from self._take(self.matcher.finish())

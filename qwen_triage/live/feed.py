@@ -42,8 +42,9 @@ if TYPE_CHECKING:
     from qwen_triage.report.model import Hang
 
 # What the triage thread is told: READY (output to read), SETTLE (release pending findings), QUIET (the output
-# paused); and the streams of the output's chunks
-READY, STDOUT, STDERR, QUIET, SETTLE = 0, 1, 2, 3, 4
+# paused), PAUSED (it paused briefly: only records written in one go are complete); and the streams of the
+# output's chunks
+READY, STDOUT, STDERR, QUIET, SETTLE, PAUSED = 0, 1, 2, 3, 4, 5
 TRIAGE_BATCH = 1 << 16  # bytes merged for one engine pass: short C calls, so other threads get the GIL soon
 LAST_LINES_FED = 64  # the tail of each chunk the stall report's last lines can show
 FAR_BEHIND = 1 << 20  # bytes waiting for triage past which any byte counts as progress
@@ -133,9 +134,10 @@ class TriageFeed:
         """The pump skipped ``n`` bytes for triage (it lagged behind); the log has them."""
         self.skipped += n
 
-    def quiet(self) -> None:
-        """The output paused: a multi-line record still open is complete."""
-        self._queue.put(QUIET)
+    def quiet(self, brief: bool = False) -> None:
+        """The output paused: a multi-line record still open is complete (``brief``: a short pause, which completes
+        only a record written in one go, a kernel message)."""
+        self._queue.put(PAUSED if brief else QUIET)
 
     def end(self) -> None:
         """No more output: the triage thread ends once it has read and triaged all of it."""
@@ -168,6 +170,8 @@ class TriageFeed:
                     self._guarded("settle")
                 if QUIET in told:
                     self._guarded("release_held")
+                elif PAUSED in told:
+                    self._guarded("release_prompt")
                 told.clear()
                 if ended:
                     break
@@ -213,7 +217,7 @@ class TriageFeed:
         self._triage_chunk(stream, b"".join(chunks), when)
 
     def _guarded(self, step: str) -> None:
-        """The session's ``step`` (settle, release_held, finish) unless triage already stopped; its error stops it."""
+        """The session's ``step`` (settle, release_prompt, release_held, finish) unless triage already stopped; its error stops it."""
         if self.session is not None and self.ok:
             try:
                 getattr(self.session, step)()

@@ -30,7 +30,9 @@ if TYPE_CHECKING:
 
 # Seconds without output after which a multi-line record still open (an NVRM message, a kernel OOM report, a Go
 # panic: engine.multiline) is complete: the lines of one such record are written together, and its diagnosis
-# waits this long after its last line (bench/bench_latency.py).
+# waits this long after its last line (bench/bench_latency.py). A kernel message (NVRM, AER) is one write of the
+# kernel's: PAUSED_AFTER completes it; a kernel OOM report or a Go panic (many writes) waits QUIET_AFTER.
+PAUSED_AFTER = 0.008
 QUIET_AFTER = 0.05
 # Triage reads a burst of output back from the log once the child pauses BURST_GAP seconds, or BURST_MAX after it
 # began: while the output flows, the pass-through has the machine to itself; a line after a pause is triaged within
@@ -125,7 +127,7 @@ class PassThrough:
 
     def run(self) -> None:
         """Chunks from the pump to triage; notes on what it gave up; a new pump should it die."""
-        last_output, quiet_sent = time.monotonic(), True
+        last_output, quiet_sent, paused_sent = time.monotonic(), True, True
         restarts = 0
         held: list[threading.Lock] = []  # the sinks' locks, from the pump's EOF to its FINAL
         since = 0.0  # when the burst waiting to be read back began
@@ -134,7 +136,7 @@ class PassThrough:
             reader = self.open_reader()
             self.feed.started(time.monotonic())  # the stall clock starts once triage can read
             while not self.abandon and self.link is not None:
-                got = self.link.receive(self._timeout(burst, quiet_sent, last_output))
+                got = self.link.receive(self._timeout(burst, quiet_sent, paused_sent, last_output))
                 now = time.monotonic()
                 if got is None or (burst and (not got or now - since >= BURST_MAX)):
                     burst = self._read_back(burst)
@@ -149,17 +151,22 @@ class PassThrough:
                         if not burst:
                             since, burst = now, True
                         reader.logged(stream, int.from_bytes(payload, "little"), when)
-                        last_output, quiet_sent = now, False
+                        last_output, quiet_sent, paused_sent = now, False, False
                     elif kind == pump.DATA:
                         reader.handed(stream, payload, when)
                         burst = self._read_back(True)  # in order: what was logged before it, then it
-                        last_output, quiet_sent = time.monotonic(), False
+                        last_output, quiet_sent, paused_sent = time.monotonic(), False, False
                     else:
                         burst = self._read_back(burst)  # in order: what was logged before this record first
                         self._record(kind, stream, payload, held)
-                if not got and not quiet_sent and time.monotonic() - last_output >= QUIET_AFTER:
-                    self.feed.quiet()
-                    quiet_sent = True
+                if not got and not quiet_sent:
+                    idle = time.monotonic() - last_output
+                    if idle >= QUIET_AFTER:
+                        self.feed.quiet()
+                        quiet_sent = paused_sent = True
+                    elif idle >= PAUSED_AFTER and not paused_sent:
+                        self.feed.quiet(brief=True)
+                        paused_sent = True
         finally:
             self.end()
             for lock in held:
@@ -168,13 +175,14 @@ class PassThrough:
             self.done.set()
 
     @staticmethod
-    def _timeout(burst: bool, quiet_sent: bool, last_output: float) -> float:
+    def _timeout(burst: bool, quiet_sent: bool, paused_sent: bool, last_output: float) -> float:
         """How long the receive thread may wait for the pump: a burst's gap, else until the output counts as
-        quiet (so a record held open is released on time), else the idle poll."""
+        paused, then quiet (so a record held open is released on time), else the idle poll."""
         if burst:
             return BURST_GAP
         if not quiet_sent:
-            return min(max(QUIET_AFTER - (time.monotonic() - last_output), 0.001), IDLE_POLL)
+            mark = QUIET_AFTER if paused_sent else PAUSED_AFTER
+            return min(max(mark - (time.monotonic() - last_output), 0.001), IDLE_POLL)
         return IDLE_POLL
 
     def _restart(self) -> None:

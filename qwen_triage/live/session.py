@@ -194,10 +194,16 @@ class LiveSession:
         if self.on_event is not None:
             self.on_event(event)
 
-    def release_held(self) -> None:
-        """The input paused: multi-line records still waiting for continuation lines are complete."""
-        self._announce(self.scanner.release_held())
-        self._check_hang(final=False)
+    def release_prompt(self) -> None:
+        """The input paused briefly: records written in one go (a kernel message) still open are complete."""
+        self.release_held(prompt_only=True)
+
+    def release_held(self, prompt_only: bool = False) -> None:
+        """The input paused: multi-line records still waiting for continuation lines are complete (``prompt_only``:
+        a short pause, only those written in one go)."""
+        self._announce(self.scanner.release_held(prompt_only))
+        if not prompt_only:
+            self._check_hang(final=False)
 
     def _check_hang(self, final: bool) -> None:
         """A multi-rank job's verdict (engine.hang, as `scan` and the report give it) for ``on_hang``, when the

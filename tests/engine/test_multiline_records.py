@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from qwen_triage.engine.compiled import CompiledPack
+from qwen_triage.engine.multiline import FAMILIES
 from qwen_triage.engine.scanner import Scanner
 from qwen_triage.engine.sources import Block
 from qwen_triage.inputs.source import Source
@@ -182,3 +183,26 @@ def test_live_record_completes_on_the_next_block_or_when_quiet(pack: CompiledPac
     assert list(scanner2.feed(src, Block(data=b"".join(x.encode() for x in lines[2:4]), first_line=3, counted=2))) == []
     assert list(scanner2.release_held()) == []  # incomplete sentence: no match, but nothing held back
     assert scanner2.matcher._held == {}
+
+
+def test_a_brief_pause_completes_a_kernel_message_but_not_a_go_panic(pack: CompiledPack, compiled) -> None:
+    """A kernel message's lines are one write of the kernel's: a brief pause after them completes the record
+    (live latency, issue 31). A Go panic and a kernel OOM report are many writes and may pause inside: only the
+    long quiet period completes them (here a kernel OOM report's first line, which the bundled pack reads)."""
+    lines = NVRM.splitlines(keepends=True)
+    src = Source(name="<child>", kind="live")
+    kernel = Scanner(pack)
+    kernel.add_source(src)
+    for i in range(0, 5):
+        assert list(kernel.feed(src, Block(data=lines[i].encode(), first_line=i + 1, counted=1))) == []
+    assert [f.rule.rule.id for f in kernel.release_held(prompt_only=True)] == ["t.gsp"]
+    assert kernel.matcher._held == {}
+    oom = Scanner(compiled)
+    oom.add_source(src)
+    first = OOM.splitlines(keepends=True)[0]
+    assert list(oom.feed(src, Block(data=first.encode(), first_line=1, counted=1))) == []
+    assert oom.matcher._held, "its first line waits for the rest of the report"
+    assert list(oom.release_held(prompt_only=True)) == [] and oom.matcher._held
+    list(oom.release_held())
+    assert oom.matcher._held == {}
+    assert [f.prompt for f in FAMILIES] == [f.name in ("nvrm", "aer") for f in FAMILIES]
