@@ -61,6 +61,7 @@ HANG_SIGNALS = (
     r"|failed to pass monitoredBarrier"  # ProcessGroupGloo::monitoredBarrier
     r"|wait timeout after \d+ms, keys: "  # c10d TCPStore::doWait: a key another rank never set
     r"|Detected mismatch between collectives on ranks"  # ProcessGroupWrapper (TORCH_DISTRIBUTED_DEBUG=DETAIL)
+    r"|\] Running collective: CollectiveFingerPrint\("  # ProcessGroupWrapper's trace of each collective (DETAIL)
     r"|failed \(exitcode: -?\d+\) local_rank: \d+"  # torch.distributed.elastic.multiprocessing.api
     r"|^\s+(?:host|rank|exitcode|traceback) +: "  # torchelastic's failure summary (ChildFailedError)
     r"|Root Cause \(first observed failure\)"
@@ -84,9 +85,17 @@ _SEQS = lazy(r"[Ll]ast enqueued (?:NCCL )?work: (?P<enq>-?\d+), last completed (
 _NCCL_ERROR = lazy(r"watchdog thread terminated with exception: (?P<err>(?!\[Rank \d+\] Watchdog caught).{1,300})")
 _MONITORED = lazy(r"Ranks? (?P<ranks>\d+(?:, \d+)*) failed to pass monitoredBarrier")
 # ProcessGroupWrapper: `Rank 4 is running collective: CollectiveFingerPrint(SequenceNumber=3, OpType=BROADCAST,
-# TensorShape=[4], …), but Rank 0 is running collective: CollectiveFingerPrint(…)`
-_FINGERPRINT = lazy(r"Rank (?P<rank>\d+) is running collective: CollectiveFingerPrint\(SequenceNumber=(?P<seq>\d+), "
+# TensorShape=[4], …), but Rank 0 is running collective: CollectiveFingerPrint(…)`. The first rank named is the one
+# that reports (the check runs on every rank before the collective: both are at that step). Before torch 2.1 the
+# peer's fingerprint was printed without its tensors and with its number glued to the op
+# (`CollectiveFingerPrint(SequenceNumber=0OpType=REDUCE)`, pytorch#100207): that number is not the peer's step.
+_FINGERPRINT = lazy(r"Rank (?P<rank>\d+) is running collective: CollectiveFingerPrint\(SequenceNumber=(?P<seq>\d+),? ?"
                     r"OpType=(?P<op>\w+)(?:, TensorShape=(?P<shape>\[[^\]]*\]))?")
+# ProcessGroupWrapper's trace (TORCH_DISTRIBUTED_DEBUG=DETAIL, INFO): `[Rank 1] Running collective:
+# CollectiveFingerPrint(SequenceNumber=3, OpType=BROADCAST, TensorShape=[1], …)` before each collective it runs; the
+# rank is the process group's (the line's `[rankN]:` prefix, where there is one, gives the global rank)
+_TRACED = lazy(r"\[Rank (?P<rank>\d+)\] Running collective: CollectiveFingerPrint\(SequenceNumber=(?P<seq>\d+),? ?"
+               r"OpType=(?P<op>\w+)(?:, TensorShape=(?P<shape>\[[^\]]*\]))?")
 # c10d's TCPStore::doWait (`DistStoreError: wait timeout after 8000ms, keys: /default_pg/0//cpu//0/4`). Under the
 # default group's prefix, gloo's full-mesh rendezvous (ProcessGroupGloo's constructor, one prefix per device:
 # `/cpu//0/`) waits for each peer's address under the peer's rank: the rank named never reached the group's init.
@@ -130,6 +139,9 @@ class RankState:
     first_trouble: int | None = None  # scan order of its first timeout, error or lost peer
     dumped: bool | None = None  # its Flight Recorder dump was read (False: the job's dumps hold none of it; None: no dumps)
     ras: ras.Place | None = None  # what the last NCCL RAS report says of it (engine.ras)
+    traced: tuple[int, str, str | None] | None = None  # the last collective ProcessGroupWrapper traced for it
+    traced_in: str | None = None  # the input that trace line came from
+    trace_final: bool = False  # that input has been read to its end: the trace is where the rank's log stops
 
 
 @dataclass
@@ -183,6 +195,7 @@ class HangTracker:
         self._ras_text: dict[int, ras.TextReader] = {}  # source -> its NCCL RAS text reports (engine.ras)
         self._ras_json: list[ras.Report] = []  # the last two NCCL RAS JSON reports read
         self._ras_hosts: set[int] = set()  # ranks whose host only the RAS report gave
+        self._ended: set[str] = set()  # inputs read to their end (file_ended)
 
     @property
     def seen(self) -> int:
@@ -232,11 +245,20 @@ class HangTracker:
             if st is not None and len(st.accused) < 8:
                 st.accused.append("never reached the process group's init: the ranks that reported waited there for "
                                   f"its address (the store key {m['key'][:80]}) until they timed out")
+        if (t := _TRACED.search(msg)) is not None:
+            self._traced(rec, t)
+            return
         prints = list(_FINGERPRINT.finditer(msg))
         for m in prints:
             st = self._state(int(m["rank"]))
-            if st is not None:
-                st.entered, st.op, st.shape = int(m["seq"]), m["op"], m["shape"]
+            if st is None:
+                continue
+            # a peer's fingerprint printed without its tensors carries no step of its own (pytorch#100207): the
+            # check compares the ranks at one step, the reporting rank's
+            seq = int(m["seq"]) if m["shape"] is not None or m is prints[0] else int(prints[0]["seq"])
+            st.entered, st.op, st.shape = seq, m["op"], m["shape"]
+            if not _MONITORED.search(msg):
+                self._desync_named(st, rec, reporter=m is prints[0])
         if not prints and _HANG_RE.search(msg) is None and _EXCEPTION.match(msg) is None:
             # a line that only carries a rank says nothing here; which such lines reach the tracker depends
             # on the prefilter engine (the literal one points at more), and the verdict must not
@@ -278,6 +300,34 @@ class HangTracker:
             self._failure_time(rec)
         if trouble and st.first_trouble is None:
             st.first_trouble = self._order
+
+    def _traced(self, rec: LineRecord, t: "re.Match[str]") -> None:
+        """ProcessGroupWrapper's trace of a collective a rank is about to run: the last one is where its log
+        stops. Not trouble: a healthy DETAIL run prints one per collective."""
+        rank = rec.rank if rec.rank is not None else bounded_int(t["rank"])
+        st = self._state(rank) if rank is not None else None
+        if st is None:
+            return
+        st.traced, st.traced_in = (int(t["seq"]), t["op"], t["shape"]), rec.path
+        if rec.host and not st.host:
+            st.host = rec.host
+        if len(st.files) < 8:
+            st.files.add(rec.path)
+        st.last_line = (rec.path, rec.line, rec.text[:MAX_LINE_KEPT])
+
+    def _desync_named(self, st: RankState, rec: LineRecord, reporter: bool) -> None:
+        """A rank ProcessGroupWrapper's mismatch report names: it reached the check of that step and the job
+        failed there (the reporting rank and the peer it compared itself with alike, whether or not the line has a
+        rank prefix)."""
+        if not st.waited:
+            st.waited = True
+            self._failure_time(rec)
+        if st.first_trouble is None:
+            st.first_trouble = self._order
+        if reporter or st.last_line is None:
+            st.last_line = (rec.path, rec.line, rec.text[:MAX_LINE_KEPT])
+            if len(st.files) < 8:
+                st.files.add(rec.path)
 
     @staticmethod
     def news(rec: LineRecord) -> frozenset[tuple[str, str, str]] | None:
@@ -335,6 +385,8 @@ class HangTracker:
         """A file has been read: when its path names a rank (torchrun's --log-dir files), that rank was there,
         silent or not, and the file's last line is the last it printed. And how far the file got (its last
         launch stage), for a distributed job's files only: a log no rank or rendezvous showed in costs nothing."""
+        if len(self._ended) < MAX_CLOCKS:
+            self._ended.add(path)
         key = self._last_time(path, block)
         if self._stages is not None and (self.ranks or self.anchors) and len(self.stage_of) < MAX_CLOCKS:
             stage = self._stages.last(block.data[-STAGE_WINDOW:])
@@ -471,6 +523,8 @@ class HangTracker:
                 if st is not None and not st.dumped:
                     st.dumped = False
         ras_note = self._apply_ras()
+        for st in self.ranks.values():
+            st.trace_final = st.traced is not None and st.traced_in in self._ended
         if len(self.ranks) < 2:
             return None
         if several_files:
@@ -606,7 +660,42 @@ def _majority_outliers(states: list[RankState]) -> list[RankState]:
     if len(common) != 1 or top * 2 <= len(with_fp):
         return []
     # a rank at another step is behind, not desynchronised: the rule for ranks that never entered takes it
-    return [s for s in with_fp if _fingerprint(s) != common[0] and s.entered == common[0][0]]
+    return [s for s in with_fp if _differs(s, common[0])]
+
+
+def _differs(st: RankState, fp: tuple) -> bool:
+    """Whether a rank at the fingerprint's step ran another collective or shape; a shape the log did not give
+    (a peer's fingerprint as torch < 2.1 printed it) is not a difference."""
+    step, op, shape = fp
+    return st.entered == step and (st.op != op or (st.shape is not None and shape is not None and st.shape != shape))
+
+
+def _split_step(states: list[RankState]) -> tuple[int, list[RankState]] | None:
+    """A step at which the ranks in it ran different collectives or shapes and no majority says which one left
+    the common path (two ranks, or an even split): the step and those ranks."""
+    steps: dict[int, list[RankState]] = {}
+    for s in states:
+        if s.op is not None and s.entered is not None and (s.waited or s.dumped):
+            steps.setdefault(s.entered, []).append(s)
+    for step, ranks in sorted(steps.items()):
+        if len(ranks) >= 2 and any(_differs(r, _fingerprint(ranks[0])) for r in ranks[1:]):
+            return step, ranks
+    return None
+
+
+def _trace_behind(states: list[RankState]) -> tuple[list[RankState], list[RankState]] | None:
+    """ProcessGroupWrapper's trace (TORCH_DISTRIBUTED_DEBUG=DETAIL) where the ranks' logs end: the ranks whose last
+    traced collective is the latest one, and those behind it. Only for inputs read to their end: a live log's
+    ranks trace their collectives moments apart, and a pause of its output says nothing."""
+    traced = [s for s in states if s.trace_final and s.traced is not None]
+    if len(traced) < 3:
+        return None
+    top = max(s.traced[0] for s in traced if s.traced is not None)
+    ahead = [s for s in traced if s.traced is not None and s.traced[0] == top]
+    behind = [s for s in traced if s.traced is not None and s.traced[0] < top]
+    if not behind or len(ahead) < 2:
+        return None
+    return ahead, behind
 
 
 def _same_op(a: str, b: str) -> bool:
@@ -628,9 +717,14 @@ def decide(states: list[RankState], root_cause: int | None = None) -> Verdict:
     collective differs from the others' at the same step (a desync); a rank that never
     entered the collective the others wait in (NCCL sequence numbers); a rank that raised an
     error of its own or was killed (not by the launcher's SIGTERM); a rank that alone neither
-    waited nor failed while the others timed out. Otherwise the suspects, each with why.
+    waited nor failed while the others timed out. Otherwise the suspects, each with why (ranks that
+    ran different collectives at one step with no majority to say which one diverged, among them).
+    A job where no rank failed or timed out is read from where ProcessGroupWrapper's trace of each rank
+    ends, for inputs read to their end.
     """
     if not _troubled_job(states):
+        if (trace := _trace_behind(states)) is not None:
+            return _trace_verdict(states, *trace)
         return Verdict(None, [], states, True, "no rank failed or timed out")
     note_rc = ""
     if root_cause is not None:
@@ -698,8 +792,34 @@ def decide(states: list[RankState], root_cause: int | None = None) -> Verdict:
         return found(s, f"rank {s.rank} {said} while every other rank the logs show timed out waiting "
                         f"in a collective: it never entered it", op=op,
                      seq=max(waiting_seqs) if waiting_seqs else None)
+    if (split := _split_step(states)) is not None:
+        step, ranks = split
+        return Verdict(None, [(s.rank, f"ran {s.op}{' ' + s.shape if s.shape else ''} at collective {step}")
+                              for s in ranks], states, False,
+                       f"the logs cannot decide: ranks {', '.join(str(s.rank) for s in ranks)} ran different "
+                       f"collectives or shapes at collective {step} (a desync) and no majority says which one left "
+                       "the common path" + note_rc)
     suspects, note = _suspects(states, silent, bool(waited))
     return Verdict(None, suspects, states, False, note + note_rc)
+
+
+def _trace_verdict(states: list[RankState], ahead: list[RankState], behind: list[RankState]) -> Verdict:
+    """No rank failed or timed out, and the ranks' ProcessGroupWrapper traces end at different collectives: the job
+    hung there, and the rank behind never entered the collective the others did."""
+    lead = ahead[0].traced
+    assert lead is not None
+    seq, op = lead[0], lead[1]
+    if len(behind) == 1 and (last := behind[0].traced) is not None:
+        b = behind[0]
+        why = (f"rank {b.rank}'s log ends at collective {last[0]} ({last[1]}) while every other rank's had "
+               f"entered collective {seq} ({op}) (ProcessGroupWrapper's trace; no rank printed an error): it never "
+               "entered it")
+        return Verdict(_culprit(b, why, seq, op), [], states, True, why)
+    suspects = [(b.rank, f"its trace ends at collective {b.traced[0]} while other ranks entered {seq}")
+                for b in behind if b.traced is not None]
+    return Verdict(None, suspects, states, False,
+                   f"the logs cannot decide between the suspects: the traces of ranks "
+                   f"{', '.join(str(b.rank) for b in behind)} end before collective {seq}")
 
 
 def _suspects(states: list[RankState], silent: list[RankState], waited: bool) -> tuple[list[tuple[int, str]], str]:
@@ -851,6 +971,9 @@ def _rank_verdict(st: RankState, verdict: Verdict) -> str:
     if st.dumped and st.entered is not None and (st.completed is None or st.completed < st.entered) \
             and (verdict.culprit is not None or verdict.suspects):
         return "in collective"
+    if st.trace_final and st.traced is not None and st.entered is None \
+            and (verdict.culprit is not None or verdict.suspects):
+        return "in collective"
     if st.ras is not None and st.ras.kind != "in step":  # dead, unresponsive, behind: what NCCL RAS says
         return {"peer error": "lost peer", "error": "failed"}.get(st.ras.kind, st.ras.kind)
     if st.ras is not None and (verdict.culprit is not None or verdict.suspects):
@@ -885,6 +1008,16 @@ def _stage_outlier(verdict: Verdict) -> list["HangOutlier"]:
     return [HangOutlier(host=redact_text(host), what="launch stage", value=its, others=others, kind="stage")]
 
 
+def _entered(s: RankState) -> int | None:
+    """The last collective a rank entered as the report shows it: its own lines', else NCCL RAS's count, else the
+    last one ProcessGroupWrapper traced for it."""
+    if s.entered is not None:
+        return s.entered
+    if s.ras is not None:
+        return s.ras.count
+    return s.traced[0] if s.traced is not None else None
+
+
 def to_report(verdict: Verdict, cause: "Diagnosis | None" = None) -> "Hang":
     """The report's `hang` object (report.model.Hang), text from the logs redacted."""
     from qwen_triage.redact import redact_text
@@ -907,8 +1040,9 @@ def to_report(verdict: Verdict, cause: "Diagnosis | None" = None) -> "Hang":
         suspects=[HangSuspect(rank=r, why=redact_text(why)) for r, why in verdict.suspects],
         ranks=[
             HangRank(rank=s.rank, local_rank=s.local_rank, host=clean(s.host),
-                     entered=s.entered if s.entered is not None or s.ras is None else s.ras.count,
-                     completed=s.completed, collective=s.op or (s.ras.op if s.ras else None), exitcode=s.exitcode,
+                     entered=_entered(s), completed=s.completed,
+                     collective=s.op or (s.ras.op if s.ras else None) or (s.traced[1] if s.traced else None),
+                     exitcode=s.exitcode,
                      error=clean(s.error or (s.ras.error if s.ras and s.ras.kind == "error" else None)),
                      last_line=None if (line := s.last_line or (s.ras.line if s.ras else None)) is None else
                      Evidence(path=line[0], line=line[1], text=redact_text(line[2])),
