@@ -840,6 +840,13 @@ def _suspects(states: list[RankState], silent: list[RankState], waited: bool) ->
         return suspects, f"the logs cannot decide: the Flight Recorder dumps of rank(s) {', '.join(missing)} are missing"
     if suspects:
         return suspects, "the logs cannot decide between the suspects"
+    in_step = [s for s in states if not (s.waited or s.peer_lost) and s.ras is not None and s.ras.kind == "in step"]
+    if waited and in_step:
+        # the ranks that said nothing are there only as NCCL RAS's report has them: in step, none behind or missing
+        timed = [str(s.rank) for s in states if s.waited or s.peer_lost]
+        return ([(s.rank, "NCCL RAS reports it in step" if s in in_step else "timed out waiting") for s in states],
+                f"the logs cannot decide: rank(s) {', '.join(timed[:8])}{', …' if len(timed) > 8 else ''} timed out "
+                "waiting while NCCL RAS reports every other rank in step (no count behind, no process missing)")
     why = "every rank that reported timed out waiting" if waited else "the ranks' lines do not say"
     note = ("the logs cannot decide: every rank joined and none finished"
             if waited and not silent else "the logs cannot decide which rank stopped first")

@@ -459,6 +459,7 @@ def places(report: Report, previous: Report | None = None) -> Places:
             have = out.get(rank)
             if have is None or LEVELS.get(place.kind, 0) > LEVELS.get(have.kind, 0):
                 out[rank] = place
+    _unlisted_behind(out, world, previous)
     _in_step(out, world)
     strongest = max((LEVELS.get(p.kind, 0) for p in out.values() if not p.progressing), default=0)
     for p in out.values():
@@ -488,6 +489,32 @@ def _join_lone_process(world: Comm, report: Report) -> None:
     procs = report.dead or report.unreachable
     if len(bare) == 1 and len(procs) == 1 and "," not in procs[0].gpus:
         bare[0].host, bare[0].pid, bare[0].gpu = procs[0].host, procs[0].pid, procs[0].gpus
+
+
+def _unlisted_behind(out: dict[int, Place], world: Comm, previous: Report | None) -> None:
+    """The text lists the ranks of the smaller groups one by one: when the ranks it lists are the ones ahead
+    (`30 ranks have launched up to operation 640`, `2 ranks have launched up to operation 641`, then ranks 12 and 13),
+    the ranks it does not list are the ones behind (NVIDIA/nccl#1911: the 30 are the stragglers, not 12 and 13)."""
+    ranks = range(min(world.size, MAX_RANKS)) if world.size is not None else sorted(world.members)
+    for op in world.groups:
+        rest, top = world.rest(op), world.top(op)
+        if rest is None or top is None or rest >= top:
+            continue
+        listed = {m.rank for m in world.members.values() if op in m.counts}
+        what = "collective" if op == ALL else op
+        ahead = ", ".join(str(r) for r in sorted(listed)[:8]) + (", …" if len(listed) > 8 else "")
+        before = _previous_top(previous, world, op)
+        progressing = before is not None and before < top
+        hash_ = f" ({world.hash})" if world.hash and world.hash != world.name else ""
+        why = (f"launched {what} operations only up to {rest}, with every rank the report does not list, where "
+               f"rank(s) {ahead} of communicator {world.name}{hash_} launched up to {top} (NCCL RAS" +
+               (f"; up from {before} in the previous report: progressing)" if progressing else ")"))
+        for r in ranks:
+            m = world.members.get(r)
+            if r in out or r in listed or (m is not None and m.missing == "nocomm"):
+                continue
+            out[r] = Place(r, "behind", why, host=m.host if m else None, op=None if op == ALL else op, count=rest,
+                           seq=top, progressing=progressing)
 
 
 def _in_step(out: dict[int, Place], world: Comm) -> None:

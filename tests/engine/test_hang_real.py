@@ -28,6 +28,7 @@ def test_cases_recorded():
         assert expected["url"].startswith("https://github.com/"), name
         assert expected["what"] and expected["settled_by"], name
         assert logs_of(REAL / name), name
+        assert not set(expected.get("suspects") or ()) & set(expected.get("not_suspects", ())), name
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -40,6 +41,7 @@ def test_real_report_names_what_the_thread_settled(compiled, name):
         assert hang.culprit is None, hang.culprit
         assert "cannot decide" in hang.summary, hang.summary
         assert set(expected["suspects"]) <= {s.rank for s in hang.suspects}, hang.suspects
+        assert not set(expected.get("not_suspects", ())) & {s.rank for s in hang.suspects}, hang.suspects
         return
     assert hang.culprit is not None, hang.summary
     assert hang.culprit.rank == want["rank"], hang.culprit
