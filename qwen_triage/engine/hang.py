@@ -114,7 +114,8 @@ MAX_LINE_KEPT = 400
 CAUSE_AFTER_S = 5.0  # a host's line this long after the first failure (clocks aligned) is not its cause
 MAX_CLOCKS = 4096  # hosts (or files) whose clocks are kept
 LAST_LINES_TIMED = 256  # a file's last lines searched for the time it went quiet
-STAGE_WINDOW = 1 << 20  # bytes at the end of a file searched for the launch stage it reached
+STAGE_WINDOW = 1 << 18  # bytes at the end of a file searched for the launch stage it reached
+MAX_TAILS = 256  # files whose ends are kept for that, in a scan of several hosts' files
 
 
 @dataclass
@@ -178,7 +179,8 @@ class HangTracker:
     def __init__(self, stages: "StageLadder | None" = None) -> None:
         self.ranks: dict[int, RankState] = {}
         self._stages = stages  # the launch stages (rules/stages.yaml), to tell how far each host's log got
-        self.stage_of: dict[str, str] = {}  # clock (host or file) -> the last launch stage its file reached
+        self._tails: dict[str, bytes] = {}  # clock (host or file) -> its file's end, while a second host may come
+        self.stage_of: dict[str, str | None] = {}  # clock -> the last launch stage its file reached, once asked
         self._order = 0
         self._summary: dict[int, dict[str, str]] = {}  # source -> the failure-summary entry being read
         self._root_cause_next: set[int] = set()
@@ -383,15 +385,13 @@ class HangTracker:
 
     def file_ended(self, path: str, block: "Block") -> None:
         """A file has been read: when its path names a rank (torchrun's --log-dir files), that rank was there,
-        silent or not, and the file's last line is the last it printed. And how far the file got (its last
-        launch stage), for a distributed job's files only: a log no rank or rendezvous showed in costs nothing."""
+        silent or not, and the file's last line is the last it printed. A distributed job's file keeps its end, whose
+        last launch stage is read once a second host shows (the verdict): one host's log is never searched again."""
         if len(self._ended) < MAX_CLOCKS:
             self._ended.add(path)
         key = self._last_time(path, block)
-        if self._stages is not None and (self.ranks or self.anchors) and len(self.stage_of) < MAX_CLOCKS:
-            stage = self._stages.last(block.data[-STAGE_WINDOW:])
-            if stage is not None:
-                self.stage_of[key or "\0" + path] = stage
+        if self._stages is not None and (self.ranks or self.anchors) and len(self._tails) < MAX_TAILS:
+            self._tails[key or "\0" + path] = bytes(block.data[-STAGE_WINDOW:])  # read once a second host shows
         rank, local = rank_of_path(path)
         if rank is None and local is None:
             return
@@ -561,12 +561,16 @@ class HangTracker:
         v.quiet = self._quiet_host(v, host)
         if v.quiet is not None and v.culprit is None:
             lost_host(v, *v.quiet)
-        if self._stages is not None and v.quiet is None:
+        ladder = self._stages
+        if ladder is not None and v.quiet is None and len({host(k) for k in self._tails} - {""}) > 1:
             reached: dict[str, str] = {}
-            for key, stage in self.stage_of.items():
-                if h := host(key):
-                    reached[h] = self._stages.later(reached.get(h), stage)
-            v.behind = self._stages.behind(reached)
+            for key, tail in self._tails.items():
+                if key not in self.stage_of:
+                    self.stage_of[key] = ladder.last(tail)
+                stage = self.stage_of[key]
+                if stage is not None and (h := host(key)):
+                    reached[h] = ladder.later(reached.get(h), stage)
+            v.behind = ladder.behind(reached)
             if v.behind is not None:
                 host_behind(v, *v.behind)
 

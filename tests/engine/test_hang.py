@@ -216,13 +216,21 @@ def test_stage_ladder_names_one_host_behind_all_others(compiled, reached, behind
 
 
 def test_a_single_hosts_log_reads_no_stage(compiled):
-    """The stage of a file is read only for a distributed job's files: a lone server log is not searched again."""
+    """The stage of a file is read only when a second host's file shows: a lone server log is not searched again,
+    nor is one host's multi-rank log (its end is kept, never read)."""
     one = ROOT / "fixtures" / "logs" / "audit-healthy" / "fx-healthy-vllm-xformers-warning.log"
     assert compiled.stage_ladder.last(one.read_bytes()) == "serving"  # it has stage lines to read
     scanner = Scanner(compiled)
     for _ in scanner.scan_source(open_source(str(one), 0)):
         pass
-    assert scanner.hang.stage_of == {}
+    assert scanner.hang.stage_of == {} and scanner.hang._tails == {}
+    ranks = HANG / "n2-latenode" / "node-a.log"  # one host's file of a job that has stage lines
+    assert compiled.stage_ladder.last(ranks.read_bytes()) == "nccl"
+    scanner = Scanner(compiled)
+    for _ in scanner.scan_source(open_source(str(ranks), 0)):
+        pass
+    assert scanner.report().hang is not None
+    assert scanner.hang._tails and scanner.hang.stage_of == {}
 
 
 def test_one_rank_is_not_a_job():
