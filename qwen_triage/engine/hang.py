@@ -44,12 +44,17 @@ ANCHORS = (
 )
 ANCHOR_PATTERN = "|".join(p for _, p in ANCHORS)
 # What every host of one job should print alike; a host that printed otherwise is the outlier (a node on another
-# NCCL, a launch with another world size). Group `v`: the value.
+# NCCL, a launch with another world size, an NCCL setting its environment gave otherwise). Group `v`: the value;
+# group `n`, where there is one, names the setting in place of the entry's name.
 CONFIGS = (
     ("NCCL version", r"NCCL INFO NCCL version (?P<v>[\w.+-]{1,40})"),
     ("world size", r"ProcessGroupNCCL initialization options:[^\n]{0,200}?\bsize: (?P<v>\d{1,7})"),
+    # NCCL's param.cc / misc/param.cc: INFO(NCCL_ENV, "%s set by environment to %s", name, value)
+    ("NCCL setting", r"NCCL INFO (?P<n>NCCL_[A-Z0-9_]{2,40}) set by environment to (?P<v>[^\s]{1,80})"),
 )
-CONFIG_PATTERN = "|".join(p.replace("(?P<v>", "(?:") for _, p in CONFIGS)  # the prefilter takes no named groups
+CONFIG_PATTERN = "|".join(p.replace("(?P<v>", "(?:").replace("(?P<n>", "(?:")  # the prefilter takes no named groups
+                          for _, p in CONFIGS)
+MAX_SETTINGS = 64  # configuration values kept per host
 
 # Lines the tracker reads; one alternation the prefilter finds in its pass (engine.compiled, signal "hang").
 HANG_SIGNALS = (
@@ -345,7 +350,8 @@ class HangTracker:
                 or _HANG_RE.search(msg) or _EXCEPTION.match(msg):
             return None
         where = HangTracker._clock_of(rec)
-        facts = {("config", where, name) for name, pattern in _CONFIGS if pattern.search(text)}
+        facts = {("config", where, _config_name(name, m)) for name, pattern in _CONFIGS
+                 if (m := pattern.search(text)) is not None}
         if rec.timestamp is not None:
             name = next((name for name, pattern in _ANCHORS if pattern.search(text)), None)
             if name is not None and clock.seconds(rec.timestamp) is not None:
@@ -365,7 +371,9 @@ class HangTracker:
         and what the host printed of its configuration."""
         for name, pattern in _CONFIGS:
             if len(self.config) < MAX_CLOCKS and (m := pattern.search(rec.text)) is not None:
-                self.config.setdefault(self._clock_of(rec), {}).setdefault(name, m["v"])
+                printed = self.config.setdefault(self._clock_of(rec), {})
+                if len(printed) < MAX_SETTINGS:
+                    printed.setdefault(_config_name(name, m), m["v"])
         if rec.timestamp is None or len(self.anchors) >= MAX_CLOCKS:
             return
         for name, pattern in _ANCHORS:
@@ -592,6 +600,11 @@ class HangTracker:
             if lead < -CAUSE_AFTER_S:
                 return None
         return h, lead
+
+
+def _config_name(name: str, m: "re.Match[str]") -> str:
+    """What a configuration line printed: the entry's name, or the setting it names (`NCCL_SOCKET_IFNAME`)."""
+    return m["n"] if "n" in m.re.groupindex else name
 
 
 def _troubled(s: RankState) -> bool:

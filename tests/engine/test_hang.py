@@ -411,6 +411,22 @@ def test_a_host_with_another_nccl_version_is_the_outlier(compiled, tmp_path):
     validate(Report, to_dict(report))
 
 
+def test_a_host_whose_environment_gave_nccl_another_setting_is_the_outlier(compiled, tmp_path):
+    """NCCL prints each setting its environment gave (`NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0`):
+    the one host of three whose value differs is the outlier, named by the setting."""
+    env = {"node-a": "eth0", "node-b": "eth0", "node-c": "ib0"}
+    lines = [f"{h}:{100 + i}:{100 + i} [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to {v}"
+             for i, (h, v) in enumerate(env.items())]
+    lines += [f"{h}:{200 + i}:{200 + i} [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1"
+              for i, h in enumerate(env)]  # alike everywhere: no outlier
+    job = lines + _nccl_lines({0: (32, 31), 1: (32, 31), 2: (32, 31)})
+    assert _track(job).verdict().outliers == [("node-c", "NCCL_SOCKET_IFNAME", "ib0", "eth0")]
+    log = tmp_path / "job.log"
+    log.write_text("\n".join(job) + "\n")
+    report = scan(compiled, [log])
+    assert [(o.host, o.what, o.value) for o in report.hang.outliers] == [("node-c", "NCCL_SOCKET_IFNAME", "ib0")]
+
+
 @pytest.mark.parametrize("by_host", [
     {"node-a": "2.21.5", "node-b": "2.18.1"},  # two hosts that differ: which one is off cannot be told
     {"node-a": "2.21.5", "node-b": "2.21.5", "node-c": "2.21.5"},
