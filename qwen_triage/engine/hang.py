@@ -765,20 +765,8 @@ def decide(states: list[RankState], root_cause: int | None = None) -> Verdict:
         return found(o, f"rank {o.rank} ran {o.op}{' ' + o.shape if o.shape else ''} at collective {o.entered} "
                         "where the other ranks ran another collective or shape (a desync)")
     waiting_seqs = [s.entered for s in states if (s.waited or s.dumped) and s.entered is not None]
-    if waiting_seqs:
-        target = max(waiting_seqs)
-        op = next((s.op for s in states if s.waited and s.entered == target and s.op), None)
-        op = op or next((s.op for s in states if s.entered == target and s.op), None)
-        # sequence numbers count per process group: a rank waiting in another kind of collective may be in another
-        # group (FSDP's all-gather beside the default group's all-reduce), and its number says nothing of this one
-        behind = [s for s in states if s.entered is not None and s.entered < target
-                  and (op is None or s.op is None or _same_op(s.op, op))]
-        if len(behind) == 1:
-            b = behind[0]
-            said = "entered (their Flight Recorder dumps)" if b.dumped else "waited in"
-            return found(b, f"rank {b.rank} never entered collective {target}"
-                            f"{' (' + op + ')' if op else ''} that the other ranks {said} "
-                            f"(its last: {b.entered})", seq=target, op=op)
+    if (late := _never_entered(states, waiting_seqs)) is not None:
+        return found(*late)
     failed = [s for s in states if s.error or s.exitcode not in (None, 0, SIGTERM, 1) and not s.waited
               and not s.peer_lost]
     failed = [s for s in failed if not s.waited and not s.peer_lost]
@@ -810,14 +798,38 @@ def decide(states: list[RankState], root_cause: int | None = None) -> Verdict:
                         f"in a collective: it never entered it", op=op,
                      seq=max(waiting_seqs) if waiting_seqs else None)
     if (split := _split_step(states)) is not None:
-        step, ranks = split
-        return Verdict(None, [(s.rank, f"ran {s.op}{' ' + s.shape if s.shape else ''} at collective {step}")
-                              for s in ranks], states, False,
-                       f"the logs cannot decide: ranks {', '.join(str(s.rank) for s in ranks)} ran different "
-                       f"collectives or shapes at collective {step} (a desync) and no majority says which one left "
-                       "the common path" + note_rc)
+        return _split_verdict(states, *split, note_rc)
     suspects, note = _suspects(states, silent, bool(waited))
     return Verdict(None, suspects, states, False, note + note_rc)
+
+
+def _never_entered(states: list[RankState], waiting_seqs: list[int]) -> tuple[RankState, str, int, str | None] | None:
+    """The one rank that never entered the collective the others waited in (or entered, by their dumps): the rank,
+    why, the collective's number and op."""
+    if not waiting_seqs:
+        return None
+    target = max(waiting_seqs)
+    op = next((s.op for s in states if s.waited and s.entered == target and s.op), None)
+    op = op or next((s.op for s in states if s.entered == target and s.op), None)
+    # sequence numbers count per process group: a rank waiting in another kind of collective may be in another
+    # group (FSDP's all-gather beside the default group's all-reduce), and its number says nothing of this one
+    behind = [s for s in states if s.entered is not None and s.entered < target
+              and (op is None or s.op is None or _same_op(s.op, op))]
+    if len(behind) != 1:
+        return None
+    b = behind[0]
+    said = "entered (their Flight Recorder dumps)" if b.dumped else "waited in"
+    return (b, f"rank {b.rank} never entered collective {target}{' (' + op + ')' if op else ''} that the other "
+               f"ranks {said} (its last: {b.entered})", target, op)
+
+
+def _split_verdict(states: list[RankState], step: int, ranks: list[RankState], note_rc: str) -> Verdict:
+    """Ranks ran different collectives at one step and no majority says which one left the common path."""
+    return Verdict(None, [(s.rank, f"ran {s.op}{' ' + s.shape if s.shape else ''} at collective {step}")
+                          for s in ranks], states, False,
+                   f"the logs cannot decide: ranks {', '.join(str(s.rank) for s in ranks)} ran different "
+                   f"collectives or shapes at collective {step} (a desync) and no majority says which one left "
+                   "the common path" + note_rc)
 
 
 def _trace_verdict(states: list[RankState], ahead: list[RankState], behind: list[RankState]) -> Verdict:
