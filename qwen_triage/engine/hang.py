@@ -621,10 +621,7 @@ def lost_host(v: Verdict, host: str, lead: float | None) -> None:
     lost = "timed out waiting" if any(s.waited for s in others) else "lost their peers"
     why = (f"host {host} went quiet first: its log stops{when} with no error, timeout or exit of its own while the "
            f"ranks on the other hosts {lost}; the host (its launcher and every rank on it) was lost at once")
-    rank = on_host[0].rank if len(on_host) == 1 else None
-    v.culprit = Culprit(rank=rank, host=host, collective=op, seq=None, why=why)
-    v.suspects = [(s.rank, f"on host {host}, which went quiet first") for s in on_host] if rank is None else []
-    v.decided, v.note = True, why
+    _blame_host(v, host, on_host, op, why, "went quiet first")
 
 
 def host_behind(v: Verdict, host: str, its: str, others: str) -> None:
@@ -640,9 +637,15 @@ def host_behind(v: Verdict, host: str, its: str, others: str) -> None:
     named = f"; the other ranks waited for its rank {v.culprit.rank}" if v.culprit and v.culprit.rank is not None else ""
     why = (f"host {host} is behind: its log got only as far as '{its}' while every other host's reached "
            f"'{others}'{named}")
+    _blame_host(v, host, on_host, None, why, "is behind")
+
+
+def _blame_host(v: Verdict, host: str, on_host: list[RankState], op: str | None, why: str, which: str) -> None:
+    """The host is the culprit: its rank named where the logs place exactly one rank on it, else its ranks are the
+    suspects ("on host X, which <which>")."""
     rank = on_host[0].rank if len(on_host) == 1 else None
-    v.culprit = Culprit(rank=rank, host=host, collective=None, seq=None, why=why)
-    v.suspects = [(s.rank, f"on host {host}, which is behind") for s in on_host] if rank is None else []
+    v.culprit = Culprit(rank=rank, host=host, collective=op, seq=None, why=why)
+    v.suspects = [(s.rank, f"on host {host}, which {which}") for s in on_host] if rank is None else []
     v.decided, v.note = True, why
 
 
