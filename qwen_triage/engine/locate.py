@@ -38,6 +38,12 @@ LOCATED_KINDS = ("exception", "error")  # what says something failed; stalls and
 CATALOGUE = "catalogue"  # a diagnosis' `because` when the catalogue, not a rule, classed its line
 MAX_LOOKUPS = 50  # lines looked up per scan (the report lists at most as many)
 MAX_SOURCE_AT = 300  # characters of a line's head searched for a logger's `file.py:123`
+# the function a kernel message's own prefix names: DRM's `[drm:nv_drm_load [nvidia_drm]] *ERROR* ` (drm_err's
+# `[drm:%ps [%s]]`), and the same as FreeBSD's DRM prints it (`[drm ERROR :nv_drm_load]`)
+_FUNCTION_IN_LINE = re.compile(r"\[drm(?::| [A-Z]+ :)(?P<fn>[A-Za-z_]\w{0,80})(?: \[(?P<mod>\w{1,40})\])?\]")
+# where a C++ exception was thrown, as c10 and gloo prefix its message (`RuntimeError: [/pytorch/third_party/gloo/
+# gloo/transport/tcp/pair.cc:538] Read error …`): the raising site, nearer than any Python frame
+_THROWN_AT = re.compile(r"^(?:[\w.]{1,200}:\s*)?\[(?P<file>[^\]\s:]{1,300}\.(?:cc|cpp|cu|cxx|c|h|hpp)):\d{1,6}\]")
 _SOURCE_IN_LINE = re.compile(r"(?<![\w/.-])(?P<file>[A-Za-z_][\w.-]{0,80}\.(?:py|cc|cpp|cu|c|h|hpp|go|rs)):\d{1,6}\b")
 RULE_TIMEOUT = 0.05  # seconds per rule pattern tried on a classed line (read_by_rule)
 
@@ -71,8 +77,10 @@ def hints_of(item: Item) -> Any:
     source = rec.extra.get("source")
     if not source and (m := _SOURCE_IN_LINE.search(rec.text[:MAX_SOURCE_AT])):
         source = m["file"]
-    return Hints(file=rec.raised_in, source=source, program=rec.program, library=rec.raised_by,
-                 exception=item.exception)
+    site = _FUNCTION_IN_LINE.search(rec.message[:MAX_SOURCE_AT])
+    thrown = _THROWN_AT.search(rec.message.strip()[:MAX_SOURCE_AT])
+    return Hints(file=thrown["file"] if thrown else item.raised_in or rec.raised_in, source=source, program=rec.program, library=rec.raised_by,
+                 exception=item.exception, function=site["fn"] if site else None, module=site["mod"] if site else None)
 
 
 def locate(items: Sequence[Item], compiled: CompiledPack, index: CatalogueIndex | None = None) -> list[Located]:
@@ -126,10 +134,11 @@ def read_by_rule(message: str, compiled: CompiledPack) -> bool:
 
 def by_frame(item: Item, index: CatalogueIndex) -> PrintedBy | None:
     """Where an exception no template places was raised: the file of its traceback's innermost frame, when a
-    program of the catalogue holds that file. The words are not the program's own (an OS error's text, a C++
+    program of the catalogue holds that file (for a traceback the log cut before its exception, the innermost
+    frame it shows). The words are not the program's own (an OS error's text, a C++
     extension's, a bare ``AssertionError``), the raising code is; no template, so no class."""
-    raised_in = item.first.raised_in
-    if item.kind != "exception" or not raised_in:
+    raised_in = item.raised_in or (item.first.raised_in if item.kind == "exception" else None)
+    if not raised_in:
         return None
     found = index.file_of(raised_in)
     if found is None:

@@ -379,6 +379,8 @@ class Matcher:
             if frame is not None:
                 context.last_frame[rec.source_index] = (frame, rec.line)
                 context.frames.pop(rec.source_index, None)  # kept ones are older
+                if self.collector is not None:
+                    self.collector.signal(rec)  # where a traceback the log cuts short was raised
         elif rec.raised_by is None and (context.last_frame or context.frames) and is_exception_line(rec.message):
             context.settle_frames(rec.source_index)
             seen = context.last_frame.pop(rec.source_index, None)

@@ -89,6 +89,15 @@ DMESG_DECODE = _wrapper(r"(?P<facility>kern|user|mail|daemon|auth|syslog|lpr|new
 RFC3339_PREFIX = _wrapper(r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) (?P<msg>.*)")
 # the same stamp in brackets: a CI runner's or a log shipper's ``[2026-02-24T20:21:58Z] `` before each line
 RFC3339_BRACKETED = _wrapper(r"\[(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d))\] (?P<msg>.*)")
+# Python loggers that separate their fields with pipes: loguru's default (`2026-11-29 10:00:01.123 | ERROR    |
+# module:function:42 - msg`) and the `asctime | levelname | name | message` format of FastChat and the apps built
+# on it (QAnything, LLaVA) and of fairseq; the message keeps its own indentation (a traceback's source lines)
+PIPE_LOGGER = _wrapper(r"(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?) \| (?P<level>[A-Z]{4,8}) *\| ",
+                       r"(?:(?P<src>[\w.<>-]{1,200}:[\w.<>-]{1,200}:\d{1,6}) - |(?P<logger>[\w.-]{1,64}) {0,16}\| )?(?P<msg>.*)")
+# a line copied out of Google Cloud's Logs Explorer (GKE): its severity, the receive time, the resource's label
+CLOUD_LOGGING = _wrapper(r"(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) ",
+                         r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)) ",
+                         r"\[resource\.labels\.[A-Za-z]{1,40}: [^\]]{0,200}\] (?P<msg>.*)")
 COMPOSE = _wrapper(r"(?P<container>[A-Za-z0-9][\w.-]*?)\s+\| (?P<msg>.*)")
 # The message starts after `msg="` (or `msg=` for a bare value) and runs to the
 # end of the line: the closing quote and the key=value pairs after it stay as
@@ -144,6 +153,9 @@ WRAPPER_SAMPLES: tuple[tuple[str, str], ...] = (
     ("talos-kern", "10.0.0.2: kern:     err: [2026-11-29T10:00:01.123456789Z]: {}"),
     ("timestamped", "2026-11-29T10:00:01.123456789Z {}"),  # kubectl logs --timestamps, docker logs -t, CI
     ("compose", "vllm-1  | {}"),
+    ("pipe-logger", "2026-11-29 10:00:01.123 | ERROR    | __main__:main:42 - {}"),  # loguru
+    ("pipe-logger", "2026-11-29 10:00:01 | ERROR | stderr | {}"),  # FastChat, QAnything
+    ("cloud-logging", "ERROR 2026-11-29T10:00:01.123456789Z [resource.labels.containerName: vllm] {}"),
     ("logfmt", 'time=2026-11-29T10:00:01.123Z level=ERROR source=server.go:612 msg="{}"'),
     ("logfmt", 'time="2026-11-29T10:00:01Z" level=error msg="{}"'),  # logrus: containerd, the NVIDIA toolkit
     ("vllm-process", "(APIServer pid=1234) {}"),
@@ -209,6 +221,11 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
             _set_ts(rec, m["ts"])
             rec.formats += ("timestamped",)
             return m["msg"]
+        if "| " in msg[19:40] and (m := PIPE_LOGGER.match(msg)):
+            _set_ts(rec, m["ts"])
+            rec.level = level_name(m["level"]) or rec.level
+            rec.formats += ("pipe-logger",)
+            return m["msg"]
     if (c.isdigit() or (c == " " and msg[1:2].isdigit())) and (m := JOURNALD_SHORT_CJK.match(msg)):
         _journald(rec, m, "journald")
         return m["msg"]
@@ -239,6 +256,10 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
         rec.level = level_name(m["level"])
         rec.extra["source"] = m["src"] or m["src_old"]
         rec.formats += ("vllm",)
+        return m["msg"]
+    if c in "DINWECA" and "[resource.labels." in msg[:80] and (m := CLOUD_LOGGING.match(msg)):
+        _set_ts(rec, m["ts"])  # the severity is the stream's (stderr is ERROR), not the program's: not a level
+        rec.formats += ("cloud-logging",)
         return m["msg"]
     if (c == " " or c in "TDIWE") and "{" in msg[:80] and (m := TRACING_SPANS.match(msg)):
         end = _span_list_end(msg, m.end())

@@ -62,6 +62,7 @@ MAX_SPANS = 8  # occurrences of one item whose traceback span is kept
 TRACE_GAP = 2000  # lines between two seen lines of one traceback (frames between them are not seen)
 DETAIL_LINES = 20  # indented lines under an exception that may be its detail
 MIN_LAST_WORDS = 3  # a last line of fewer words is a table's cell or a status word, not a failure said
+CONTINUED_GAP = 3  # lines of a logged message between two the collector sees (no signal in them: `You can inspect …`)
 MIN_CARRIED = 20  # characters of a diagnosed message another line must quote to carry it
 
 # The words that have always made a line an error line: a line with one of them and an error level, or one the
@@ -148,7 +149,7 @@ _CODE = lazy(
     r"^(?:(?:return|raise|yield|await|assert|del|import|from)\b"
     r"|(?:with|for|if|elif|while|async with|async for)\b.{0,400}:$"
     r"|[A-Za-z_][\w.]{0,200}(?:\[[^\]]{0,200}\])?(?:\s?,\s?[A-Za-z_][\w.]{0,200})*\s?[-+*/|&]?=\s?[\w.\[({'\"]"
-    r"|[A-Za-z_][\w.]{0,200}(?:\[[^\]]{0,200}\])*\(.{0,400}(?:[,(\[{]|\))$)"
+    r"|[A-Za-z_][\w.]{0,200}(?:\[[^\]]{0,200}\])*\((?:.{0,400}(?:[,(\[{]|\)))?$)"  # a call (opened: its arguments below)
 )
 
 # Masks, most specific first: each variable part becomes a placeholder.
@@ -299,6 +300,9 @@ class Item:
     # evidence of a log nothing else explains, never listed beside a diagnosis (the watchdog's E lines after an
     # NCCL timeout, the daemon's wrapper of a diagnosed hook error are that diagnosis' echoes)
     weak: bool = False
+    # a traceback the log cut before its exception: the file of the innermost frame seen, where it was raised
+    # (engine.locate places the item there, as it places an exception by its raising frame)
+    raised_in: str | None = None
 
     def carries(self, diagnosed: Sequence[LineRecord]) -> bool:
         """Whether a diagnosed line is part of this item: in its traceback or detail lines, or quoted by it."""
@@ -340,6 +344,7 @@ class _Trace:
     span: Span | None = None  # the latest line of its own, while its detail lines may follow
     details: bool = False  # that line ended a traceback: indented lines under it are its detail, not errors
     stamp: tuple[str, str] | None = None  # the timestamp and logger source of that line, where its logger gave both
+    frame: str | None = None  # the file of the latest frame seen in its body: the innermost, where it was raised
 
     def cut_before(self, line: int) -> None:
         """A new traceback (or its quoted code) starts at ``line``: the last line's detail span ends before it."""
@@ -348,10 +353,12 @@ class _Trace:
 
     def continued_by(self, rec: LineRecord, stripped: str) -> bool:
         """Whether a line (no deeper than it: a deeper one is its detail) goes on with the message of the line just
-        before it: the next line after it, from the same log call (same timestamp and logger source: vLLM logs an
+        before it: the next line after it (or after a few lines of that message that no rule and no signal read: none
+        of its process seen since), from the same log call (same timestamp and logger source: vLLM logs an
         exception's text line by line, ``Tensor parallel size may exceed …`` under ``ValueError: Cannot provide a
         placement group …``), no exception of its own."""
-        return (self.stamp is not None and self.span is not None and rec.line == self.span.line + 1
+        return (self.stamp is not None and self.span is not None and self.last == self.span.line
+                and self.span.line < rec.line <= self.span.line + 1 + CONTINUED_GAP
                 and stamp_of(rec) == self.stamp and _EXCEPTION.search(stripped) is None
                 and _NAMED_ERROR.search(stripped) is None and not _TRACE_START.match(stripped))
 
@@ -384,8 +391,9 @@ class Collector:
     dropped: int = 0  # distinct templates beyond MAX_TEMPLATES
     progress_of: dict[int, Progress] = field(default_factory=dict)  # source -> where its launch got to
     traces: dict[Key, _Trace] = field(default_factory=dict)  # process -> its latest traceback
-    unfinished: list[LineRecord] = field(default_factory=list)  # error-level headers of tracebacks that never ended
+    unfinished: list[_Trace] = field(default_factory=list)  # tracebacks that never ended, with an error-level header
     last_lines: dict[int, LineRecord] = field(default_factory=dict)  # input -> its last line with words (ended)
+    last_added: tuple[Key, int, str] | None = None  # the latest line listed: its process, line and template
 
     def heartbeat(self, rec: LineRecord, stage_before: Callable[[], str | None]) -> None:
         """A line a stuck launch repeats; a new run of them looks up the stage it repeats in."""
@@ -418,7 +426,13 @@ class Collector:
         """A candidate line no rule matched: kept when it says something failed and is not known benign."""
         message = rec.message
         stripped = message.strip()
-        if not stripped or _CARETS.match(message):
+        if not stripped:
+            return
+        if _CARETS.match(message):
+            self._code_above(rec)
+            return
+        if (file := frame_file(message)) is not None:
+            self._frame(rec, file)
             return
         if self._quoted_code(rec, message):
             return
@@ -465,6 +479,26 @@ class Collector:
         message = rec.message
         if message.strip():
             self._follow(rec, message, message.strip())
+
+    def _code_above(self, rec: LineRecord) -> None:
+        """Carets mark the line of code just above them: where a logger stripped the indentation that would have
+        said so (a Logs Explorer copy), that line was listed as an error; it is taken back."""
+        last = self.last_added
+        if last is None or last[0] != key_of(rec) or last[1] != rec.line - 1:
+            return
+        item = self.items.get(last[2])
+        if item is not None and item.kind == "error" and _CODE.match(item.first.message.strip()):
+            item.count -= 1
+            if item.count <= 0:
+                del self.items[last[2]]
+        self.last_added = None
+
+    def _frame(self, rec: LineRecord, file: str) -> None:
+        """A traceback's frame line (the matcher's `frame` signal): structure, never an error; inside a traceback
+        the collector follows, the latest one is where it was raised, should the log end before its exception."""
+        trace = self._current(key_of(rec), rec)
+        if trace is not None and trace.open:
+            trace.last, trace.frame = rec.line, file
 
     def _quoted_code(self, rec: LineRecord, message: str) -> bool:
         """A traceback's source line (or cut frame) is its body: where no header was seen (the log starts inside
@@ -556,7 +590,7 @@ class Collector:
         """A traceback left behind: an error-level header whose traceback never ended is all there is of it."""
         self.traces.pop(key, None)
         if trace.open and trace.header is not None and len(self.unfinished) < MAX_TRACES:
-            self.unfinished.append(trace.header)
+            self.unfinished.append(trace)
 
     def add(self, kind: str, message: str, rec: LineRecord, *, raised_by: str | None = None,
             exception: str | None = None, span: Span | None = None, weak: bool = False) -> None:
@@ -569,6 +603,7 @@ class Collector:
             item = self.items[template] = Item(template, kind, 0, rec, rec.program, raised_by, exception, weak=weak)
         item.weak = item.weak and weak
         item.count += 1
+        self.last_added = (key_of(rec), rec.line, template)
         if span is not None and len(item.spans) < MAX_SPANS:
             item.spans.append(span)
 
@@ -581,15 +616,17 @@ class Collector:
         items = list(self.items.values())
         # tracebacks that never ended (the log was cut inside one): when nothing else is to be said, an
         # error-level header is the only sign of them (never silent); beside anything else it is noise
-        headers = [] if diagnosed or items else [
-            *self.unfinished, *(t.header for t in self.traces.values() if t.open and t.header)]
+        cut_traces = [] if diagnosed or items else [
+            *self.unfinished, *(t for t in self.traces.values() if t.open and t.header)]
         cut: dict[str, Item] = {}
-        for header in headers:
+        for trace in cut_traces:
+            header = trace.header
+            assert header is not None
             template = template_of(header.message)
             if template in cut:
                 cut[template].count += 1
             elif template not in self.items:
-                cut[template] = Item(template, "error", 1, header, header.program)
+                cut[template] = Item(template, "error", 1, header, header.program, raised_in=trace.frame)
         items += cut.values()
         if diagnosed:
             items = [i for i in items if not i.weak and not i.carries(diagnosed)]

@@ -69,6 +69,8 @@ class Hints:
     program: str | None = None  # the program the line's wrapper names (ollama, nccl ...)
     library: str | None = None  # the library of the frame that raised (vllm, transformers ...)
     exception: str | None = None  # the exception class the line names
+    function: str | None = None  # the function the line's own prefix names (the kernel's `[drm:nv_drm_load [nvidia_drm]]`)
+    module: str | None = None  # the kernel module it names (`nvidia_drm`: the folder `nvidia-drm/` of a program's source)
 
 
 @dataclass
@@ -240,7 +242,7 @@ class CatalogueIndex:
         hints = hints or Hints()
         if hints.exception is None or hints.library is None:
             hints = Hints(hints.file, hints.source, hints.program, hints.library or _module_of(text),
-                          hints.exception or _exception_of(text))
+                          hints.exception or _exception_of(text), hints.function, hints.module)
         tokens = set(_WORD.findall(text)) | set(_PART.findall(text))
         letters = _letters(text)
         seen: set[int] = set()
@@ -354,12 +356,14 @@ def _letters(text: str) -> int:
 def _specific(t: _Template, letters: int, rank: tuple[int, ...]) -> bool:
     """Whether a template says enough of the line to locate it: a long sentence (SURE_LITERAL), most of the line
     (MIN_SHARE), or a template of the file, program or library the line's own record names (``rank``'s first
-    three: the record vouches for where it came from); a shorter one (NAMED_LITERAL) only where the line names both
-    the program and the template's exception."""
+    three: the record vouches for where it came from); a shorter one (NAMED_LITERAL) only where the line names its
+    file, or both the program and the template's exception."""
     if len(t.words) < MIN_WORDS:
         return False
     if t.literal < MIN_LITERAL:
-        return bool(rank[2] and rank[3]) and t.literal >= NAMED_LITERAL  # the program's own exception, by the program
+        # the file the line names (its raising frame, its logger's `pair.cc:538`), or the program's own exception
+        # raised by the program
+        return bool(rank[0] or rank[1] or (rank[2] and rank[3])) and t.literal >= NAMED_LITERAL
     return (any(rank[:3]) or (t.literal >= SURE_LITERAL and len(t.words) >= SURE_WORDS)
             or t.literal >= MIN_SHARE * letters)
 
@@ -380,13 +384,16 @@ def _top_package(path: str) -> str:
 
 
 def _rank(t: _Template, h: Hints) -> tuple[int, int, int, int, int]:
-    """How surely a template is the line's: its file named by the line, its program, its exception, its length."""
+    """How surely a template is the line's: its file (or function) named by the line, its program, its exception,
+    its length."""
     raw = t.raw
     file = str(raw.get("file") or "")
     program = str(raw.get("program") or "")
     base = file.rsplit("/", 1)[-1]
     by_frame = bool(h.file and file and h.file.replace("\\", "/").endswith("/" + file))
-    by_logger = bool(h.source and base and h.source.split(":", 1)[0].rsplit("/", 1)[-1] == base)
-    by_program = bool((h.program and h.program == program) or (h.library and h.library in (program, _top_package(file))))
+    by_logger = bool(h.source and base and h.source.split(":", 1)[0].rsplit("/", 1)[-1] == base) or bool(
+        h.function and raw.get("function") == h.function)
+    by_program = bool((h.program and h.program == program) or (h.library and h.library in (program, _top_package(file)))
+                      or (h.module and h.module.replace("_", "-") in file.split("/")[:-1]))
     by_exception = bool(h.exception and raw.get("exception") == h.exception)
     return (by_frame, by_logger, by_program, by_exception, t.literal)

@@ -6,7 +6,8 @@
 
 Package-index sources are downloaded with `pip download NAME==VERSION --no-deps` (a wheel for pure-Python
 code, the sdist where the source is C/C++), checked against the pinned sha256, and unpacked (only the
-paths the pins name). Repository sources are read with `git archive` from a local mirror of the public
+paths the pins name). The Python standard library is read from Debian's packages of it (downloaded from the
+archive's pool, QWEN_TRIAGE_DEBIAN, checked the same way, unpacked with `dpkg-deb`): no package index carries it. Repository sources are read with `git archive` from a local mirror of the public
 repository at the pinned commit (QWEN_TRIAGE_MIRRORS, default /work/.mirror/<owner>+<name>/repo); where no
 mirror holds that commit, the release's entries already in the committed catalogue are kept, so one
 command rebuilds everything it can reach and never loses what it cannot.
@@ -91,8 +92,36 @@ def pip_fetch(rel: dict, cache: Path) -> tuple[Path, str]:
     return archive, sha256_of(archive)
 
 
-def unpack(archive: Path, roots: list[str], exclude: list[str], into: Path) -> int:
-    """The source files under ``roots`` (paths below the archive's top directory for an sdist)."""
+DEBIAN_ARCHIVE = os.environ.get("QWEN_TRIAGE_DEBIAN", "http://deb.debian.org/debian")
+
+
+def deb_fetch(rel: dict, cache: Path) -> tuple[Path, str]:
+    """The pinned Debian package (its path in the archive's pool) in the download cache, once, and its sha256."""
+    import urllib.request
+
+    pool = rel["deb"]
+    dest = cache / "deb" / pool.rsplit("/", 1)[-1]
+    if not dest.is_file():
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        log(f"download {DEBIAN_ARCHIVE}/{pool}")
+        with urllib.request.urlopen(f"{DEBIAN_ARCHIVE}/{pool}", timeout=120) as r, open(dest.with_suffix(".part"), "wb") as f:
+            f.write(r.read())
+        dest.with_suffix(".part").rename(dest)
+    return dest, sha256_of(dest)
+
+
+def deb_tree(deb: Path, cache: Path) -> Path:
+    """A Debian package's files as a tar archive (``dpkg-deb --fsys-tarfile``), beside the package in the cache."""
+    tar = cache / (deb.name + ".tar")
+    if not tar.is_file():
+        with open(tar, "wb") as out:
+            subprocess.run(["dpkg-deb", "--fsys-tarfile", str(deb)], check=True, stdout=out)
+    return tar
+
+
+def unpack(archive: Path, roots: list[str], exclude: list[str], into: Path, base: str = "") -> int:
+    """The source files under ``roots`` (paths below the archive's top directory for an sdist; below ``base``
+    where the pin names one: a Debian package's ``usr/lib/python3.11``)."""
     count = 0
     if archive.suffix in (".whl", ".zip"):
         with zipfile.ZipFile(archive) as z:
@@ -109,6 +138,10 @@ def unpack(archive: Path, roots: list[str], exclude: list[str], into: Path) -> i
             if not m.isfile() or m.size > MAX_MEMBER_BYTES:
                 continue
             below = m.name.split("/", 1)[1] if "/" in m.name else m.name
+            if base:
+                if not below.startswith(base + "/"):
+                    continue
+                below = below[len(base) + 1:]
             name = wanted(below, roots, exclude)
             if name:
                 data = t.extractfile(m)
@@ -179,6 +212,13 @@ def release_entries(key: str, rel: dict, cache: Path, classifier: Classifier, ol
             rel["sha256"] = digest
             n = unpack(archive, rel["roots"], exclude, tree)
             info = ReleaseInfo(version=version, source=f"pypi:{rel['pip']} ({archive.name})", sha256=digest)
+        elif "deb" in rel:
+            deb, digest = deb_fetch(rel, cache)
+            if rel.get("sha256") and rel["sha256"] != digest:
+                raise SystemExit(f"{key} {version}: {deb.name} has sha256 {digest}, pinned {rel['sha256']}")
+            rel["sha256"] = digest
+            n = unpack(deb_tree(deb, deb.parent), rel["roots"], exclude, tree, base=rel.get("base", ""))
+            info = ReleaseInfo(version=version, source=f"debian:{rel['deb']}", sha256=digest)
         else:
             info = ReleaseInfo(version=version, source=f"github:{rel['github']}@{rel['commit']}",
                                commit=rel["commit"])
@@ -229,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         by_release = []
         infos = []
         for rel in spec["releases"]:
-            if "pip" in rel and not rel.get("sha256") and not args.update_pins:
+            if ("pip" in rel or "deb" in rel) and not rel.get("sha256") and not args.update_pins:
                 raise SystemExit(f"{key} {rel['version']}: no sha256 pinned (run once with --update-pins)")
             entries, info = release_entries(key, rel, args.cache, classifier, old)
             by_release.append((info.version, entries))

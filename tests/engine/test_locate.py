@@ -160,3 +160,54 @@ def test_an_exception_no_template_holds_is_placed_by_the_frame_that_raised_it(co
     assert [u.printed_by for u in report.unrecognised] == [None]
     # only a whole file of the program: a bare `scheduler.py` of the user's own is nobody's
     assert cat.file_of("/home/user/scheduler.py") is None
+
+
+def test_a_traceback_the_log_cuts_before_its_exception_is_placed_by_its_innermost_frame(compiled, tmp_path: Path) -> None:
+    """A log pasted from the middle of a traceback to the middle of it (no header, no exception): its first line of
+    code stands for it, and the innermost frame shown is where it was raised; a frame outside the catalogue places
+    nothing."""
+    def cut(inner: str) -> str:
+        prefix = "(EngineCore pid=86) ERROR 06-01 13:18:12 [core.py:1341] "
+        lines = ['  File "/usr/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 276, in add_lora',
+                 "    return self.model_executor.add_lora(lora_request)",
+                 "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+                 f'  File "/usr/lib/python3.12/dist-packages/{inner}", line 282, in load',
+                 "    self._check_limits(",
+                 f'  File "/usr/lib/python3.12/dist-packages/{inner}", line 155, in _check_limits']
+        return HEAD + "".join(prefix + line + "\n" for line in lines)
+
+    cat = index(tmp_path)
+    report = scan(compiled, tmp_path, cut("vllm/worker/quux.py"), cat)
+    assert report.diagnoses == []
+    (u,) = report.unrecognised
+    assert u.kind == "error" and "return self.model_executor.add_lora" in u.template
+    assert u.printed_by is not None and u.printed_by.template is None
+    assert (u.printed_by.program, u.printed_by.file) == ("vllm", "vllm/worker/quux.py")
+    report = scan(compiled, tmp_path, cut("quuxlib/loader.py"), cat)
+    assert [u.printed_by for u in report.unrecognised] == [None]
+
+
+def test_a_kernel_message_is_placed_by_the_function_and_module_its_drm_prefix_names(tmp_path: Path) -> None:
+    """`[drm:nv_drm_load [nvidia_drm]] *ERROR* …` names the module (a folder of the driver's source) and the
+    function that printed it: a short template of that module or function places the line; the same words
+    without the prefix say too little to place it."""
+    drm = TemplateEntry(
+        program="nvidia_driver", releases=["550.54.14"], file="kernel-open/nvidia-drm/nvidia-drm-drv.c",
+        function="nv_drm_frob_load", kind="printf", level="error", template="Failed to frob the KapiWidget",
+        regex=r"Failed\s+to\s+frob\s+the\s+KapiWidget", words=["Failed", "frob", "the", "KapiWidget"])
+    (tmp_path / "rules" / "catalogue").mkdir(parents=True)
+    write_program(tmp_path / "rules" / "catalogue" / "nvidia_driver.jsonl.gz", [drm])
+    cat = CatalogueIndex(tmp_path / "rules")
+    from qwen_triage.engine.locate import hints_of
+    from qwen_triage.engine.normalize import normalize
+    from qwen_triage.engine.unrecognised import Item
+
+    def placed(line: str) -> bool:
+        rec = normalize(line)
+        return cat.lookup(rec.message, hints_of(Item("t", "error", 1, rec))) is not None
+
+    head = "[   24.530116] [drm:nv_drm_other_load [nvidia_drm]] *ERROR* [nvidia-drm] [GPU ID 0x00000700] "
+    assert placed(head + "Failed to frob the KapiWidget")  # by its module
+    assert placed("[drm ERROR :nv_drm_frob_load] [nvidia-drm] [GPU ID 0x00000100] Failed to frob the KapiWidget")
+    assert not placed("[   24.530116] [drm:amdgpu_load [amdgpu]] *ERROR* [GPU ID 0x00000700] card 0 Failed to "
+                      "frob the KapiWidget")

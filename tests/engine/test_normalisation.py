@@ -131,6 +131,21 @@ CASES = [
         {"formats": ("timestamped", "vllm-process", "vllm"), "pid": 6940, "level": "error",
          "message": "    raise ValueError("},
     ),
+    (  # docker compose around FastChat's `asctime | levelname | name | message`: a traceback keeps its indentation
+        "qanything-local  | 2024-02-20 21:46:23 | ERROR | stderr |     _check_dtype(self.model_config.dtype)",
+        {"formats": ("compose", "pipe-logger"), "level": "error", "timestamp": "2024-02-20 21:46:23",
+         "message": "    _check_dtype(self.model_config.dtype)"},
+    ),
+    (  # loguru's default format
+        "2023-10-20 10:11:09.512 | WARNING  | __main__:load_model:214 - Loading model from base model",
+        {"formats": ("pipe-logger",), "level": "warning", "message": "Loading model from base model"},
+    ),
+    (  # Logs Explorer: the severity is the stream's, the vLLM line inside gives the level
+        "INFO 2025-11-19T20:16:36.096625454Z [resource.labels.containerName: vllm] (EngineCore_DP0 pid=270) "
+        "ERROR 11-19 12:16:36 [v1/engine/core.py:842]            ^^^^^^^^",
+        {"formats": ("cloud-logging", "vllm-process", "vllm"), "level": "error", "pid": 270,
+         "message": "           ^^^^^^^^"},
+    ),
 ]
 
 

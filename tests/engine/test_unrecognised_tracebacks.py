@@ -197,6 +197,11 @@ CUT_TRACEBACKS = {
     "starts-at-a-source-line": [P + f for f in FRAMES[1:]],
     "frame-cut-short": [P + FRAMES[0][:40], *(P + f for f in FRAMES[1:])],
     "indentation-stripped": [f"{P}Traceback (most recent call last):", *(P + f.strip() for f in FRAMES)],
+    # a call whose arguments go on below it, the log's first line
+    "starts-at-an-opened-call": [P + "    self._check_table(", *(P + f for f in FRAMES[2:])],
+    # no header, no indentation (a Logs Explorer copy): the carets say the line above them was code
+    "stripped-code-above-carets": [P + "engine_core = EngineCoreProc(*args, **kwargs)", P + "^^^^^^^^^^^^^^^^^^^",
+                                   P + FRAMES[-1]],
 }
 
 
@@ -238,3 +243,16 @@ def test_the_next_lines_of_one_logged_exception_are_its_text_not_errors_of_their
         "(EngineCore_0 pid=7) ERROR 11-29 10:00:02 [core.py:712] the gadget pool on host1 is drained\n")
     report = scan_paths([str(log)], compiled)
     assert [u.evidence.line for u in report.unrecognised] == [1, 4, 5]
+
+
+def test_a_logged_message_goes_on_past_its_lines_that_say_nothing_failed(compiled) -> None:
+    """vLLM 0.32 logs transformers' three-line refusal line by line (genuine output): `Error parsing config for …:
+    The repository … contains custom code …`, ` You can inspect …` (no signal reads it) and `Please pass the argument
+    `trust_remote_code=True` …, retrying 1 of 2`, all of one log call. The last line is that message's, which a rule
+    diagnosed, not an error of its own."""
+    from qwen_triage.engine.scanner import scan_paths
+
+    (log,) = (ROOT / "fixtures" / "genuine").glob("*/trust-remote-code-0.32.0.log")
+    report = scan_paths([str(log)], compiled)
+    assert [d.class_ for d in report.diagnoses][:1] == ["model.arch_unsupported"]
+    assert not [u for u in report.unrecognised if "Please pass the argument" in u.template], report.unrecognised
