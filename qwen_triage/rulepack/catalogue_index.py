@@ -19,6 +19,7 @@ the line names, then the one with the most literal text.
 
 from __future__ import annotations
 
+import builtins
 import gzip
 import json
 import re
@@ -36,7 +37,8 @@ if TYPE_CHECKING:
 
 INT_FIELD = r"(?:-?\d+)"  # authoring.msg_template.TYPE_REGEX["int"], as typed_regex wraps it
 NUMBER_FIELD = r"(?:-?\d+(?:\.\d+)?)"
-INDEX_FORMAT = b"3"  # of the built index kept in the cache; 2: the programs' display names in the head, 3: their files
+INDEX_FORMAT = b"4"  # of the built index kept in the cache; 2: the programs' display names in the head, 3: their
+# files, 4: the exception classes only one program raises
 MAX_MANIFEST_BYTES = 2**20
 MAX_LINE = 2000  # characters of a line that are looked up (a template's regex runs on them)
 MAX_FILE_PARTS = 8  # path components of a traceback frame's file compared with the catalogue's files
@@ -58,6 +60,9 @@ _PART = re.compile(r"[A-Za-z]{3,}")  # the letters of a word fused to a number (
 _VALUES = re.compile(r"""(?:[A-Za-z]:)?(?:/|\\)[^\s'",:)\]]+|'[^'\s]{1,200}'|"[^"\s]{1,200}"|`[^`\s]{1,200}`"""
                      r"|\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{16,}\b")  # what unrecognised.template_of masks, roughly
 _EXCEPTION = re.compile(r"^(?:[A-Za-z_]\w{0,60}\.){0,8}(?P<exc>[A-Z]\w{0,80}):")
+# Python's own exception classes: whoever raises one, its name says nothing of the program (a class only one
+# program of the catalogue raises, `GatedRepoError`, names that program where the line does not name its module)
+_BUILTIN_EXCEPTIONS = frozenset(n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException))
 
 
 @dataclass(frozen=True)
@@ -113,6 +118,7 @@ class CatalogueIndex:
         self._base = 0  # where the JSON lines start in _data
         self._display: dict[str, str] = {}  # program key -> its display name (the manifest's, kept in the index)
         self._file_programs: dict[str, list[Any]] = {}  # file in a release -> [program key, releases holding it, oldest first]
+        self._raisers: dict[str, str] = {}  # an exception class only one program raises -> that program
         self._parsed: dict[int, _Template | None] = {}
         self._catalogue: Catalogue | None = None
         self.lookups = 0
@@ -171,6 +177,8 @@ class CatalogueIndex:
             return False
         displays = head.get("display")
         files = head.get("files")
+        raisers = head.get("raisers")
+        self._raisers = {str(k): str(v) for k, v in raisers.items()} if isinstance(raisers, dict) else {}
         self._keys, self._spans, self._data, self._base = keys, spans, blob, head_end + 1
         self._file_programs = files if isinstance(files, dict) else {}
         self._display = {str(k): str(v) for k, v in displays.items()} if isinstance(displays, dict) else {}
@@ -241,8 +249,9 @@ class CatalogueIndex:
             return []
         hints = hints or Hints()
         if hints.exception is None or hints.library is None:
-            hints = Hints(hints.file, hints.source, hints.program, hints.library or _module_of(text),
-                          hints.exception or _exception_of(text), hints.function, hints.module)
+            exception = hints.exception or _exception_of(text)
+            library = hints.library or _module_of(text) or (self._raisers.get(exception) if exception else None)
+            hints = Hints(hints.file, hints.source, hints.program, library, exception, hints.function, hints.module)
         tokens = set(_WORD.findall(text)) | set(_PART.findall(text))
         letters = _letters(text)
         seen: set[int] = set()
@@ -292,6 +301,7 @@ def _build(raw: list[tuple[Path, bytes]], displays: dict[str, str] | None = None
     lines: list[bytes] = []
     words: list[tuple[str, ...]] = []
     files: dict[str, tuple[str, set[str]]] = {}
+    raised: dict[str, set[str]] = {}  # exception class -> the programs that raise it
     skipped = 0
     for _path, data in raw:
         try:
@@ -314,6 +324,9 @@ def _build(raw: list[tuple[Path, bytes]], displays: dict[str, str] | None = None
             lines.append(line)
             words.append(t.words)
             file, program, held = t.raw.get("file"), t.raw.get("program"), t.raw.get("releases")
+            exception = t.raw.get("exception")
+            if isinstance(exception, str) and isinstance(program, str) and exception not in _BUILTIN_EXCEPTIONS:
+                raised.setdefault(exception, set()).add(program)
             if isinstance(file, str) and isinstance(program, str) and isinstance(held, list):
                 files.setdefault(file, (program, set()))[1].update(str(v) for v in held)
     freq: Counter[str] = Counter(w for ws in words for w in ws)
@@ -327,8 +340,9 @@ def _build(raw: list[tuple[Path, bytes]], displays: dict[str, str] | None = None
     order = releases or {}
     by_file = {f: [p, sorted(held, key=lambda v: (order.get(p, []).index(v) if v in order.get(p, []) else 99, v))]
                for f, (p, held) in files.items()}
+    raisers = {exc: next(iter(progs)) for exc, progs in sorted(raised.items()) if len(progs) == 1}
     head = {"format": INDEX_FORMAT.decode(), "keys": keys, "spans": spans, "skipped": skipped,
-            "display": displays or {}, "files": by_file}
+            "display": displays or {}, "files": by_file, "raisers": raisers}
     return json.dumps(head, separators=(",", ":")).encode() + b"\n" + b"\n".join(lines) + b"\n"
 
 

@@ -211,3 +211,20 @@ def test_a_kernel_message_is_placed_by_the_function_and_module_its_drm_prefix_na
     assert placed("[drm ERROR :nv_drm_frob_load] [nvidia-drm] [GPU ID 0x00000100] Failed to frob the KapiWidget")
     assert not placed("[   24.530116] [drm:amdgpu_load [amdgpu]] *ERROR* [GPU ID 0x00000700] card 0 Failed to "
                       "frob the KapiWidget")
+
+
+def test_an_exception_class_only_one_program_raises_names_that_program(tmp_path: Path) -> None:
+    """`GatedRepoError: 401 Client Error. (Request ID: …)`: the line names no module, and `Client Error` is too short
+    to place a line by itself; the class is raised by one program of the catalogue only, so the line is that
+    program's. A builtin class (`ValueError`) names nobody."""
+    def entry(exception: str) -> TemplateEntry:
+        return TemplateEntry(program="hubby", releases=["1.0"], file="hubby/utils/_http.py", function="raise_for",
+                             kind="raise", exception=exception, template="{int} Client Error.",
+                             regex=r"(?:-?\d+)\s+Client\s+Error\.", words=["Client", "Error"])
+
+    (tmp_path / "rules" / "catalogue").mkdir(parents=True)
+    write_program(tmp_path / "rules" / "catalogue" / "hubby.jsonl.gz", [entry("FrobbedRepoError"), entry("ValueError")])
+    cat = CatalogueIndex(tmp_path / "rules")
+    found = cat.lookup("FrobbedRepoError: 401 Client Error. (Request ID: Root=1-66389f5d)")
+    assert found is not None and found.program == "hubby" and found.exception == "FrobbedRepoError"
+    assert cat.lookup("ValueError: 401 Client Error. (Request ID: Root=1-66389f5d)") is None

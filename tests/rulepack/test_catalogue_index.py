@@ -125,6 +125,9 @@ def test_a_short_template_locates_a_line_that_names_its_program_and_its_exceptio
     status = T("httpx", "httpx/_models.py", "{str} '{any} {any}' for url '{str}'",
                r"(?:.+?)\s+'(?:.+?)\s+(?:.+?)'\s+for\s+url\s+'(?:\S+)'", ["for", "url"], exception="HTTPStatusError")
     write_program(tmp_path / "catalogue" / "httpx.jsonl.gz", [status])
+    # httpx2 raises the same class: the class alone names no program (tests/engine/test_locate.py: when it does)
+    write_program(tmp_path / "catalogue" / "httpx2.jsonl.gz", [status.model_copy(update={
+        "program": "httpx2", "file": "httpx2/_models.py"})])
     index = CatalogueIndex(tmp_path)
     line = "Client error '403 Forbidden' for url 'http://127.0.0.1:3/a/config.json'"
     found = index.lookup("httpx.HTTPStatusError: " + line)
