@@ -102,11 +102,22 @@ def locate(items: Sequence[Item], compiled: CompiledPack, index: CatalogueIndex 
             continue
         family = cmap.family_of(entry)
         printed_by = _printed_by(entry, family, index)
-        finding = _finding(item, entry, family, printed_by, compiled.pack.classes)
+        finding = _finding(item, entry, family, printed_by, compiled.pack.classes) if _whole(entry, item) else None
         if finding is not None and read_by_rule(item.first.message, compiled):
             finding = None  # a rule read the line and did not take it (its `where` or its table said no)
         out.append(Located(item, printed_by, finding))
     return out
+
+
+def _whole(entry: TemplateEntry, item: Item) -> bool:
+    """Whether the line says all of its template: a message of several lines is found by its first one, which
+    siblings share (huggingface_hub's `{any} Client Error.` opens its gated-repo, entry-not-found and
+    revision-not-found messages alike); only its later words tell
+    which of them it is, and so what it means."""
+    if "\n" not in entry.template:
+        return True
+    text = item.first.message
+    return all(word in text for word in entry.words)
 
 
 def _structural(rule: Any) -> bool:

@@ -37,8 +37,8 @@ if TYPE_CHECKING:
 
 INT_FIELD = r"(?:-?\d+)"  # authoring.msg_template.TYPE_REGEX["int"], as typed_regex wraps it
 NUMBER_FIELD = r"(?:-?\d+(?:\.\d+)?)"
-INDEX_FORMAT = b"4"  # of the built index kept in the cache; 2: the programs' display names in the head, 3: their
-# files, 4: the exception classes only one program raises
+INDEX_FORMAT = b"6"  # of the built index kept in the cache; 2: the programs' display names in the head, 3: their
+# files, 4-6: the exception classes one program owns (by the name a line gives them)
 MAX_MANIFEST_BYTES = 2**20
 MAX_LINE = 2000  # characters of a line that are looked up (a template's regex runs on them)
 MAX_FILE_PARTS = 8  # path components of a traceback frame's file compared with the catalogue's files
@@ -302,6 +302,7 @@ def _build(raw: list[tuple[Path, bytes]], displays: dict[str, str] | None = None
     words: list[tuple[str, ...]] = []
     files: dict[str, tuple[str, set[str]]] = {}
     raised: dict[str, set[str]] = {}  # exception class -> the programs that raise it
+    owners: dict[str, set[str]] = {}  # exception class -> the top packages of the modules it is raised as
     skipped = 0
     for _path, data in raw:
         try:
@@ -325,8 +326,12 @@ def _build(raw: list[tuple[Path, bytes]], displays: dict[str, str] | None = None
             words.append(t.words)
             file, program, held = t.raw.get("file"), t.raw.get("program"), t.raw.get("releases")
             exception = t.raw.get("exception")
-            if isinstance(exception, str) and isinstance(program, str) and exception not in _BUILTIN_EXCEPTIONS:
-                raised.setdefault(exception, set()).add(program)
+            if isinstance(exception, str) and isinstance(program, str):
+                module, _, name = exception.rpartition(".")  # a line names it `GatedRepoError`, not by its module
+                if name not in _BUILTIN_EXCEPTIONS:
+                    raised.setdefault(name, set()).add(program)
+                    if module:  # the module that defines it: `huggingface_hub.utils` (accelerate re-raises it)
+                        owners.setdefault(name, set()).add(module.split(".", 1)[0])
             if isinstance(file, str) and isinstance(program, str) and isinstance(held, list):
                 files.setdefault(file, (program, set()))[1].update(str(v) for v in held)
     freq: Counter[str] = Counter(w for ws in words for w in ws)
@@ -340,7 +345,12 @@ def _build(raw: list[tuple[Path, bytes]], displays: dict[str, str] | None = None
     order = releases or {}
     by_file = {f: [p, sorted(held, key=lambda v: (order.get(p, []).index(v) if v in order.get(p, []) else 99, v))]
                for f, (p, held) in files.items()}
-    raisers = {exc: next(iter(progs)) for exc, progs in sorted(raised.items()) if len(progs) == 1}
+    programs = {p for progs in raised.values() for p in progs}
+    raisers = {}
+    for exc, progs in sorted(raised.items()):
+        owner = owners.get(exc, set()) & programs
+        if len(owner) == 1 or len(progs) == 1:  # the program whose module defines it, else its only raiser
+            raisers[exc] = next(iter(owner)) if len(owner) == 1 else next(iter(progs))
     head = {"format": INDEX_FORMAT.decode(), "keys": keys, "spans": spans, "skipped": skipped,
             "display": displays or {}, "files": by_file, "raisers": raisers}
     return json.dumps(head, separators=(",", ":")).encode() + b"\n" + b"\n".join(lines) + b"\n"
@@ -409,5 +419,5 @@ def _rank(t: _Template, h: Hints) -> tuple[int, int, int, int, int]:
         h.function and raw.get("function") == h.function)
     by_program = bool((h.program and h.program == program) or (h.library and h.library in (program, _top_package(file)))
                       or (h.module and h.module.replace("_", "-") in file.split("/")[:-1]))
-    by_exception = bool(h.exception and raw.get("exception") == h.exception)
+    by_exception = bool(h.exception and str(raw.get("exception") or "").rsplit(".", 1)[-1] == h.exception)
     return (by_frame, by_logger, by_program, by_exception, t.literal)

@@ -223,8 +223,35 @@ def test_an_exception_class_only_one_program_raises_names_that_program(tmp_path:
                              regex=r"(?:-?\d+)\s+Client\s+Error\.", words=["Client", "Error"])
 
     (tmp_path / "rules" / "catalogue").mkdir(parents=True)
-    write_program(tmp_path / "rules" / "catalogue" / "hubby.jsonl.gz", [entry("FrobbedRepoError"), entry("ValueError")])
+    write_program(tmp_path / "rules" / "catalogue" / "hubby.jsonl.gz",
+                  [entry("FrobbedRepoError"), entry("ValueError"), entry("hubby.errors.ForkedRepoError")])
+    # another program re-raises hubby's class: the module that defines it still names hubby
+    write_program(tmp_path / "rules" / "catalogue" / "acc.jsonl.gz", [entry("hubby.errors.ForkedRepoError").model_copy(
+        update={"program": "acc", "file": "acc/utils/hub.py", "template": "{int} Client Error: acc.",
+                "regex": r"(?:-?\d+)\s+Client\s+Error:\s+acc\."})])
     cat = CatalogueIndex(tmp_path / "rules")
     found = cat.lookup("FrobbedRepoError: 401 Client Error. (Request ID: Root=1-66389f5d)")
     assert found is not None and found.program == "hubby" and found.exception == "FrobbedRepoError"
     assert cat.lookup("ValueError: 401 Client Error. (Request ID: Root=1-66389f5d)") is None
+    found = cat.lookup("ForkedRepoError: 401 Client Error. (Request ID: Root=1-66389f5d)")
+    assert found is not None and found.program == "hubby"
+
+
+def test_a_line_that_says_only_the_first_line_of_a_longer_message_is_located_never_classed(compiled, tmp_path: Path) -> None:
+    """`GatedRepoError: 401 Client Error.` is the first line of several messages (gated repo, entry not found,
+    revision not found) that mean different things: placed, but the class of whichever sibling answered is not the
+    line's. The whole message, on one line, is classed."""
+    entry = TemplateEntry(
+        program="vllm", releases=["0.11.0"], file="vllm/worker/quux.py", function=None, kind="raise",
+        exception="QuuxRepoError", template="{any} Quux refusal.\n\nZorble widget unfrobbed at {str}.",
+        regex=r"(?:.+?)\s+Quux\s+refusal\.", words=["Quux", "refusal", "Zorble", "widget", "unfrobbed"],
+        **{"class": "config.bad_argument", "class_from": "rule"})
+    (tmp_path / "rules" / "catalogue").mkdir(parents=True)
+    write_program(tmp_path / "rules" / "catalogue" / "vllm.jsonl.gz", [entry])
+    cat = CatalogueIndex(tmp_path / "rules")
+    report = scan(compiled, tmp_path, HEAD + "QuuxRepoError: 401 Quux refusal. (Request ID: Root=1-66389f5d)\n", cat)
+    assert report.diagnoses == []
+    (u,) = report.unrecognised
+    assert u.printed_by is not None and u.printed_by.file == "vllm/worker/quux.py"
+    report = scan(compiled, tmp_path, HEAD + "QuuxRepoError: 401 Quux refusal. Zorble widget unfrobbed at http://x/y.\n", cat)
+    assert [(d.class_, d.because) for d in report.diagnoses] == [("config.bad_argument", "catalogue")]
