@@ -79,8 +79,9 @@ def hints_of(item: Item) -> Any:
         source = m["file"]
     site = _FUNCTION_IN_LINE.search(rec.message[:MAX_SOURCE_AT])
     thrown = _THROWN_AT.search(rec.message.strip()[:MAX_SOURCE_AT])
-    return Hints(file=thrown["file"] if thrown else item.raised_in or rec.raised_in, source=source, program=rec.program, library=rec.raised_by,
-                 exception=item.exception, function=site["fn"] if site else None, module=site["mod"] if site else None)
+    return Hints(file=thrown["file"] if thrown else item.raised_in or rec.raised_in, source=source,
+                 program=rec.program, library=rec.raised_by, exception=item.exception,
+                 function=site["fn"] if site else None, module=site["mod"] if site else None)
 
 
 def locate(items: Sequence[Item], compiled: CompiledPack, index: CatalogueIndex | None = None) -> list[Located]:
@@ -112,8 +113,7 @@ def locate(items: Sequence[Item], compiled: CompiledPack, index: CatalogueIndex 
 def _whole(entry: TemplateEntry, item: Item) -> bool:
     """Whether the line says all of its template: a message of several lines is found by its first one, which
     siblings share (huggingface_hub's `{any} Client Error.` opens its gated-repo, entry-not-found and
-    revision-not-found messages alike); only its later words tell
-    which of them it is, and so what it means."""
+    revision-not-found messages alike); only its later words tell which of them it is, and so what it means."""
     if "\n" not in entry.template:
         return True
     text = item.first.message
@@ -146,8 +146,8 @@ def read_by_rule(message: str, compiled: CompiledPack) -> bool:
 def by_frame(item: Item, index: CatalogueIndex) -> PrintedBy | None:
     """Where an exception no template places was raised: the file of its traceback's innermost frame, when a
     program of the catalogue holds that file (for a traceback the log cut before its exception, the innermost
-    frame it shows). The words are not the program's own (an OS error's text, a C++
-    extension's, a bare ``AssertionError``), the raising code is; no template, so no class."""
+    frame it shows). The words are not the program's own (an OS error's text, a C++ extension's, a bare
+    ``AssertionError``), the raising code is; no template, so no class."""
     raised_in = item.raised_in or (item.first.raised_in if item.kind == "exception" else None)
     if not raised_in:
         return None

@@ -60,8 +60,8 @@ _PART = re.compile(r"[A-Za-z]{3,}")  # the letters of a word fused to a number (
 _VALUES = re.compile(r"""(?:[A-Za-z]:)?(?:/|\\)[^\s'",:)\]]+|'[^'\s]{1,200}'|"[^"\s]{1,200}"|`[^`\s]{1,200}`"""
                      r"|\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{16,}\b")  # what unrecognised.template_of masks, roughly
 _EXCEPTION = re.compile(r"^(?:[A-Za-z_]\w{0,60}\.){0,8}(?P<exc>[A-Z]\w{0,80}):")
-# Python's own exception classes: whoever raises one, its name says nothing of the program (a class only one
-# program of the catalogue raises, `GatedRepoError`, names that program where the line does not name its module)
+# Python's own exception classes: whoever raises one, its name says nothing of the program (a class one program of
+# the catalogue owns, `GatedRepoError`, names that program where the line does not name its module)
 _BUILTIN_EXCEPTIONS = frozenset(n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException))
 
 
@@ -118,7 +118,7 @@ class CatalogueIndex:
         self._base = 0  # where the JSON lines start in _data
         self._display: dict[str, str] = {}  # program key -> its display name (the manifest's, kept in the index)
         self._file_programs: dict[str, list[Any]] = {}  # file in a release -> [program key, releases holding it, oldest first]
-        self._raisers: dict[str, str] = {}  # an exception class only one program raises -> that program
+        self._raisers: dict[str, str] = {}  # an exception class one program owns (defines, or alone raises) -> it
         self._parsed: dict[int, _Template | None] = {}
         self._catalogue: Catalogue | None = None
         self.lookups = 0
