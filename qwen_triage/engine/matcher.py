@@ -49,7 +49,7 @@ class Signals(Protocol):
     part's worker that records them for the scan to replay (engine.split)."""
 
     def signal(self, rec: LineRecord) -> None:
-        """A candidate line no rule took."""
+        """A candidate line no rule took (a traceback's frame line too: where a cut traceback was raised)."""
 
     def explained(self, rec: LineRecord) -> None:
         """A candidate line a rule took."""

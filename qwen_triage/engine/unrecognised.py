@@ -431,7 +431,7 @@ class Collector:
         if _CARETS.match(message):
             self._code_above(rec)
             return
-        if (file := frame_file(message)) is not None:
+        if 'File "' in message and (file := frame_file(message)) is not None:  # the matcher's `frame` lines
             self._frame(rec, file)
             return
         if self._quoted_code(rec, message):

@@ -7,8 +7,8 @@
 Package-index sources are downloaded with `pip download NAME==VERSION --no-deps` (a wheel for pure-Python
 code, the sdist where the source is C/C++), checked against the pinned sha256, and unpacked (only the
 paths the pins name). The Python standard library is read from Debian's packages of it (downloaded from the
-archive's pool, QWEN_TRIAGE_DEBIAN, checked the same way, unpacked with `dpkg-deb`): no package index carries it. Repository sources are read with `git archive` from a local mirror of the public
-repository at the pinned commit (QWEN_TRIAGE_MIRRORS, default /work/.mirror/<owner>+<name>/repo); where no
+archive's pool, QWEN_TRIAGE_DEBIAN, checked the same way, unpacked with `dpkg-deb`): no package index carries
+it. Repository sources are read with `git archive` from a local mirror of the public repository at the pinned commit (QWEN_TRIAGE_MIRRORS, default /work/.mirror/<owner>+<name>/repo); where no
 mirror holds that commit, the release's entries already in the committed catalogue are kept, so one
 command rebuilds everything it can reach and never loses what it cannot.
 
@@ -199,6 +199,14 @@ def _class_of(e: TemplateEntry, classifier: Classifier) -> dict[str, object]:
     return {"class_": class_, "class_from": "rule" if class_ else None}
 
 
+def _pinned(key: str, rel: dict, archive: Path, digest: str) -> tuple[Path, str]:
+    """The downloaded archive, refused when its sha256 is not the pinned one (recorded where none is pinned yet)."""
+    if rel.get("sha256") and rel["sha256"] != digest:
+        raise SystemExit(f"{key} {rel['version']}: {archive.name} has sha256 {digest}, pinned {rel['sha256']}")
+    rel["sha256"] = digest
+    return archive, digest
+
+
 def release_entries(key: str, rel: dict, cache: Path, classifier: Classifier, old: Catalogue) -> tuple[
         list[TemplateEntry], ReleaseInfo]:
     version = str(rel["version"])
@@ -206,17 +214,11 @@ def release_entries(key: str, rel: dict, cache: Path, classifier: Classifier, ol
     with tempfile.TemporaryDirectory(prefix=f"cat-{key}-") as tmp:
         tree = Path(tmp)
         if "pip" in rel:
-            archive, digest = pip_fetch(rel, cache)
-            if rel.get("sha256") and rel["sha256"] != digest:
-                raise SystemExit(f"{key} {version}: {archive.name} has sha256 {digest}, pinned {rel['sha256']}")
-            rel["sha256"] = digest
+            archive, digest = _pinned(key, rel, *pip_fetch(rel, cache))
             n = unpack(archive, rel["roots"], exclude, tree)
             info = ReleaseInfo(version=version, source=f"pypi:{rel['pip']} ({archive.name})", sha256=digest)
         elif "deb" in rel:
-            deb, digest = deb_fetch(rel, cache)
-            if rel.get("sha256") and rel["sha256"] != digest:
-                raise SystemExit(f"{key} {version}: {deb.name} has sha256 {digest}, pinned {rel['sha256']}")
-            rel["sha256"] = digest
+            deb, digest = _pinned(key, rel, *deb_fetch(rel, cache))
             n = unpack(deb_tree(deb, deb.parent), rel["roots"], exclude, tree, base=rel.get("base", ""))
             info = ReleaseInfo(version=version, source=f"debian:{rel['deb']}", sha256=digest)
         else:
