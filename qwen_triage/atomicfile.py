@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 from pathlib import Path
 
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -30,7 +29,7 @@ _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_C
 def _create_temp(target: Path, mode: int) -> tuple[int, Path]:
     """A new, exclusive temporary file beside ``target``."""
     for _ in range(100):
-        tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+        tmp = target.with_name(f".{target.name}.{os.urandom(6).hex()}.tmp")
         try:
             return os.open(tmp, _FLAGS, mode), tmp
         except FileExistsError:

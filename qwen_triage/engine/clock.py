@@ -13,17 +13,16 @@ over events. Aligned time is a host's time minus its offset.
 
 from __future__ import annotations
 
-import re
-from datetime import datetime, timezone
+from qwen_triage.lazyre import lazy
 
 YEARLESS = 2000  # a leap year: Feb 29 of a year-less format still reads
 _MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
                                        "Nov", "Dec"), 1)}
 _HMS = r"(?P<H>\d\d):(?P<M>\d\d):(?P<S>\d\d)(?:[.,](?P<frac>\d{1,9}))?"
-_GLOG = re.compile(rf"(?P<mo>\d{{1,2}})(?P<d>\d\d) {_HMS}$")  # 1202 08:47:52.882583110
-_VLLM = re.compile(rf"(?P<mo>\d\d)-(?P<d>\d\d) {_HMS}$")  # 11-29 10:00:01
-_SYSLOG = re.compile(rf"(?:\w{{3}} )?(?P<mon>\w{{3}}) +(?P<d>\d{{1,2}}) {_HMS}(?: (?P<y>\d{{4}}))?$")
-_ISO = re.compile(rf"(?P<y>\d{{4}})-(?P<mo>\d\d)-(?P<d>\d\d)[T ]{_HMS}(?P<zone>Z|[+-]\d\d:?\d\d)?$")
+_GLOG = lazy(rf"(?P<mo>\d{{1,2}})(?P<d>\d\d) {_HMS}$")  # 1202 08:47:52.882583110
+_VLLM = lazy(rf"(?P<mo>\d\d)-(?P<d>\d\d) {_HMS}$")  # 11-29 10:00:01
+_SYSLOG = lazy(rf"(?:\w{{3}} )?(?P<mon>\w{{3}}) +(?P<d>\d{{1,2}}) {_HMS}(?: (?P<y>\d{{4}}))?$")
+_ISO = lazy(rf"(?P<y>\d{{4}})-(?P<mo>\d\d)-(?P<d>\d\d)[T ]{_HMS}(?P<zone>Z|[+-]\d\d:?\d\d)?$")
 
 
 def seconds(ts: str | None) -> float | None:
@@ -40,6 +39,8 @@ def seconds(ts: str | None) -> float | None:
     if month is None:
         return None
     year = int(parts["y"]) if parts.get("y") else YEARLESS
+    from datetime import datetime, timezone  # here, not at import: a log without ranks never reads a time
+
     try:
         dt = datetime(year, month, int(parts["d"]), int(parts["H"]), int(parts["M"]), int(parts["S"]),
                       tzinfo=timezone.utc)

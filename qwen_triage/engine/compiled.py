@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from qwen_triage.engine.hang import HANG_PATTERN
+from qwen_triage.engine.hang import HANG_PATTERN, RAS_PATTERN
 from qwen_triage.engine.multiline import HINTS_PATTERN
 from qwen_triage.engine.prefilter import Prefilter, build_prefilter
-from qwen_triage.engine.ras import RAS_PATTERN
 from qwen_triage.engine.unrecognised import SIGNALS
 from qwen_triage.lazyre import lazy_with
 from qwen_triage.rulepack.pack import LoadedRule, RulePack, compile_pattern
@@ -78,11 +77,12 @@ class GuardedPattern:
             return None
 
 
-RETIRED = MatchSpec()  # what a `status: deprecated` rule reads: nothing
 
 
 @dataclass
 class CompiledRule:
+    """A rule with its patterns as ids into the pack's one pattern list (what the prefilter reports)."""
+
     index: int
     loaded: LoadedRule
     any_ids: tuple[int, ...]
@@ -98,6 +98,8 @@ class CompiledRule:
 
 @dataclass
 class CompiledPack:
+    """A rule pack ready to match: its patterns numbered once, who uses each, and the prefilter over them all."""
+
     pack: RulePack
     patterns: list[str]
     regexes: LazyRegexes
@@ -184,7 +186,7 @@ class CompiledPack:
         rules = []
         for i, lr in enumerate(pack.rules):
             # a deprecated rule is kept (lint, the catalogue, its index) but reads nothing: no pattern of it is used
-            m = lr.rule.match if lr.rule.status is not Status.deprecated else RETIRED
+            m = lr.rule.match if lr.rule.status is not Status.deprecated else MatchSpec()
             rules.append(
                 CompiledRule(
                     index=i,

@@ -8,20 +8,22 @@ for the rest of the scan: the report names them (:class:`DisabledRule`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from qwen_triage.engine.compiled import CONFIRM_TIMEOUT, CompiledPack, CompiledRule
 from qwen_triage.engine.origin import accepts
 from qwen_triage.engine.records import LineRecord
 from qwen_triage.engine.unrecognised import exception_of, raised_at
+from qwen_triage.lazydata import lazy_dataclass
 
 if TYPE_CHECKING:  # annotations only: `regex` is imported where a pattern is compiled
     import regex
 
 
-@dataclass
+@lazy_dataclass
 class DisabledRule:
+    """A rule switched off for the rest of a scan because its pattern ran past its time on a line."""
+
     rule_id: str
     pattern: str
     where: str  # path:line of the line it timed out on

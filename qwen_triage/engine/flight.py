@@ -23,7 +23,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-MAX_DUMP = 256 << 20  # bytes of one dump read; a larger one is cut and not read
+from qwen_triage.inputs.source import MAX_WHOLE
+
 MAX_WORLD = 65536
 _RANK_OF_NAME = re.compile(r"(\d{1,6})(?:\.json|\.pkl|\.pickle)?$")  # torch's loader: the rank ends the file name
 _RANKS = re.compile(r"\d{1,6}")
@@ -119,8 +120,8 @@ def _collect(name: str, stack: list[object]) -> None:
 
 def load(data: bytes) -> dict:
     """The dump's dict; :class:`DumpError` when it is not one (or is too large)."""
-    if len(data) > MAX_DUMP:
-        raise DumpError(f"larger than {MAX_DUMP >> 20} MiB")
+    if len(data) > MAX_WHOLE:
+        raise DumpError(f"larger than {MAX_WHOLE >> 20} MiB")
     try:
         obj = _plain_values(data) if data[:1] == b"\x80" else json.loads(data)
     except DumpError:

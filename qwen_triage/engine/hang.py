@@ -18,18 +18,20 @@ monitored_barrier, torchelastic's failure summary); each is cited where it is de
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Callable
 
-from qwen_triage.engine import clock, ras
+from qwen_triage.engine import clock
 from qwen_triage.engine.block_records import record_of
 from qwen_triage.engine.normalize import normalize, rank_of_path
 from qwen_triage.engine.records import LineRecord
 from qwen_triage.engine.sources import Block
+from qwen_triage.lazydata import lazy_dataclass
 from qwen_triage.lazyre import lazy
 from qwen_triage.units import bounded_int
 
 if TYPE_CHECKING:
+    from qwen_triage.engine import ras
     from qwen_triage.engine.flight import FlightState
     from qwen_triage.engine.stage_ladder import StageLadder
     from qwen_triage.report.model import Diagnosis, Hang, HangOutlier
@@ -73,6 +75,29 @@ HANG_SIGNALS = (
     r'|distributed_c10d\.py", line \d+, in \w+'  # the collective a traceback waited in
 )
 HANG_PATTERN = HANG_SIGNALS + "|" + ANCHOR_PATTERN + "|" + CONFIG_PATTERN
+
+# The lines of an NCCL RAS text report that engine.ras's reader takes (src/ras/client_support.cc's templates; each
+# alternative holds a literal the literal prefilter can look for). One alternation the prefilter finds in its pass
+# (engine.compiled, signal "ras"); kept here beside the hang signals, so a scan compiles its prefilter without
+# importing engine.ras (imported by the first RAS line).
+RAS_PATTERN = (
+    r"NCCL version \S+ compiled with CUDA"  # rasClientRunInit: a report starts
+    r"|Communicators\.\.\. \("  # rasClientRunComms: " (%.3fs)" after "Communicators..."
+    # a row of the communicators' table: "%5d  %8d  %8d  %8s  %8d  %8d  %8s  %6s", the status right-aligned
+    r"|^[ \t]*\d+[ \t]+\d+[ \t]+\d+[ \t]+\d+(?:-\d+)?[ \t]+\d+[ \t]+\d+ *"
+    r"(?:  NOCOMM  |  UNKNOWN  |  INIT  |  RUNNING  |  FINALIZE  |  ABORT  )"
+    r"|Missing communicator data from \d+ "  # "… job process(es)" / "… rank(s)"
+    r"|job process(?:es are| is) considered dead"
+    r"|Process \d+ on node \S+ managing GPU"
+    r"|^#\d+-\d+ \([0-9a-f]+\) (?:INCOMPLETE|ERROR|MISMATCH)"  # a communicator's section
+    r"|The missing ranks?: \d"  # 2.24-2.25
+    r"|(?:managed by process \d+ on node |\[process information not found\])"  # a rank's line
+    r"|(?:Initialization|Asynchronous) errors? on \d+ rank"
+    r"|\d+ ranks reported "
+    r"|Communicator ranks have different "
+    r"|\d+ ranks have (?:status|launched up to operation|not launched any operations)"
+    r"|communication timeouts? while gathering communicator data"
+)
 
 _HANG_RE = lazy(HANG_SIGNALS, re.M)
 _ANCHORS = tuple((name, lazy(p)) for name, p in ANCHORS)
@@ -123,7 +148,7 @@ STAGE_WINDOW = 1 << 18  # bytes at the end of a file searched for the launch sta
 MAX_TAILS = 256  # files whose ends are kept for that, in a scan of several hosts' files
 
 
-@dataclass
+@lazy_dataclass
 class RankState:
     """What one rank was last seen doing."""
 
@@ -150,8 +175,10 @@ class RankState:
     trace_final: bool = False  # that input has been read to its end: the trace is where the rank's log stops
 
 
-@dataclass
+@lazy_dataclass
 class Culprit:
+    """The rank (or host) a hung job's verdict names, and the collective it stopped in."""
+
     rank: int | None
     host: str | None
     collective: str | None
@@ -159,8 +186,10 @@ class Culprit:
     why: str
 
 
-@dataclass
+@lazy_dataclass
 class Verdict:
+    """What the hang analysis concluded: the culprit, the suspects, and each rank's last state."""
+
     culprit: Culprit | None
     suspects: list[tuple[int, str]]  # (rank, why)
     ranks: list[RankState]
@@ -181,9 +210,11 @@ class Verdict:
 class HangTracker:
     """Per-rank state, fed the records of a scan that carry a rank or a hang signal (engine.matcher)."""
 
-    def __init__(self, stages: "StageLadder | None" = None) -> None:
+    def __init__(self, stages: "Callable[[], StageLadder | None]" = lambda: None) -> None:
         self.ranks: dict[int, RankState] = {}
-        self._stages = stages  # the launch stages (rules/stages.yaml), to tell how far each host's log got
+        # the launch stages (rules/stages.yaml), to tell how far each host's log got: asked for only when two
+        # hosts' logs are read (its one regex is compiled then, not by every scan)
+        self._stages = stages
         self._tails: dict[str, bytes] = {}  # clock (host or file) -> its file's end, while a second host may come
         self.stage_of: dict[str, str | None] = {}  # clock -> the last launch stage its file reached, once asked
         self._order = 0
@@ -398,7 +429,7 @@ class HangTracker:
         if len(self._ended) < MAX_CLOCKS:
             self._ended.add(path)
         key = self._last_time(path, block)
-        if self._stages is not None and (self.ranks or self.anchors) and len(self._tails) < MAX_TAILS:
+        if (self.ranks or self.anchors) and len(self._tails) < MAX_TAILS:
             self._tails[key or "\0" + path] = bytes(block.data[-STAGE_WINDOW:])  # read once a second host shows
         rank, local = rank_of_path(path)
         if rank is None and local is None:
@@ -457,14 +488,18 @@ class HangTracker:
         if reader is None:
             if len(self._ras_text) >= MAX_CLOCKS:
                 return
-            reader = self._ras_text[rec.source_index] = ras.TextReader()
+            from qwen_triage.engine.ras import TextReader  # imported by the first RAS line: most logs have none
+
+            reader = self._ras_text[rec.source_index] = TextReader()
         reader.feed(rec.message, rec.path, rec.line, rec.text, self._order)
 
     def ras_json(self, data: bytes, path: str) -> None:
         """An NCCL RAS report in JSON (`ncclras -f json`); :class:`~qwen_triage.engine.ras.RasError` when it is not
         one."""
+        from qwen_triage.engine.ras import load_json
+
         self._order += 1
-        self._ras_json = [*self._ras_json[-1:], ras.load_json(data, path, self._order)]
+        self._ras_json = [*self._ras_json[-1:], load_json(data, path, self._order)]
 
     def _apply_ras(self) -> str:
         """The last NCCL RAS report read (against the one before it, engine.ras.places): each rank it places, on its
@@ -479,7 +514,9 @@ class HangTracker:
                          key=lambda r: r.order)
         if not reports:
             return ""
-        found = ras.places(reports[-1], reports[-2] if len(reports) > 1 else None)
+        from qwen_triage.engine.ras import places
+
+        found = places(reports[-1], reports[-2] if len(reports) > 1 else None)
         for place in found.ranks.values():
             st = self._state(place.rank)
             if st is not None:
@@ -569,8 +606,8 @@ class HangTracker:
         v.quiet = self._quiet_host(v, host)
         if v.quiet is not None and v.culprit is None:
             lost_host(v, *v.quiet)
-        ladder = self._stages
-        if ladder is not None and v.quiet is None and len({host(k) for k in self._tails} - {""}) > 1:
+        ladder = self._stages() if v.quiet is None and len({host(k) for k in self._tails} - {""}) > 1 else None
+        if ladder is not None:
             reached: dict[str, str] = {}
             for key, tail in self._tails.items():
                 if key not in self.stage_of:

@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 
 from qwen_triage.engine.origin import PROCESS_REPORT_PATTERN
+from qwen_triage.lazydata import lazy_dataclass
 from qwen_triage.lazyre import lazy
 
 MAX_JOINED_CHARS = 4096
@@ -137,7 +138,7 @@ def continuing_family(message: str) -> Family | None:
     return None
 
 
-@dataclass
+@lazy_dataclass
 class Assembly:
     """A record being assembled: its message so far and what it still accepts."""
 

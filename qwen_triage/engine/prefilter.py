@@ -17,10 +17,8 @@ the literal prefilter instead; the scan report names their rules.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
-import zlib
 from collections import defaultdict
 from collections.abc import Container
 from pathlib import Path
@@ -36,6 +34,7 @@ Candidates = dict[int, set[int]]  # line start offset in block -> pattern ids
 MAX_EXPANDED = 5000  # one pattern: about five seconds of Hyperscan compile at most
 MAX_EXPANDED_TOTAL = 20_000  # all patterns above HEAVY together
 HEAVY = 1000
+DB_HEAD = 64  # bytes of a serialised database recorded beside it in the cache: its header and more (_db_head)
 _BOUND = lazy(r"\{(\d+)(?:,(\d*))?\}")
 
 
@@ -483,7 +482,9 @@ def _hs_key(hyperscan, patterns: list[str], multiline: frozenset[int], flags: in
     warm 10-line scan. The key is what they are a function of instead: the patterns, which are multi-line,
     and the code that turns a pattern into its expression (this module and engine.literals, by content).
     """
-    h = hashlib.sha256()
+    from qwen_triage.rulepack.cache import hasher
+
+    h = hasher()
     try:
         for module_file in (__file__, Path(__file__).with_name("literals.py")):  # engine.literals, not imported
             h.update(Path(module_file).read_bytes())
@@ -491,6 +492,12 @@ def _hs_key(hyperscan, patterns: list[str], multiline: frozenset[int], flags: in
         h.update(b"\0".join(_hs_expressions(patterns, multiline)))
     h.update(json.dumps([patterns, sorted(multiline), flags, hyperscan.__version__]).encode())  # one update, in C
     return h.hexdigest()[:32]
+
+
+def _db_head(blob: bytes) -> str:
+    """A serialised Hyperscan database's header: magic, version, bytecode length, platform and the bytecode's
+    CRC32C (hs_deserialize_database checks the bytecode against it), then the first bytecode bytes."""
+    return blob[:DB_HEAD].hex()
 
 
 def _hs_expression(pattern: str) -> bytes:
@@ -581,8 +588,12 @@ class HyperscanPrefilter:
             self._fallback_ids = self.bad
 
     def _load_cached(self, cache_dir: Path | None, key: str):
-        """The database stored for ``key``, when the private cache holds it and its checksum checks out (a CRC:
-        the entry is private, the check is for damage; a SHA-256 of the ~3 MB took ~3 ms of a small scan)."""
+        """The database stored for ``key``, when the private cache holds it and it is the one stored there.
+
+        Hyperscan checks a serialised database itself on loading: its header (magic, version, length, platform)
+        and a CRC32C of its bytecode, which the header carries. The entry's own header records the database's
+        first bytes, that CRC among them, so a valid database of other patterns put in its place is refused too.
+        (A CRC of the whole ~5 MB, as this once took, was ~4 ms of a small scan; a SHA-256 ~3 ms.)"""
         from qwen_triage.rulepack.cache import Cache
 
         self.bad = []
@@ -593,8 +604,8 @@ class HyperscanPrefilter:
         try:
             header, blob = entry.split(b"\n", 1)
             meta = json.loads(header)
-            if meta.get("crc32") != zlib.crc32(blob):
-                return None  # damaged or replaced: compile again
+            if meta.get("head") != _db_head(blob):
+                return None  # replaced, or written by a version that did not record it: compile again
             bad = [int(x) for x in meta["bad"]]
             screened = [int(x) for x in meta.get("screened", [])]
             db = self._hs.loadb(blob, mode=self._hs.HS_MODE_BLOCK)
@@ -613,7 +624,7 @@ class HyperscanPrefilter:
         if cache is None:
             return
         blob = self._hs.dumpb(self.db)
-        header = json.dumps({"bad": bad, "screened": screened, "crc32": zlib.crc32(blob)}).encode()
+        header = json.dumps({"bad": bad, "screened": screened, "head": _db_head(blob)}).encode()
         if cache.write(f"hs-{key}", header + b"\n" + blob):
             cache.prune("hs-", keep=f"hs-{key}")
 

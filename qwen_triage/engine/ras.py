@@ -13,7 +13,7 @@ The text templates are those of src/ras/client_support.cc (``rasClientRunInit``,
 collectives) and "The missing ranks: 3,5"; 2.26 and later one section per collective type ("different AllReduce
 operation counts") and each missing rank on a line of its own with its GPU, process and node. The JSON keys are
 its ``jsonWrite*`` functions'. A text report's lines reach :class:`TextReader` through the prefilter's pass
-(signal "ras", :data:`RAS_PATTERN`), so a log without one costs nothing; a JSON report (an input whose first key is
+(signal "ras", engine.hang's ``RAS_PATTERN``), so a log without one costs nothing; a JSON report (an input whose first key is
 ``nccl_version``, pretty-printed as NCCL writes it or compacted) is read whole (:func:`load_json`).
 
 RAS is the runtime's own view of a live job: a rank it cannot reach, or whose count of launched operations stays
@@ -29,10 +29,10 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from qwen_triage.inputs.source import MAX_WHOLE
 from qwen_triage.lazyre import lazy
 from qwen_triage.units import bounded_int
 
-MAX_REPORT = 256 << 20  # bytes of one JSON report read; a larger one is not read
 MAX_RANKS = 65536
 MAX_COMMS = 4096  # communicators kept of one report
 MAX_PROCESSES = 4096  # dead or missing processes kept of one report
@@ -47,26 +47,6 @@ ERRORS = {1: "Unhandled CUDA error", 2: "System error", 3: "Internal error", 4: 
 REMOTE = "Remote process error"  # ncclRemoteError: a peer failed, this rank only saw it
 IN_PROGRESS = 7
 
-# The lines the reader takes (client_support.cc's templates; each alternative holds a literal the literal
-# prefilter can look for). One alternation the prefilter finds in its pass (engine.compiled, signal "ras").
-RAS_PATTERN = (
-    r"NCCL version \S+ compiled with CUDA"  # rasClientRunInit: a report starts
-    r"|Communicators\.\.\. \("  # rasClientRunComms: " (%.3fs)" after "Communicators..."
-    # a row of the communicators' table: "%5d  %8d  %8d  %8s  %8d  %8d  %8s  %6s", the status right-aligned
-    r"|^[ \t]*\d+[ \t]+\d+[ \t]+\d+[ \t]+\d+(?:-\d+)?[ \t]+\d+[ \t]+\d+ *"
-    r"(?:  NOCOMM  |  UNKNOWN  |  INIT  |  RUNNING  |  FINALIZE  |  ABORT  )"
-    r"|Missing communicator data from \d+ "  # "… job process(es)" / "… rank(s)"
-    r"|job process(?:es are| is) considered dead"
-    r"|Process \d+ on node \S+ managing GPU"
-    r"|^#\d+-\d+ \([0-9a-f]+\) (?:INCOMPLETE|ERROR|MISMATCH)"  # a communicator's section
-    r"|The missing ranks?: \d"  # 2.24-2.25
-    r"|(?:managed by process \d+ on node |\[process information not found\])"  # a rank's line
-    r"|(?:Initialization|Asynchronous) errors? on \d+ rank"
-    r"|\d+ ranks reported "
-    r"|Communicator ranks have different "
-    r"|\d+ ranks have (?:status|launched up to operation|not launched any operations)"
-    r"|communication timeouts? while gathering communicator data"
-)
 
 _VERSION = lazy(r"NCCL version (?P<v>\S{1,40}) compiled with CUDA")
 _COMMUNICATORS = lazy(r"^Communicators\.\.\. \(")
@@ -308,8 +288,8 @@ class TextReader:
 
 def load_json(data: bytes, path: str, order: int = 0) -> Report:
     """A JSON report (`ncclras -f json`, NCCL 2.28.7+); :class:`RasError` when it is not one."""
-    if len(data) > MAX_REPORT:
-        raise RasError(f"larger than {MAX_REPORT >> 20} MiB")
+    if len(data) > MAX_WHOLE:
+        raise RasError(f"larger than {MAX_WHOLE >> 20} MiB")
     try:
         obj = json.loads(data)
     except (ValueError, RecursionError) as exc:

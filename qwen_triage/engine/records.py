@@ -18,6 +18,9 @@ SOURCE = "source"  # a line of code a traceback quotes: its string literals and 
 
 @dataclass(slots=True)
 class LineRecord:
+    """One line as every stage after decoding sees it: where it came from, its message without wrappers, and what
+    the wrappers said."""
+
     path: str  # origin: file path, "<stdin>", or "<child>"
     line: int  # 1-based line number in that origin
     message: str  # the text rules match, wrappers removed

@@ -84,7 +84,7 @@ class Scanner:
         self.catalogue = catalogue
         self._located: dict[str, Located | None] = {}  # template -> where the catalogue placed it (None: nowhere)
         self.unrecognised = Collector(benign=compiled.benign_patterns(), stages={s["id"]: s for s in compiled.pack.stages})
-        self.hang = HangTracker(compiled.stage_ladder)
+        self.hang = HangTracker(lambda: compiled.stage_ladder)
         self.matcher = Matcher(compiled, collector=self.unrecognised, hang=self.hang)
         self._correlator: Correlator | None = None  # made by the first finding: a clean log never needs one
         self.max_line = max_line

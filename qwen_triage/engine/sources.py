@@ -24,33 +24,31 @@ import itertools
 import json
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from types import MappingProxyType
 from typing import BinaryIO, Callable, Iterator, Mapping
 
-from qwen_triage.engine.flight import MAX_DUMP
 from qwen_triage.engine.normalize import ANSI_BYTES_RE, PRIORITY_LEVELS
 from qwen_triage.engine.origin import journal_program
-from qwen_triage.engine.ras import MAX_REPORT
 from qwen_triage.engine.records import LineRecord
 from qwen_triage.inputs.source import (
     CHUNK,
-    FLIGHT,
     JOURNAL_JSON,
     JOURNAL_MAX_LINE,
     MAX_LINE,
+    MAX_WHOLE,
     READ_ERRORS,
     TEXT,
     WHOLE,
     InputError,
     Source,
 )
+from qwen_triage.lazydata import lazy_dataclass
 from qwen_triage.units import bounded_int
 
 MAX_FIELD = 256  # a host or program name longer than this is not one
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class LineMeta:
     """Per-line origin and fields for lines that did not come from plain text."""
 
@@ -303,6 +301,8 @@ def _journal_time(usec: object) -> str | None:
     number = bounded_int(usec, max_digits=19)
     if number is None:
         return None
+    from datetime import datetime, timezone  # here, not at import: only journal JSON needs it
+
     try:
         return datetime.fromtimestamp(number / 1e6, tz=timezone.utc).isoformat(timespec="microseconds")
     except (OverflowError, ValueError, OSError):  # beyond the years datetime can hold
@@ -346,8 +346,7 @@ def source_blocks(source: Source, max_line: int = MAX_LINE, chunk: int = CHUNK) 
     stream = source.begin_sniffed()
     try:
         if source.kind in WHOLE:  # a dump or a JSON report, not lines: one block of its bytes (its reader bounds it)
-            yield Block(data=stream.read((MAX_DUMP if source.kind == FLIGHT else MAX_REPORT) + 1), first_line=1,
-                        counted=0)
+            yield Block(data=stream.read(MAX_WHOLE + 1), first_line=1, counted=0)
             return
         yield from raw_blocks(stream, source, line_limit(source.kind, max_line), chunk)
     finally:

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Sequence
 
 from qwen_triage.engine.records import SOURCE, LineRecord
+from qwen_triage.lazydata import lazy_dataclass
 from qwen_triage.lazyre import lazy
 from qwen_triage.redact import redact_text
 
@@ -260,7 +261,7 @@ def key_of(rec: LineRecord) -> Key:
     return (rec.source_index, rec.process, rec.pid, rec.rank)
 
 
-@dataclass
+@lazy_dataclass
 class Span:
     """Where one occurrence of an item sits: its traceback chain, its line, the end of its detail lines."""
 
@@ -283,7 +284,7 @@ def indent_of(message: str) -> int:
     return len(message) - len(message.lstrip())
 
 
-@dataclass
+@lazy_dataclass
 class Item:
     """One unrecognised template: how often, where first, who raised it."""
 
@@ -332,7 +333,7 @@ def _carried_text(message: str) -> str | None:
     return text if len(text) >= MIN_CARRIED else None
 
 
-@dataclass
+@lazy_dataclass
 class _Trace:
     """One process's traceback as the collector follows it."""
 
@@ -363,7 +364,7 @@ class _Trace:
                 and _NAMED_ERROR.search(stripped) is None and not _TRACE_START.match(stripped))
 
 
-@dataclass
+@lazy_dataclass
 class Progress:
     """Where one input's launch got to: its latest stage and the heartbeat it keeps repeating."""
 

@@ -10,22 +10,25 @@ from __future__ import annotations
 
 import heapq
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Callable, Iterator, Sequence
 
 from qwen_triage.engine.compiled import CompiledRule
 from qwen_triage.engine.finding import Finding
 from qwen_triage.engine.multiline import RECORD_LINES
+from qwen_triage.lazydata import lazy_dataclass
 
 
-@dataclass
+@lazy_dataclass
 class _Pending:
+    """A finding held back until its rule's veto window has passed."""
+
     finding: Finding
     until: int  # line number after which the veto window has passed
     closed: bool = False  # vetoed or already given out
 
 
-@dataclass
+@lazy_dataclass
 class _PendingSet:
     """Findings of one source waiting out their veto windows.
 

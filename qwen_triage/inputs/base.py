@@ -30,6 +30,8 @@ def totals(prev: SourceState | None, kind: str | None = None) -> tuple[int, int]
 
 @dataclass
 class Chunk:
+    """Whole lines a reader hands on, with the line number they start at."""
+
     data: bytes  # whole lines, each ending in LF
     first_line: int  # line number of the first one, counted over the source's life
     kind: str = TEXT  # what the lines are (qwen_triage.inputs.source.KINDS): the engine decodes by it

@@ -20,7 +20,6 @@ chunk carries, not this module's.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import io
 import os
 import stat
@@ -54,6 +53,8 @@ def _head(fd: int, length: int = HEAD) -> bytes:
 
 
 def _hash(data: bytes) -> str:
+    import hashlib  # here: only a reader that keeps a cursor hashes, and hashlib loads OpenSSL (a plain scan never)
+
     return hashlib.sha256(data).hexdigest()
 
 

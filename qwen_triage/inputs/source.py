@@ -23,6 +23,7 @@ JOURNAL_JSON = "journal-json"
 KINDS = (TEXT, JOURNAL_JSON)
 FLIGHT = "flight-recorder"  # a PyTorch Flight Recorder dump: not lines, read whole by engine.flight
 RAS_JSON = "ncclras-json"  # an NCCL RAS report in JSON (`ncclras -f json`): read whole by engine.ras
+MAX_WHOLE = 256 << 20  # bytes of an input read whole (a dump, a RAS report); a larger one is not read
 WHOLE = (FLIGHT, RAS_JSON)  # kinds read whole, not as lines
 
 CHUNK = 1 << 20

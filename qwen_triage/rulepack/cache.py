@@ -13,11 +13,11 @@ same kind are pruned.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 import sys
 from pathlib import Path
+from typing import Any
 
 from qwen_triage.atomicfile import write_atomic
 
@@ -36,8 +36,21 @@ def user_cache_path() -> Path:
     return Path(user_cache_dir("qwen-triage"))
 
 
+def hasher() -> Any:
+    """A fresh BLAKE2b object for the cache's keys, from CPython's own ``_blake2`` where the build has it.
+
+    ``hashlib`` would load OpenSSL's bindings too: about 3 ms of every scan, for one digest. A build without
+    ``_blake2`` takes hashlib's BLAKE2b, the same digest.
+    """
+    try:
+        from _blake2 import blake2b
+    except ImportError:
+        from hashlib import blake2b
+    return blake2b(digest_size=32)
+
+
 def digest(*parts: bytes) -> str:
-    h = hashlib.sha256()
+    h = hasher()
     for part in parts:
         h.update(len(part).to_bytes(8, "little"))
         h.update(part)

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
+
+from qwen_triage.lazydata import lazy_dataclass
 
 MAX_RULE_FILE_BYTES = 2 * 2**20  # a rule or data file larger than this is refused before it is read (the biggest real one: ~80 KB)
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class Position:
+    """Where in a rule file something stands, for messages that point at it."""
+
     line: int  # 1-based
     column: int  # 1-based
 

@@ -20,10 +20,11 @@ import io
 import json
 import pickle
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from qwen_triage.lazydata import lazy_dataclass
 from qwen_triage.rulepack.errors import Position, RuleFileError
 from qwen_triage.rulepack.paths import (
     CATALOGUE_DIR,
@@ -69,15 +70,19 @@ def compile_pattern(pattern: str) -> regex.Pattern[str]:
     return regex.compile(pattern, regex.VERSION0)
 
 
-@dataclass
+@lazy_dataclass
 class LoadedRule:
+    """A rule with the file and place it was read from (lint and reports point there)."""
+
     rule: RuleSpec
     path: str
     position: Position
 
 
-@dataclass
+@lazy_dataclass
 class RulePack:
+    """Everything the rule files give one scan: classes, rules, and the data files beside them."""
+
     classes: dict[str, ClassSpec]
     rules: list[LoadedRule] = field(default_factory=list)
     files: list[str] = field(default_factory=list)

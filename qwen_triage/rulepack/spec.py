@@ -8,9 +8,10 @@ file's entry as JSON, the whole pack as a pickle of these classes only). Keeping
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, field, replace
 from typing import Any, Callable
 
+from qwen_triage.lazydata import lazy_dataclass
 from qwen_triage.rulepack.severity import Severity, Status
 
 
@@ -22,8 +23,10 @@ def table_value(value: object) -> str:
     return text.casefold()
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class MatchSpec:
+    """What a rule looks for: the patterns any one of which fires it, those that must all be near, and its vetoes."""
+
     any: tuple[str, ...] = ()
     all: tuple[str, ...] = ()
     window: int = 200
@@ -38,20 +41,26 @@ class MatchSpec:
     count_by: str | None = None  # a fact: `count` lines with the same value of it make the storm
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class FixSpec:
+    """One step of a fix: its words, and the action the runner may apply (rulepack.actions)."""
+
     step: str
     action: dict[str, Any] | None = None  # the action as JSON, its fixed safety class included
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class ExamplesSpec:
+    """A rule's example lines: what it must match and what it must not (`rules test`, lint, the exports)."""
+
     match: tuple[str, ...] = ()
     no_match: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class RowSpec:
+    """One row of a rule's code table: the codes it covers and what it changes of the rule's finding."""
+
     values: tuple[str, ...]  # compared through table_value()
     class_: str | None = None
     severity: Severity | None = None
@@ -66,8 +75,10 @@ class RowSpec:
 _AFTER_TEXT = " .,;:'\"()[]-"
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class TableSpec:
+    """A rule's code table: the captured fact that is looked up, and the rows it is looked up in."""
+
     key: str
     source: str
     rows: tuple[RowSpec, ...]
@@ -94,8 +105,10 @@ def _fix_specs(steps: Any) -> tuple[FixSpec, ...]:
     return tuple(FixSpec(s.step, s.action.model_dump(mode="json") if s.action else None) for s in steps)
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class RuleSpec:
+    """A validated rule, as the engine runs it."""
+
     id: str
     class_: str
     title: str
@@ -258,8 +271,10 @@ def _table_from_dict(t: dict[str, Any]) -> TableSpec:
     )
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class ClassSpec:
+    """A failure class of the catalogue (rules/classes.yaml): its words, its fix and what it explains."""
+
     id: str
     title: str
     evidence: str
@@ -278,7 +293,7 @@ class ClassSpec:
                    bool(d["held_until_boot"]))
 
 
-@dataclass(frozen=True)
+@lazy_dataclass(frozen=True)
 class StageSpec:
     """One launch stage of ``rules/stages.yaml``, as the stall watchdog uses it (validated on load)."""
 

@@ -29,11 +29,13 @@ def stray_rule_files(pack: RulePack, cwd: Path) -> list[Path]:
     here = cwd / "rules"
     if not here.is_dir():
         return []
-    loaded = {Path(path).resolve() for path in {lr.path for lr in pack.rules}}  # a file holds many rules
     try:
         bundled: Path | None = bundled_rules_dir()
     except FileNotFoundError:
         bundled = None
+    if bundled is not None and here.resolve() == bundled.resolve():
+        return []  # the pack's own folder (an editable install run in its clone): its every rule file was loaded
+    loaded = {Path(path).resolve() for path in {lr.path for lr in pack.rules}}  # a file holds many rules
     out = []
     for f in sorted([*here.glob("*.yaml"), *here.glob("*.yml")]):
         try:
