@@ -26,10 +26,16 @@ from pathlib import Path
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
+def _token() -> str:
+    """A temporary name's random part: what ``secrets.token_hex(6)`` gives, without importing ``secrets``
+    (its ``hmac`` loads OpenSSL's bindings: ~3 ms of every scan that writes its cache)."""
+    return os.urandom(6).hex()
+
+
 def _create_temp(target: Path, mode: int) -> tuple[int, Path]:
     """A new, exclusive temporary file beside ``target``."""
     for _ in range(100):
-        tmp = target.with_name(f".{target.name}.{os.urandom(6).hex()}.tmp")
+        tmp = target.with_name(f".{target.name}.{_token()}.tmp")
         try:
             return os.open(tmp, _FLAGS, mode), tmp
         except FileExistsError:

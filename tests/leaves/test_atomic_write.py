@@ -52,7 +52,7 @@ def test_a_planted_temporary_name_is_never_written_through(tmp_path, monkeypatch
     victim.write_bytes(b"keep me")
     target = tmp_path / "cache.bin"
     names = iter(["planted", "fresh"])
-    monkeypatch.setattr(atomicfile.secrets, "token_hex", lambda n: next(names))
+    monkeypatch.setattr(atomicfile, "_token", lambda: next(names))
     planted = tmp_path / ".cache.bin.planted.tmp"
     planted.symlink_to(victim)
     write_atomic(target, b"data")
