@@ -145,7 +145,7 @@ def _shared_hyperscan_databases() -> Iterator[None]:
         return
 
     def copy(src: Cache, dst: Cache) -> None:
-        for entry in sorted(src.path.glob("hs-*")):
+        for entry in sorted([*src.path.glob("hs-*"), *src.path.glob("hsmeta-*")]):
             if not (dst.path / entry.name).exists():
                 data = src.read(entry.name)
                 if data is not None:
@@ -159,6 +159,7 @@ def _shared_hyperscan_databases() -> Iterator[None]:
         newest = max(shared.path.glob("hs-*"), key=lambda p: p.stat().st_mtime, default=None)
         if newest is not None:
             shared.prune("hs-", keep=newest.name)
+            shared.prune("hsmeta-", keep="hsmeta-" + newest.name.removeprefix("hs-"))
 
 
 @pytest.fixture(scope="session")

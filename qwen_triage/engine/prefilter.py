@@ -34,6 +34,7 @@ Candidates = dict[int, set[int]]  # line start offset in block -> pattern ids
 MAX_EXPANDED = 5000  # one pattern: about five seconds of Hyperscan compile at most
 MAX_EXPANDED_TOTAL = 20_000  # all patterns above HEAVY together
 HEAVY = 1000
+HS_DB, HS_META = "hs-", "hsmeta-"  # cache entries: a serialised database, and what is known of it (JSON)
 DB_HEAD = 64  # bytes of a serialised database recorded beside it in the cache: its header and more (_db_head)
 _BOUND = lazy(r"\{(\d+)(?:,(\d*))?\}")
 
@@ -591,18 +592,20 @@ class HyperscanPrefilter:
         """The database stored for ``key``, when the private cache holds it and it is the one stored there.
 
         Hyperscan checks a serialised database itself on loading: its header (magic, version, length, platform)
-        and a CRC32C of its bytecode, which the header carries. The entry's own header records the database's
-        first bytes, that CRC among them, so a valid database of other patterns put in its place is refused too.
-        (A CRC of the whole ~5 MB, as this once took, was ~4 ms of a small scan; a SHA-256 ~3 ms.)"""
+        and a CRC32C of its bytecode, which the header carries. The entry's metadata (``hsmeta-KEY``, beside the
+        database ``hs-KEY``) records the database's first bytes, that CRC among them, so a valid database of other
+        patterns put in its place is refused too. (A CRC of the whole ~5 MB, as this once took, was ~4 ms of a
+        small scan, a SHA-256 ~3 ms; the database is its own file so that it is loaded as read, not copied out of
+        a larger entry.)"""
         from qwen_triage.rulepack.cache import Cache
 
         self.bad = []
         cache = Cache.open(cache_dir) if cache_dir is not None else None
-        entry = cache.read(f"hs-{key}") if cache is not None else None
-        if entry is None:
+        header = cache.read(f"{HS_META}{key}") if cache is not None else None
+        blob = cache.read(f"{HS_DB}{key}") if cache is not None and header is not None else None
+        if header is None or blob is None:
             return None
         try:
-            header, blob = entry.split(b"\n", 1)
             meta = json.loads(header)
             if meta.get("head") != _db_head(blob):
                 return None  # replaced, or written by a version that did not record it: compile again
@@ -625,8 +628,9 @@ class HyperscanPrefilter:
             return
         blob = self._hs.dumpb(self.db)
         header = json.dumps({"bad": bad, "screened": screened, "head": _db_head(blob)}).encode()
-        if cache.write(f"hs-{key}", header + b"\n" + blob):
-            cache.prune("hs-", keep=f"hs-{key}")
+        if cache.write(f"{HS_DB}{key}", blob) and cache.write(f"{HS_META}{key}", header):
+            cache.prune(HS_DB, keep=f"{HS_DB}{key}")
+            cache.prune(HS_META, keep=f"{HS_META}{key}")
 
     @property
     def horizon(self) -> int:

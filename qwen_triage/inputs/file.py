@@ -19,7 +19,6 @@ chunk carries, not this module's.
 
 from __future__ import annotations
 
-import gzip
 import io
 import os
 import stat
@@ -32,6 +31,8 @@ from qwen_triage.inputs.base import Chunk, Reader, totals
 from qwen_triage.inputs.source import InputError, Opened, Source, sniff
 
 if TYPE_CHECKING:  # the positions import pydantic: only the readers that keep one need it (not `scan`)
+    import gzip
+
     from qwen_triage.inputs.position import FileCursor, SourceState
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -437,6 +438,8 @@ def _decompressed(raw: BinaryIO) -> Opened:
     except (OSError, ValueError):
         head = b""
     if head == GZIP_MAGIC:
+        import gzip  # here: most inputs are plain text
+
         return Opened(stream=_Stepwise(gzip.GzipFile(fileobj=buffered)), raw=raw)  # type: ignore[arg-type]
     return Opened(stream=buffered, raw=raw)
 
