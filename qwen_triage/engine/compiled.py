@@ -77,8 +77,6 @@ class GuardedPattern:
             return None
 
 
-
-
 @dataclass
 class CompiledRule:
     """A rule with its patterns as ids into the pack's one pattern list (what the prefilter reports)."""

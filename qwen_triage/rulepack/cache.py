@@ -3,8 +3,9 @@
 A cache another user (or a planted file) can write is a way to run code or to
 hide every rule, so: nothing read from it can name code to run (the whole pack is
 a pickle whose loader resolves only the pack's own data classes, rulepack.pack;
-each file's entry is JSON; the Hyperscan database is checked against the
-checksum recorded beside it, against damage); keys are digests of the files'
+each file's entry is JSON; the Hyperscan database is checked by Hyperscan's own
+CRC32C, against damage, and against the header recorded beside it, against another
+database put in its place); keys are digests of the files'
 contents, not their size and mtime; the directory is 0700 and every file 0600
 and owned by this user, anything else is ignored (never read, never trusted);
 writes go to a private temporary file renamed into place; old entries of the
