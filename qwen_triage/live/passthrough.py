@@ -4,9 +4,10 @@ A *pump* process (:mod:`qwen_triage.live.pump`) reads the child's stdout and
 stderr pipes and writes each chunk unchanged to our stdout/stderr and to the log,
 then tells us on a records pipe. :meth:`PassThrough.run` (the receive thread)
 reads those records and hands the chunks to the triage feed — read back from the
-log once a burst of output pauses (:data:`BURST_GAP`, at most :data:`BURST_MAX`
-after it began), so that while the output flows the pass-through has the machine
-to itself; the triage thread reads them from the log at its own pace (live.feed). The bytes themselves come through the input layer's reader of a child's output
+log once a burst of output ends (the pump's PAUSED record: the child said nothing for
+``pump.FLUSH_AFTER_MS``; at most :data:`BURST_MAX` after the burst began), so that while
+the output flows the pass-through has the machine to itself; the triage thread reads
+them from the log at its own pace (live.feed). The bytes themselves come through the input layer's reader of a child's output
 (:class:`qwen_triage.inputs.process.ChildOutput`), as every source is read. A pump that dies is
 started again (:data:`PUMP_RESTARTS`) on the same pipes: the child's output must keep flowing.
 """
@@ -34,10 +35,9 @@ if TYPE_CHECKING:
 # kernel's: PAUSED_AFTER completes it; a kernel OOM report or a Go panic (many writes) waits QUIET_AFTER.
 PAUSED_AFTER = 0.008
 QUIET_AFTER = 0.05
-# Triage reads a burst of output back from the log once the child pauses BURST_GAP seconds, or BURST_MAX after it
-# began: while the output flows, the pass-through has the machine to itself; a line after a pause is triaged within
-# BURST_GAP (the pump tells of a chunk once the child paused 2 ms: pump.FLUSH_AFTER_MS).
-BURST_GAP = 0.005
+# Triage reads a burst of output back from the log once the pump says the child paused (its PAUSED record, sent
+# after pump.FLUSH_AFTER_MS of silence), or BURST_MAX after the burst began: while the output flows, the
+# pass-through has the machine to itself; a line after a pause is triaged as soon as the pump has seen the pause.
 BURST_MAX = 0.25
 IDLE_POLL = 0.2  # seconds between looks while nothing is pending
 PUMP_RESTARTS = 3  # a pump process that dies is started again this often: the child's output must keep flowing
@@ -136,9 +136,9 @@ class PassThrough:
             reader = self.open_reader()
             self.feed.started(time.monotonic())  # the stall clock starts once triage can read
             while not self.abandon and self.link is not None:
-                got = self.link.receive(self._timeout(burst, quiet_sent, paused_sent, last_output))
+                got = self.link.receive(self._timeout(burst, since, quiet_sent, paused_sent, last_output))
                 now = time.monotonic()
-                if got is None or (burst and (not got or now - since >= BURST_MAX)):
+                if got is None or (burst and now - since >= BURST_MAX):
                     burst = self._read_back(burst)
                 if got is None:
                     if held or restarts >= PUMP_RESTARTS:
@@ -156,10 +156,13 @@ class PassThrough:
                         reader.handed(stream, payload, when)
                         burst = self._read_back(True)  # in order: what was logged before it, then it
                         last_output, quiet_sent, paused_sent = time.monotonic(), False, False
+                    elif kind == pump.PAUSED:
+                        burst = self._read_back(burst)  # the burst has ended: triage's turn
+                        last_output = min(last_output, when)  # the silence began at the last chunk, not on receipt
                     else:
                         burst = self._read_back(burst)  # in order: what was logged before this record first
                         self._record(kind, stream, payload, held)
-                if not got and not quiet_sent:
+                if not got and not quiet_sent and not burst:
                     idle = time.monotonic() - last_output
                     if idle >= QUIET_AFTER:
                         self.feed.quiet()
@@ -175,11 +178,12 @@ class PassThrough:
             self.done.set()
 
     @staticmethod
-    def _timeout(burst: bool, quiet_sent: bool, paused_sent: bool, last_output: float) -> float:
-        """How long the receive thread may wait for the pump: a burst's gap, else until the output counts as
-        paused, then quiet (so a record held open is released on time), else the idle poll."""
+    def _timeout(burst: bool, since: float, quiet_sent: bool, paused_sent: bool, last_output: float) -> float:
+        """How long the receive thread may wait for the pump: until a burst's longest (the pump's PAUSED record
+        ends it sooner), else until the output counts as paused, then quiet (so a record held open is released on
+        time), else the idle poll."""
         if burst:
-            return BURST_GAP
+            return max(BURST_MAX - (time.monotonic() - since), 0.001)
         if not quiet_sent:
             mark = QUIET_AFTER if paused_sent else PAUSED_AFTER
             return min(max(mark - (time.monotonic() - last_output), 0.001), IDLE_POLL)

@@ -20,7 +20,9 @@ the machine, so times stamped here mean the same in the wrapper.
 
 Records (pump -> wrapper): LOGGED (a 4-byte count: that many more bytes of the
 stream are in the log, right after the previous ones), DATA (a chunk the log
-could not take, in the record itself), SKIPPED (an 8-byte count: the wrapper
+could not take, in the record itself), PAUSED (the child has said nothing for
+:data:`FLUSH_AFTER_MS`: what came before it is a whole burst; its time is the
+last chunk's), SKIPPED (an 8-byte count: the wrapper
 was more than :data:`MAX_OUTBOX` bytes of such chunks behind), SINK_ERROR /
 LOG_ERROR (``errno`` and message: that descriptor is given up, the rest goes
 on), EOF (both pipes closed) and FINAL (the last byte written to stdout and to
@@ -44,7 +46,7 @@ import time
 from time import monotonic as _now
 
 HEADER = struct.Struct("<BBxxId")  # kind, stream, length, time.monotonic()
-DATA, LOGGED, SKIPPED, SINK_ERROR, LOG_ERROR, EOF, FINAL = 1, 2, 3, 4, 5, 6, 7  # pump -> wrapper
+DATA, LOGGED, SKIPPED, SINK_ERROR, LOG_ERROR, EOF, FINAL, PAUSED = 1, 2, 3, 4, 5, 6, 7, 8  # pump -> wrapper
 BLOCK, STOP = 10, 11  # wrapper -> pump
 STDOUT, STDERR = 1, 2
 READ_SIZE = 1 << 20  # a chatty child's whole backlog in one read
@@ -53,7 +55,9 @@ MAX_OUTBOX = 64 << 20  # bytes the wrapper may lag behind before chunks are skip
 WRITE_SIZE = 1 << 20  # one non-blocking write to the records pipe at most
 FLUSH_AT = 256 << 10  # records waiting this long are pushed as soon as the pipe takes them
 FLUSH_EVERY = 0.01  # seconds: records go to the wrapper at least this often while the child talks…
-FLUSH_AFTER_MS = 2  # …and once it pauses this long: one wake-up of the wrapper per batch, not per chunk
+# …and once it pauses this long, with a PAUSED record: one wake-up of the wrapper per batch, not per chunk, and the
+# wrapper knows a burst has ended without a timer of its own (a timer shorter than FLUSH_EVERY would end every burst)
+FLUSH_AFTER_MS = 2
 # A child that writes again within this many seconds of the last move finds the pump asleep for as long: its lines
 # gather in the pipe and move in one splice, not one wake-up of the pump per write (a logger writes each line)
 COALESCE = 0.001
@@ -371,9 +375,10 @@ class Pump:
         sources = self.sources
         control_open = True
         want_out = False
-        flushed = moved = _now()
+        flushed = moved = paused = _now()  # paused: the last chunk a PAUSED record was sent after
         while sources:
-            pending = (self.run_bytes or self.outbox) and self.records >= 0
+            owed = moved > paused  # the child said something since: a PAUSED record is owed once it stops
+            pending = (self.run_bytes or self.outbox or owed) and self.records >= 0
             if (len(self.outbox) >= FLUSH_AT and self.records >= 0) != want_out:
                 want_out = not want_out
                 if want_out:
@@ -382,9 +387,16 @@ class Pump:
                     poller.unregister(self.records)
             events = poller.poll(FLUSH_AFTER_MS if pending else None)
             now = _now()
-            if pending and (not events or now - flushed >= FLUSH_EVERY):
+            if pending and not events:  # the child paused: hand over what it said, a whole burst
+                if owed:
+                    self._end_run()
+                    self.outbox += HEADER.pack(PAUSED, 0, 0, moved)
+                    paused = moved
                 flushed = now
-                self.flush()  # the child paused, or has talked for a while: hand over what it said
+                self.flush()
+            elif pending and now - flushed >= FLUSH_EVERY:  # it has talked for a while: what it said so far
+                flushed = now
+                self.flush()
             if now - moved < COALESCE and any(fd in sources for fd, _ in events):
                 time.sleep(COALESCE)  # a chatty child: let its next lines join these
                 now = _now()

@@ -6,7 +6,7 @@ with its stdout and stderr on two pipes. A *pump* process
 unchanged to our stdout/stderr and to the log, then hands it over on a records
 pipe. Here a *receive* thread reads the chunks back from the log and takes them
 to the *triage* thread through a bounded queue — once a burst of output pauses
-(:data:`BURST_GAP`, at most :data:`BURST_MAX` later), so that while the output
+(the pump says so; at most ``passthrough.BURST_MAX`` later), so that while the output
 flows the pass-through has the machine to itself. It therefore costs about what
 ``cat`` costs: it waits neither for this interpreter's lock nor for triage, and
 an error in triage only stops triage: output keeps flowing and the log keeps

@@ -8,7 +8,9 @@ classes can come out of, :func:`pack_from_pickle`), and each file on its own as 
 (``file-*``), so an edit of one rule file re-validates that file alone (pure-Python
 YAML costs ~0.1 s per 10 kB), and a load cut by a deadline (:class:`LoadDeadline`:
 a node check under node-problem-detector's timeout) keeps what it validated for
-the next run to continue from. Before either, the bundled files come from the artefact
+the next run to continue from. A warm load reads none of the files: a memo (``keys-*``) names the pack's key by the
+files' stat (inode, size, times), written only once they have settled (:data:`RACY_NS`). Before either, the
+bundled files come from the artefact
 validated when the wheel was built (rulepack.prebuilt), so a first run on a fresh node
 parses only a site's own rule files.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 import functools
 import io
 import json
+import os
 import pickle
 import time
 from dataclasses import field
@@ -45,6 +48,10 @@ if TYPE_CHECKING:
 
 PACK_CACHE_FORMAT = 1
 MAX_RULE_FILES = 2000
+# A file changed this recently (nanoseconds) may change again within its file system's timestamp tick, its size
+# unchanged: the files' stat is then no proof of their contents, and the memo of their key is not written (git's
+# "racy" entries, the same problem).
+RACY_NS = 2_000_000_000
 
 # Data files beside the rules that are not rule files: the class catalogue, the
 # launch stages of the stall watchdog, the runner's per-class fix defaults, the message catalogue's map.
@@ -124,8 +131,11 @@ def rule_files(directory: Path) -> list[Path]:
         return [directory]
     if not directory.is_dir():
         raise RuleFileError(directory, 1, 1, "rules directory does not exist")
-    return sorted(p for p in directory.rglob("*") if p.suffix in (".yaml", ".yml") and p.name not in DATA_FILES
-                  and not {CODES_DIR, CATALOGUE_DIR} & set(p.relative_to(directory).parts[:-1]))
+    found: list[Path] = []
+    for top, subdirs, names in os.walk(directory):  # symlinked directories are not followed, as rglob does not
+        subdirs[:] = [d for d in subdirs if d not in (CODES_DIR, CATALOGUE_DIR)]  # tables and the catalogue: data
+        found += [Path(top, n) for n in names if n.endswith((".yaml", ".yml")) and n not in DATA_FILES]
+    return sorted(found)
 
 
 def bundled_code_tables(classes: dict[str, ClassSpec]) -> CodeTables:
@@ -241,6 +251,38 @@ def _cache_key(files: list[Path], contents: dict[Path, bytes] | None = None) -> 
     for f in files:
         parts += [str(f).encode(), contents[f]]
     return digest(*parts)[:40]
+
+
+def _stat_key(files: list[Path]) -> str | None:
+    """The files as they stand (device, inode, size, modification and change times), with the validating code and
+    the tool's version: the name of the memo of their contents' key, so a warm load reads and hashes none of them.
+    None when one cannot be stat'ed or changed too recently (:data:`RACY_NS`) for its stat to prove its contents."""
+    from qwen_triage import __version__
+    from qwen_triage.rulepack.cache import digest
+
+    now = time.time_ns()
+    parts = [f"{__version__}\0{PACK_CACHE_FORMAT}".encode()]
+    for f in [*validating_code(), *files]:
+        try:
+            st = os.stat(f)
+        except OSError:
+            return None
+        if now - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS:
+            return None
+        parts.append(f"{f}\0{st.st_dev}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}".encode())
+    return digest(*parts)[:40]
+
+
+def _remembered_key(cache: "Cache", settled: str | None) -> str | None:
+    """The contents' key the memo ``settled`` holds (:func:`_stat_key`), when it holds a well-formed one."""
+    raw = cache.read(f"keys-{settled}") if settled is not None else None
+    key = raw.decode("ascii", "replace") if raw is not None else ""
+    return key if len(key) == 40 and all(c in "0123456789abcdef" for c in key) else None
+
+
+def _cached_pack(cache: "Cache", key: str | None) -> RulePack | None:
+    blob = cache.read(f"pack-{key}.pickle") if key is not None else None
+    return pack_from_pickle(blob) if blob is not None else None
 
 
 def _text(path: Path, raw: bytes) -> str:
@@ -406,11 +448,16 @@ def load_pack(
 
         cache = Cache.open(cache_dir)
         keyed = [base / CLASSES_FILE, base / STAGES_FILE, *files, *benign_files, *map_files, *code_files(base)]
-        contents = read_all(keyed) if cache is not None else None
-        key = _cache_key(keyed, contents) if contents is not None else None
-        if cache is not None and key is not None:
-            blob = cache.read(f"pack-{key}.pickle")
-            pack = pack_from_pickle(blob) if blob is not None else None
+        if cache is not None:
+            settled = _stat_key(keyed)  # before any read: a file changed while it is read gets a new stat
+            pack = _cached_pack(cache, _remembered_key(cache, settled))
+            if pack is not None:
+                return pack
+            contents = read_all(keyed)
+            key = _cache_key(keyed, contents) if contents is not None else None
+            if key is not None and settled is not None and cache.write(f"keys-{settled}", key.encode()):
+                cache.prune("keys-", keep=f"keys-{settled}")
+            pack = _cached_pack(cache, key)
             if pack is not None:
                 return pack
     seed = _prebuilt(base, contents) if bundled and prebuilt else None

@@ -146,6 +146,22 @@ def test_a_block_goes_between_two_chunks_on_a_fresh_line(tmp_path) -> None:
     assert open(tmp_path / "child.log", "rb").read() == b"loading 50% 60%\n"  # our notes are not the child's
 
 
+def test_a_pause_after_output_is_told_once_after_that_outputs_records(tmp_path) -> None:
+    """The wrapper reads a burst back when the pump says the child paused, not on a timer of its own: each burst is
+    followed by exactly one PAUSED record, stamped with the burst's last chunk, and silence owes none."""
+    with Rig(tmp_path) as rig:
+        for n, line in enumerate((b"INFO first burst\n", b"ERROR second burst\n"), start=1):
+            pump.write_all(rig.out_w, line)
+            assert wait_until(lambda n=n: rig.kinds().count(pump.PAUSED) == n, 10, alive=rig.thread.is_alive,
+                              step=0.005)
+        rig.finish()
+    kinds = rig.kinds()
+    assert kinds == [pump.LOGGED, pump.PAUSED, pump.LOGGED, pump.PAUSED, pump.EOF, pump.FINAL]
+    for i in (0, 2):  # the pause's time is its burst's last chunk's
+        assert rig.records[i + 1][3] == rig.records[i][3] > 0
+    assert rig.streams()[1] == b"INFO first burst\nERROR second burst\n"
+
+
 def test_a_sink_that_fails_is_given_up_and_the_log_keeps_everything(tmp_path) -> None:
     rig = Rig(tmp_path)
     os.close(rig.sink_r)  # the terminal went away: EPIPE

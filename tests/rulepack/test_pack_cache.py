@@ -113,6 +113,52 @@ def test_an_edit_that_keeps_size_and_mtime_is_seen(tmp_path: Path) -> None:
     assert [r.rule.title for r in load_pack([rules], bundled=False, cache_dir=cache_dir).rules] == ["ONE"]
 
 
+def test_a_settled_pack_loads_without_reading_its_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A warm load names the pack by the files' stat (a memo written once they settled): no file is read."""
+    from qwen_triage.rulepack import pack
+
+    rules = _pack_dir(tmp_path)
+    cache_dir = tmp_path / "cache"
+    load_pack([rules], bundled=False, cache_dir=cache_dir)
+    assert not list(cache_dir.glob("keys-*"))  # just written: its stat proves nothing yet (racy)
+    monkeypatch.setattr(pack, "RACY_NS", 0)
+    load_pack([rules], bundled=False, cache_dir=cache_dir)
+    assert len(list(cache_dir.glob("keys-*"))) == 1
+
+    def no_reads(files):  # type: ignore[no-untyped-def]
+        raise AssertionError(f"read {files}")
+
+    monkeypatch.setattr(pack, "read_all", no_reads)
+    assert [r.rule.id for r in load_pack([rules], bundled=False, cache_dir=cache_dir).rules] == ["x.one"]
+
+
+def _memoised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """A pack loaded once with its files taken as settled: its rules and cache directories, the memo written."""
+    from qwen_triage.rulepack import pack
+
+    monkeypatch.setattr(pack, "RACY_NS", 0)
+    rules = _pack_dir(tmp_path)
+    cache_dir = tmp_path / "cache"
+    load_pack([rules], bundled=False, cache_dir=cache_dir)
+    return rules, cache_dir
+
+
+def test_a_file_replaced_after_the_memo_is_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rules, cache_dir = _memoised(tmp_path, monkeypatch)
+    new = rules / "r.yaml.new"
+    new.write_text(GOOD_RULE.replace("title: one", "title: ONE"))  # same size, another inode
+    os.replace(new, rules / "r.yaml")
+    assert [r.rule.title for r in load_pack([rules], bundled=False, cache_dir=cache_dir).rules] == ["ONE"]
+
+
+def test_a_memo_that_is_not_a_key_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rules, cache_dir = _memoised(tmp_path, monkeypatch)
+    (memo,) = cache_dir.glob("keys-*")
+    for planted in (b"../../etc/passwd", b"0" * 39, b"z" * 40, b""):
+        memo.write_bytes(planted)
+        assert [r.rule.id for r in load_pack([rules], bundled=False, cache_dir=cache_dir).rules] == ["x.one"]
+
+
 def test_a_tampered_hyperscan_database_is_rebuilt(tmp_path: Path) -> None:
     pytest.importorskip("hyperscan")
     cache_dir = tmp_path / "cache"
