@@ -16,11 +16,13 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from qwen_triage.inputs.base import Chunk, Reader
 from qwen_triage.inputs.file import FileReader
-from qwen_triage.inputs.position import SourceState
+
+if TYPE_CHECKING:  # the positions import pydantic: not while a wrapped child's first output flows (ChildOutput)
+    from qwen_triage.inputs.position import SourceState
 
 MAX_HANDED = 64 << 20  # bytes handed over (no log) that may wait for triage; more are dropped, and counted
 
@@ -181,6 +183,8 @@ class ChildOutput(Reader):
 
     def read(self, prev: SourceState | None, budget: int, deadline: float, boot_id: str = "") -> Iterator[OutputChunk]:
         """The pieces waiting, in order; stops (``more``) once ``budget`` bytes are out or at ``deadline``."""
+        from qwen_triage.inputs.position import SourceState
+
         self.more = False
         out = 0
         while self._pending:

@@ -146,19 +146,22 @@ class TriageFeed:
     # -- triage: lines -> engine, stages ------------------------------------------
 
     def run(self) -> None:
-        """The triage thread: the output, read from the log in batches, until :meth:`end` and the last byte; the
-        session and the stage table's prefilter warmed up first (LiveSession.warm), so that the first error
-        line's diagnosis waits for neither. A pause or a settle applies once what came before it is triaged."""
-        self._guarded("warm")
-        try:
-            self.stages.table.prefilter  # noqa: B018 - built now, not at the first chunk
-        except Exception as exc:  # noqa: BLE001
-            self.hooks.warn_once("stage", f"stage tracking failed ({exc!r})")
+        """The triage thread: the output, read from the log in batches, until :meth:`end` and the last byte. A pause
+        or a settle applies once what came before it is triaged.
+
+        The session and the stage table's prefilter are warmed up (:meth:`_warm`) at the first word from the
+        receive side — the end of the child's first burst of output — not when the thread starts: the child is
+        starting then, and on a small machine a warm-up beside it (imports, compiles) slows its first output
+        down. A server's first burst (its banner) is followed by a pause (it loads), in which the warm-up is done
+        before an error line comes."""
         told: set[int] = set()
-        ended = yielded = False
+        ended = yielded = warm = False
         try:
             while True:
                 ended = self._told(told, block=not ended and not self._waiting()) or ended
+                if not warm:
+                    warm = True
+                    self._warm()
                 if not yielded and self._reader is not None and self._reader.behind >= FLOODED:
                     yielded = _nice_this_thread(TRIAGE_NICE)
                 batch = self._pull()
@@ -178,6 +181,15 @@ class TriageFeed:
         finally:
             if self._reader is not None:
                 self._reader.close()
+
+    def _warm(self) -> None:
+        """What the first error line's diagnosis would otherwise wait for: the session's code paths
+        (LiveSession.warm) and the stage table's prefilter."""
+        self._guarded("warm")
+        try:
+            self.stages.table.prefilter  # noqa: B018 - built now, not at the first chunk
+        except Exception as exc:  # noqa: BLE001
+            self.hooks.warn_once("stage", f"stage tracking failed ({exc!r})")
 
     def _waiting(self) -> bool:
         return self._reader is not None and self._reader.waiting

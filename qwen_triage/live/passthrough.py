@@ -78,9 +78,10 @@ class PassThrough:
         self.link = self._start_pump()
 
     def open_reader(self) -> "ChildOutput":
-        """The reader of what the pump logs, made by the receive thread: the input layer's positions are
-        pydantic models, an import that must hold back neither the child's start nor the caller's signal
-        handlers (a SIGTERM before they are set would kill the wrapper, not stop the child)."""
+        """The reader of what the pump logs, made by the receive thread, so that its import holds back neither the
+        child's start nor the caller's signal handlers (a SIGTERM before they are set would kill the wrapper, not
+        stop the child). Its positions (pydantic models) are imported at its first read, after the child's first
+        burst: while that flows, the child has the machine."""
         from qwen_triage.inputs.process import ChildOutput
 
         self.reader = ChildOutput(self.log_fd, self.label)

@@ -53,3 +53,44 @@ def test_the_warm_up_lines_are_not_the_sessions(compiled) -> None:  # type: igno
     report = session.finish()
     assert events == [] and report.diagnoses == [] and report.unrecognised == []
     assert inp.source.lines_read == 1
+
+
+class _Words:
+    """The feed's queue, seen: whether the session was warm when the triage thread first waited for a word."""
+
+    def __init__(self, inner, session) -> None:  # type: ignore[no-untyped-def]
+        self.inner, self.session, self.warm_at_first_wait = inner, session, None
+
+    def get(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if self.warm_at_first_wait is None:
+            self.warm_at_first_wait = self.session.warmed
+        return self.inner.get(*args, **kwargs)
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self.inner, name)
+
+
+def test_the_triage_thread_warms_up_at_the_first_word_not_beside_the_childs_start(compiled) -> None:  # type: ignore[no-untyped-def]
+    """While a wrapped child's first output flows, the wrapper leaves it the machine: the warm-up (imports,
+    compiles) waits for the end of the first burst (its first word to the triage thread)."""
+    from qwen_triage.live.feed import TriageFeed
+    from qwen_triage.live.hooks import Hooks
+
+    feed = TriageFeed(compiled, None, Hooks())
+    feed.open("child")
+    session = feed.session
+    assert session is not None
+    session.warmed = False
+    real_warm = session.warm
+
+    def warm() -> None:
+        real_warm()
+        session.warmed = True
+
+    session.warm = warm
+    words = _Words(feed._queue, session)
+    feed._queue = words
+    feed.end()  # the child's only word: it ended (a burst ends the same way, with READY)
+    feed.run()
+    assert words.warm_at_first_wait is False  # nothing warmed while the triage thread waited for the child
+    assert session.warmed  # and warmed once it spoke
