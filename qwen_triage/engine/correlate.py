@@ -447,6 +447,11 @@ class Correlator:
         (:meth:`qwen_triage.engine.unrecognised.Item.carries`) rather than an error no rule explains."""
         return [rec for g in self.groups.values() for rec in g.evidence]
 
+    def relayed_records(self) -> list[LineRecord]:
+        """The lines relay rules took (their kept evidence): an unrecognised item that carries one is part of the
+        relay, wherever the relay is listed."""
+        return [rec for g in self.relayed.values() for rec in g.evidence]
+
     def observations(self) -> list[Observation]:
         groups = sorted(self.observed.values(), key=lambda g: g.seq)
         return [Observation(**self._observation_fields(g)) for g in groups]

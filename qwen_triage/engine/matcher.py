@@ -175,7 +175,7 @@ class Matcher:
         for start in sorted(cands):
             index += data.count(b"\n", prev, start)
             prev = start
-            if index < consumed and held is not None:
+            if index < consumed and held is not None and not held[2].family.forward:
                 held[1].update(cands[start])  # a continuation of the record held from the last block
                 continue
             line_pids = cands[start]

@@ -11,7 +11,12 @@ line that does not continue it, or when the input goes quiet.
 Python tracebacks go the other way: the final exception line is the record,
 and the frame printed just before it tells which library raised it
 (``raised_by``, a field rules can constrain with ``where``). Go panics name the
-package of their first frame the same way.
+package of their first frame the same way. An exception line that is only its
+class and a colon (``RuntimeError:``, ``torch.OutOfMemoryError:``: the message
+began with a newline, or a copy split it) takes the next line as its text, so
+the message is what the unexplained-error list shows and the catalogue looks
+up; that family is read forward only: the line it takes stays a record of its
+own, which rules match and evidence cites as before.
 """
 
 from __future__ import annotations
@@ -44,6 +49,10 @@ class Family:
     keep: re.Pattern[str] | None = None  # when set, continuations not matching it are passed over, not joined
     ends: re.Pattern[str] | None = None  # a continuation that matches this is the last one
     prompt: bool = False  # its lines are written in one go (one kernel message): a short pause completes it
+    # read forward only: a line it takes is no continuation when met on its own (it stays its own record, its
+    # pattern ids its own); for a family whose continuation is any line of words
+    forward: bool = False
+    max_chars: int = 4096  # the joined message's length at most
 
     def continuation(self, message: str, joined: str) -> bool:
         if not self.continues.search(message):
@@ -60,18 +69,28 @@ class Family:
 
 
 def _family(name: str, starts: str, continues: str, *, max_lines: int, strip: str | None = None,
-            keep: str | None = None, ends: str | None = None, prompt: bool = False) -> Family:
+            keep: str | None = None, ends: str | None = None, prompt: bool = False, forward: bool = False,
+            max_chars: int = MAX_JOINED_CHARS) -> Family:
     """A family from its patterns' text (compiled here, once)."""
     def compiled(p: str | None) -> re.Pattern[str] | None:
         return lazy(p) if p is not None else None
 
     return Family(name, lazy(starts), lazy(continues), compiled(strip), max_lines, compiled(keep),
-                  compiled(ends), prompt)
+                  compiled(ends), prompt, forward, max_chars)
 
 
 _PCI_FUNCTION = r"(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]: +"  # a device's address, `0000:3b:00.0: `
 _AER_DETAIL = (r"PCIe Bus Error: |^\s*(?:\S+ )?" + _PCI_FUNCTION
                + r"(?:device \[|\[ ?\d+\]|TLP Header|AER: +(?:aer_|\[))|^\s+(?:device \[|\[ ?\d+\]|TLP Header)")
+
+# An exception line with no text after its class (Python printed a message that starts with a newline; a copy
+# split the line): the shapes unrecognised._EXCEPTION reads, with nothing after the colon.
+_BARE_EXCEPTION = (r"^\s*(?:[A-Za-z_]\w{0,60}\.){0,8}[A-Z]\w{0,80}"
+                   r"(?:Error|Exception|Exit|Interrupt|Failure|Fault|Abort):\s*$")
+# ... and the line that gives its text: words, not a traceback's structure or another exception's header
+_EXCEPTION_TEXT = (r"^\s*(?!Traceback \(|File \"|During handling of|The above exception|\+\s)"
+                   r"(?!" + _BARE_EXCEPTION[4:] + r")\S")
+MAX_EXCEPTION_CHARS = 400  # what the collector reads of an exception line's text (unrecognised._EXCEPTION)
 
 FAMILIES: tuple[Family, ...] = (
     # a process report whose program named itself "NVRM: …" is no driver message (engine.origin)
@@ -84,6 +103,8 @@ FAMILIES: tuple[Family, ...] = (
             keep=r"^oom-kill:|Out of memory|Killed process|Memory cgroup out of memory"),
     _family("go_panic", r"^panic: |^fatal error: ", r"^$|^goroutine \d+ \[|^\S+\(.*\)$|^\t|^\[signal ", max_lines=6,
             keep=r"^\[signal |^[\w./-]+\.\(?\*?[\w]+\)?\.?\w*\("),
+    _family("exception_text", _BARE_EXCEPTION, _EXCEPTION_TEXT, max_lines=1, prompt=True, forward=True,
+            max_chars=MAX_EXCEPTION_CHARS),
 )
 
 RECORD_LINES = max(f.max_lines for f in FAMILIES) + 1
@@ -102,9 +123,15 @@ _HINTS = (
 _HINT_RE = lazy("|".join(re.escape(h) for h in _HINTS))
 
 
+_BARE_EXCEPTION_RE = lazy(_BARE_EXCEPTION)
+
+
 def may_span(message: str) -> bool:
-    """Whether the line could start or continue a multi-line record (a cheap test before the families)."""
-    return message.startswith("\t") or _HINT_RE.search(message) is not None
+    """Whether the line could start or continue a multi-line record (a cheap test before the families): a hint
+    word, a tab, or an exception line that ends at its colon (the only lines that start a forward-only family;
+    the prefilter already points at them, as exception lines)."""
+    return message.startswith("\t") or _HINT_RE.search(message) is not None or (
+        message.rstrip().endswith(":") and _BARE_EXCEPTION_RE.match(message) is not None)
 
 
 # For the prefilter: a line carrying a hint word is marked in the same pass that finds candidates.
@@ -130,6 +157,8 @@ def family_of(message: str) -> Family | None:
 def continuing_family(message: str) -> Family | None:
     """The family a line could be a continuation of (its kept lines, for families that pass lines over)."""
     for family in FAMILIES:
+        if family.forward:
+            continue  # its continuation is any line of words: never looked back from
         probe = family.keep if family.keep is not None else family.continues
         if probe.search(message) and family.continues.search(message):
             if family.name == "nvrm" and _NVRM_NEW.search(message):
@@ -163,8 +192,9 @@ class Assembly:
             if m:
                 self.raised_by = self.raised_in = m["pkg"]
         piece = fam.strip.sub("", message, count=1) if fam.strip is not None else message.strip()
-        if piece and len(self.message) < MAX_JOINED_CHARS:
-            self.message = (self.message + " " + piece)[:MAX_JOINED_CHARS]
+        if piece and len(self.message) < fam.max_chars:
+            head = self.message.rstrip() if fam.forward else self.message  # `RuntimeError: ` + its text
+            self.message = (head + " " + piece)[:fam.max_chars]
         if fam.ends is not None and fam.ends.search(message):
             self.done = True
         return True

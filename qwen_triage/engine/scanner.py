@@ -323,7 +323,8 @@ class Scanner:
         for rule_id in dict.fromkeys(self.compiled.rules[ri].rule.id for pid in screened for ri, _ in users[pid]):
             notes.append(f"rule {rule_id}: a pattern too large for Hyperscan to compile in time is prefiltered "
                          "by its literals")
-        items = self.unrecognised.ordered(self.correlator.diagnosed_records())  # less what a diagnosis holds
+        # less what a diagnosis or a relay holds
+        items = self.unrecognised.ordered(self.correlator.diagnosed_records(), self.correlator.relayed_records())
         quiet: list[Item] = []  # what a log with no diagnosis says besides: relays, where a hang stopped
         if not self.correlator.diagnoses():
             quiet = [*self._unheld_relays(), *self.unrecognised.stalls({s.index: s.lines_read for s in self.sources})]

@@ -136,9 +136,12 @@ _LOUD_RE = lazy(_LOUD)
 # A traceback starts, or a chained one follows the exception before it (Python 3.11 groups: `+ Exception Group …`).
 _TRACE_START = lazy(
     r"^(?:\+\s*)?(?:Exception Group )?Traceback \(most recent call last\):"
+    # IPython's (a notebook's): the exception's class, then the header, no colon
+    r"|^(?:[A-Za-z_]\w{0,60}\.){0,8}[A-Z]\w{0,80}\s{2,}Traceback \(most recent call last\)$"
     r"|^During handling of the above exception, another exception occurred:"
     r"|^The above exception was the direct cause of the following exception:"
 )
+_IPYTHON_SOURCE = lazy(r"^-+> \d+ ")  # IPython marks the line a frame was at (`--> 721     raise …`): its body
 _CHAINED = lazy(r"^(?:During handling of the above|The above exception was the direct cause)")
 _NAMED_ERROR = lazy(r"^(?:[A-Za-z_]\w{0,60}\.){0,8}[A-Z]\w{0,80}(?:Error|Exception)\b[^:]{0,200}:\s")  # Ray's `…Error(ValueError): `
 _CARETS = lazy(r"^[\s^~]*\^[\s^~]*$|^[\s~]+$")  # Python 3.11+ marks the failing expression under a source line
@@ -170,8 +173,18 @@ _MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
     (lazy(r"(?<![A-Za-z0-9_.])\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"), "<N>"),
 )
 _SPACES = lazy(r"\s+")
+# a level as a word (glog's E / F head letter too), and what a line must hold besides to say anything: two letters
+_LEVEL_WORDS = lazy(r"\b(?:ERROR|FATAL|CRITICAL|PANIC|[Ee]rror|[Ff]atal|[Cc]ritical|[Pp]anic|[EF])\b")
+_A_WORD = lazy(r"[A-Za-z]{2}")
 # Where a traceback frame lives: site-packages/<library>/…, dist-packages, or a local file.
 _LIBRARY = lazy(r"(?:site|dist)-packages/(?P<lib>[A-Za-z_][\w]*)")
+
+
+def says_nothing(message: str) -> bool:
+    """Whether a line has no words but a level and its stamp (``[2026-04-22 21:34:21] ERROR``, unittest's verdict
+    on the line under a test's name, a logger's head with its message on the next lines): no failure is named, so
+    there is nothing to list, to template or to look up."""
+    return _A_WORD.search(_LEVEL_WORDS.sub(" ", message)) is None
 
 
 def template_of(message: str) -> str:
@@ -306,10 +319,14 @@ class Item:
     raised_in: str | None = None
 
     def carries(self, diagnosed: Sequence[LineRecord]) -> bool:
-        """Whether a diagnosed line is part of this item: in its traceback or detail lines, or quoted by it."""
+        """Whether a diagnosed line is part of this item: in its traceback or detail lines, or quoted by it; for an
+        exception line that took its text from the next line (engine.multiline), that line diagnosed."""
         text = None
+        taken = _taken_text(self.first)
         for rec in diagnosed:
             if any(span.holds(rec) for span in self.spans):
+                return True
+            if taken is not None and taken in _fold(rec.message):
                 return True
             quoted = _carried_text(rec.message)
             if quoted is not None:
@@ -321,6 +338,18 @@ class Item:
 
 def _fold(text: str) -> str:
     return _SPACES.sub(" ", text).strip()
+
+
+def _taken_text(rec: LineRecord) -> str | None:
+    """The text a bare exception line (``torch.OutOfMemoryError:``) took from the line after it, where it did
+    (a record joined forward keeps its first line's share of the message, ``head_len``)."""
+    if not 0 <= rec.head_len < len(rec.message):
+        return None
+    m = _EXCEPTION.search(rec.message[: rec.head_len].strip())
+    if m is None or m["msg"]:
+        return None
+    text = _fold(rec.message[rec.head_len:])
+    return text if len(text) >= MIN_CARRIED else None
 
 
 def _carried_text(message: str) -> str | None:
@@ -346,6 +375,9 @@ class _Trace:
     details: bool = False  # that line ended a traceback: indented lines under it are its detail, not errors
     stamp: tuple[str, str] | None = None  # the timestamp and logger source of that line, where its logger gave both
     frame: str | None = None  # the file of the latest frame seen in its body: the innermost, where it was raised
+    # the exceptions before it in its chain (`During handling of the above exception …`): the exception that ends
+    # the chain was raised while handling them, and its span is theirs too (a diagnosis of it holds them)
+    chained: list[Span] = field(default_factory=list)
 
     def cut_before(self, line: int) -> None:
         """A new traceback (or its quoted code) starts at ``line``: the last line's detail span ends before it."""
@@ -432,6 +464,8 @@ class Collector:
         if _CARETS.match(message):
             self._code_above(rec)
             return
+        if says_nothing(stripped):
+            return
         if 'File "' in message and (file := frame_file(message)) is not None:  # the matcher's `frame` lines
             self._frame(rec, file)
             return
@@ -451,6 +485,10 @@ class Collector:
             return
         kind = "exception" if m else "error"
         exception = m["exc"].rsplit(".", 1)[-1] if m else None
+        if m is not None and not m["msg"] and span.start == rec.line:
+            # a bare exception (`AssertionError`) with no traceback seen: Python prints the code that raised it on
+            # the line above (`assert total_num_heads % tp_size == 0`), which may be what a rule diagnosed
+            span.start = rec.line - 1
         self.add(kind, stripped, rec, raised_by=rec.raised_by, exception=exception, span=span, weak=not loud)
 
     def ended(self, rec: LineRecord) -> None:
@@ -476,9 +514,10 @@ class Collector:
         return list(out.values())
 
     def explained(self, rec: LineRecord) -> None:
-        """A candidate line a rule took: not listed, but it may end a traceback the collector follows."""
+        """A candidate line a rule took: not listed, but it may end a traceback the collector follows, or be the code
+        one quotes (``assert self.total_num_kv_heads % tp_size == 0``): then the exception that ends it holds it."""
         message = rec.message
-        if message.strip():
+        if message.strip() and not self._quoted_code(rec, message):
             self._follow(rec, message, message.strip())
 
     def _code_above(self, rec: LineRecord) -> None:
@@ -530,6 +569,8 @@ class Collector:
             chained = trace is not None and (trace.open or (trace.details and _CHAINED.match(stripped) is not None))
             if trace is not None:
                 trace.cut_before(rec.line)
+                if chained and trace.details and trace.span is not None and len(trace.chained) < MAX_SPANS:
+                    trace.chained.append(trace.span)
             if trace is None or not chained:
                 if trace is not None:
                     self._expire(key, trace)
@@ -542,12 +583,17 @@ class Collector:
             return None
         if trace is not None and trace.open:
             trace.last = rec.line
-            if indent > trace.indent:
+            if indent > trace.indent or _IPYTHON_SOURCE.match(message):
                 return None  # a source line, a caret, a group's inner line: the traceback's body
             trace.open, trace.header, trace.details, trace.indent = False, None, True, indent  # its final line
             # an exception line is the traceback's own; any other line ends it without taking its chain
-            start = trace.start if _EXCEPTION.search(stripped) else rec.line
+            own = _EXCEPTION.search(stripped) is not None
+            start = trace.start if own else rec.line
             trace.span = Span(key, start, rec.line, rec.line + DETAIL_LINES, indent)
+            for earlier in trace.chained if own else ():
+                earlier.line = rec.line  # ... up to the exception that ends the chain
+                earlier.end = max(earlier.end, rec.line)
+            trace.chained = []
             trace.stamp = stamp_of(rec)
             return trace.span
         if (trace is not None and trace.span is not None and indent <= trace.indent
@@ -608,11 +654,13 @@ class Collector:
         if span is not None and len(item.spans) < MAX_SPANS:
             item.spans.append(span)
 
-    def ordered(self, diagnosed: Sequence[LineRecord] = ()) -> list[Item]:
+    def ordered(self, diagnosed: Sequence[LineRecord] = (), relayed: Sequence[LineRecord] = ()) -> list[Item]:
         """Exceptions first (the likeliest cause), then by first appearance; none that carries a diagnosed line.
 
         ``diagnosed``: the evidence lines of the diagnoses; an item that carries one of them (a wrapper
-        exception around it, the exception whose detail it is) is part of that diagnosis.
+        exception around it, the exception whose detail it is) is part of that diagnosis. ``relayed``: the lines
+        relay rules took; an item that carries one (the ``ValidationError`` whose detail line relays, the bare
+        ``ImportError:`` whose text a relay rule read) is that relay's, listed or held as the relay is.
         """
         items = list(self.items.values())
         # tracebacks that never ended (the log was cut inside one): when nothing else is to be said, an
@@ -631,5 +679,7 @@ class Collector:
         items += cut.values()
         if diagnosed:
             items = [i for i in items if not i.weak and not i.carries(diagnosed)]
+        if relayed:
+            items = [i for i in items if not i.carries(relayed)]
         rank = {"exit": 0, "exception": 1, "error": 2, "stall": 3}
         return sorted(items, key=lambda i: (rank.get(i.kind, 3), i.first.source_index, i.first.line))

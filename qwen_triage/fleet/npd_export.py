@@ -489,7 +489,11 @@ def plugin_monitor_config(
 
 
 def plugins_for(rule: RuleSpec) -> list[str]:
-    """Which monitors read a rule's messages: `kernel` rules the kmsg one, `systemd` rules the journald one."""
+    """Which monitors read a rule's messages: `kernel` rules the kmsg one, `systemd` rules the journald one. None
+    reads a relay's (`relay: true`): it names no failure of its own (EDAC's header before a corrected error's line),
+    and an NPD rule sees one message, not the failure printed with it."""
+    if rule.relay:
+        return []
     out = []
     if "kernel" in rule.sources:
         out.append(KMSG)

@@ -205,4 +205,5 @@ def test_a_brief_pause_completes_a_kernel_message_but_not_a_go_panic(pack: Compi
     assert list(oom.release_held(prompt_only=True)) == [] and oom.matcher._held
     list(oom.release_held())
     assert oom.matcher._held == {}
-    assert [f.prompt for f in FAMILIES] == [f.name in ("nvrm", "aer") for f in FAMILIES]
+    # (and a Python exception line with its text on the next line: the traceback is printed in one go)
+    assert [f.prompt for f in FAMILIES] == [f.name in ("nvrm", "aer", "exception_text") for f in FAMILIES]

@@ -427,3 +427,15 @@ def test_a_text_keyed_table_row_exports_the_logs_own_spelling(tmp_path) -> None:
     row = re2.compile(exported[0]["pattern"])
     assert row.search("TESTNV status [NV_ERR_RESET_REQUIRED]")
     assert not row.search("TESTNV status [NV_ERR_NOT_SUPPORTED]")
+
+
+def test_a_kernel_relay_rule_is_not_exported() -> None:
+    """A relay names no failure of its own (EDAC's header before each decoded memory error, corrected ones too): an
+    NPD rule reads one message, so a relay there would report every corrected error as the class it is filed under."""
+    pack = load_pack()
+    relays = [lr.rule for lr in pack.rules if lr.rule.relay and "kernel" in lr.rule.sources]
+    assert relays, "the bundled pack has a kernel relay rule (node.edac-mce-memory-header-relay)"
+    assert all(plugins_for(rule) == [] for rule in relays)
+    exported = json.dumps(export_npd(pack, plugins=["kmsg"]).configs)
+    assert not any(rule.id in exported for rule in relays)
+    assert "node.fatal-hardware-error" in exported  # the failure's own rule still is
