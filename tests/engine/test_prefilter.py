@@ -105,3 +105,18 @@ def test_carets_that_are_not_anchors_stay() -> None:
     strip = prefilter_mod._without_line_starts
     assert strip(r"[^:]+ \^x [\]^]y (?:^|\s)z") == r"[^:]+ \^x [\]^]y (?:|\s)z"
     assert strip(r"[]^]x[^]^]") == r"[]^]x[^]^]"
+
+
+def test_a_pattern_hyperscan_refuses_gets_its_literals_and_the_rest_one_database(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The database is compiled all at once (probing each pattern alone cost a cold first scan ~22 s); when
+    Hyperscan refuses one (a branch reset, `(?|…)`, is `regex`'s, not Hyperscan's), the others are probed to find
+    it, it is prefiltered by its literals, and every line either matches is still a candidate."""
+    patterns = [r"GPU (?|fell off|lost from) the bus", r"unrelated words", r"CUDA error: out of memory"]
+    pf = prefilter_mod.HyperscanPrefilter(patterns, cache_dir=tmp_path)
+    assert pf.bad == [0] and pf.db is not None
+    assert 0 in pf.candidates(b"[  5.1] GPU fell off the bus\n").get(0, set())
+    assert 2 in pf.candidates(b"RuntimeError: CUDA error: out of memory\n").get(0, set())
+    again = prefilter_mod.HyperscanPrefilter(patterns, cache_dir=tmp_path, cached_only=True)  # and as cached
+    assert again.bad == [0] and 2 in again.candidates(b"CUDA error: out of memory\n").get(0, set())
+    clean = prefilter_mod.HyperscanPrefilter(patterns[1:], cache_dir=tmp_path)
+    assert clean.bad == [] and 1 in clean.candidates(b"CUDA error: out of memory\n").get(0, set())
