@@ -45,6 +45,10 @@ _FUNCTION_IN_LINE = re.compile(r"\[drm(?::| [A-Z]+ :)(?P<fn>[A-Za-z_]\w{0,80})(?
 # gloo/transport/tcp/pair.cc:538] Read error …`): the raising site, nearer than any Python frame
 _THROWN_AT = re.compile(r"^(?:[\w.]{1,200}:\s*)?\[(?P<file>[^\]\s:]{1,300}\.(?:cc|cpp|cu|cxx|c|h|hpp)):\d{1,6}\]")
 _SOURCE_IN_LINE = re.compile(r"(?<![\w/.-])(?P<file>[A-Za-z_][\w.-]{0,80}\.(?:py|cc|cpp|cu|c|h|hpp|go|rs)):\d{1,6}\b")
+_ERRNO_HEAD = re.compile(r"^\[Errno -?\d{1,5}\]\s*")
+# where an installed package or the interpreter's own library lives: a frame there is not the user's own code
+_INSTALLED = ("site-packages/", "dist-packages/", "/lib/python", "/lib64/python", "python.framework/")
+SCRIPT = "script"  # printed_by's program for an exception raised in code outside any installed package
 RULE_TIMEOUT = 0.05  # seconds per rule pattern tried on a classed line (read_by_rule)
 
 
@@ -97,7 +101,7 @@ def locate(items: Sequence[Item], compiled: CompiledPack, index: CatalogueIndex 
     for item in wanted:
         entry = index.lookup(item.first.message, hints_of(item))
         if entry is None:
-            placed = by_frame(item, index)
+            placed = by_frame(item, index) or by_code(item, index) or by_script(item)
             if placed is not None:
                 out.append(Located(item, placed))
             continue
@@ -156,6 +160,34 @@ def by_frame(item: Item, index: CatalogueIndex) -> PrintedBy | None:
         return None
     program, file, releases = found
     return PrintedBy(program=program, releases=releases, file=file, display=index.display(program))
+
+
+def by_code(item: Item, index: CatalogueIndex) -> PrintedBy | None:
+    """An error whose own words are a library's text for a status code (``RuntimeError: invalid argument``,
+    ``CUDA error: driver shutting down``): the code table places it, by the words after the line's last colon
+    (an ``[Errno N]`` before them left out). Exact and case-kept, so CUDA's `invalid argument` is not
+    strerror's `Invalid argument`. Placed, never classed: the same code means different failures in different
+    calls, which is what rules read."""
+    tail = _ERRNO_HEAD.sub("", item.first.message.strip()[-MAX_SOURCE_AT:].rsplit(": ", 1)[-1]).rstrip(" .")
+    code = index.code_of(tail) if tail else None
+    if code is None or (tail != code.name and " " not in tail):  # one word of text (`Timeout`) says too little
+        return None
+    return PrintedBy(program=code.table, releases=[], file=code.name, display=code.title,
+                     family=f"the library's text for code {code.code}", template=code.text)
+
+
+def by_script(item: Item) -> PrintedBy | None:
+    """An exception whose traceback was raised in a Python file outside any installed package: the user's own
+    script or a source checkout (``/home/user/collect_env.py``, ``/app/serve.py``). No catalogue can hold its
+    words; where it was raised is the answer (the file's name only: its folders are the user's)."""
+    raised_in = item.raised_in or (item.first.raised_in if item.kind == "exception" else None)
+    if not raised_in or not raised_in.endswith(".py") or raised_in.startswith("<"):
+        return None
+    path = raised_in.replace("\\", "/")
+    if any(part in path.lower() for part in _INSTALLED):
+        return None
+    name = path.rsplit("/", 1)[-1]
+    return PrintedBy(program=SCRIPT, releases=[], file=name, display="code outside any installed package")
 
 
 def _printed_by(entry: TemplateEntry, family: Family | None, index: CatalogueIndex) -> PrintedBy:

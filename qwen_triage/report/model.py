@@ -97,11 +97,14 @@ class PrintedBy:
 
     __pydantic_config__ = _CONFIG
     program: str
-    """the catalogue's key of the program (vllm, llamacpp, nccl, torch ...)"""
+    """the catalogue's key of the program (vllm, llamacpp, nccl, torch ...); a code table's name (cuda_runtime,
+    errno ...) where the words are that library's text for a code; `script` for an exception raised in code
+    outside any installed package"""
     releases: list[str]
-    """the pinned releases read whose source holds the template, oldest first"""
+    """the pinned releases read whose source holds the template, oldest first; empty for a code table or a script"""
     file: str
-    """the file inside the release (vllm/config/parallel.py)"""
+    """the file inside the release (vllm/config/parallel.py); the code's name for a code table; the script's file
+    name"""
     function: str | None = None
     """the enclosing function (Class.method), where the extractor knew it"""
     display: str | None = None

@@ -61,4 +61,5 @@ def printed_by_phrase(p: PrintedBy, code: Callable[[str], str] = lambda t: f"`{t
     where = code(p.file) + (f" in {code(p.function)}" if p.function else "")
     family = f", {p.family}" if p.family else ""
     verb = "printed by" if p.template else "raised in"  # no template: placed by its traceback's raising frame
-    return f"{verb} {p.display or p.program} {where} ({releases_span(p.releases)}){family}"
+    span = f" ({releases_span(p.releases)})" if p.releases else ""  # a code table's or a script's: no release
+    return f"{verb} {p.display or p.program} {where}{span}{family}"

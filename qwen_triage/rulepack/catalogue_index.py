@@ -34,12 +34,14 @@ from qwen_triage.rulepack.paths import CATALOGUE_DIR
 
 if TYPE_CHECKING:
     from qwen_triage.rulepack.catalogue import Catalogue, TemplateEntry
+    from qwen_triage.rulepack.codes import PrintedCode
 
 INT_FIELD = r"(?:-?\d+)"  # authoring.msg_template.TYPE_REGEX["int"], as typed_regex wraps it
 NUMBER_FIELD = r"(?:-?\d+(?:\.\d+)?)"
 INDEX_FORMAT = b"6"  # of the built index kept in the cache; 2: the programs' display names in the head, 3: their
 # files, 4-6: the exception classes one program owns (by the name a line gives them)
-MAX_MANIFEST_BYTES = 2**20
+MAX_MANIFEST_BYTES = 2**20  # also a code table's
+CODES_FORMAT = b"1"  # of the code texts kept in the cache (code_of)
 MAX_LINE = 2000  # characters of a line that are looked up (a template's regex runs on them)
 MAX_FILE_PARTS = 8  # path components of a traceback frame's file compared with the catalogue's files
 TIMEOUT = 0.05  # seconds per regex search: a template's pattern is data, and the line comes from outside
@@ -124,6 +126,7 @@ class CatalogueIndex:
         self.lookups = 0
         self.skipped = 0  # catalogue lines that could not be read (too long, not JSON, no words)
         self.cut_short = 0  # lookups that ran out of LINE_BUDGET
+        self._codes: dict[str, list[Any]] | None = None  # a code table's printed text or name -> its PrintedCode
 
     # -- reading ----------------------------------------------------------------------------------------
 
@@ -162,6 +165,55 @@ class CatalogueIndex:
                 cache.prune("catalogue-", keep=name, keep_newest=1)  # ~30 MB each: one older catalogue at most
         assert self._keys is not None
         return self._keys
+
+    def code_of(self, text: str) -> PrintedCode | None:
+        """The code of a locating table (rulepack.codes.LOCATING_TABLES) whose exact text or name ``text`` is:
+        a library's own words for a status (CUDA's `driver shutting down`), which place a line no template holds.
+        The tables are read once and kept in the cache beside the index, keyed by their bytes."""
+        if self._codes is None:
+            self._codes = self._load_codes()
+        found = self._codes.get(text.strip())
+        if not isinstance(found, list) or len(found) != 6:
+            return None
+        from qwen_triage.rulepack.codes import PrintedCode
+
+        try:
+            return PrintedCode(*(str(v) if i != 3 else int(v) for i, v in enumerate(found)))
+        except (TypeError, ValueError):
+            return None
+
+    def _load_codes(self) -> dict[str, list[Any]]:
+        from dataclasses import astuple
+
+        from qwen_triage.rulepack.cache import Cache, digest
+        from qwen_triage.rulepack.paths import code_files
+
+        files = code_files(self.rules_dir)
+        try:
+            raw = [(p.name.encode(), _read_bounded(p, MAX_MANIFEST_BYTES)) for p in files]
+        except OSError:
+            return {}
+        if not raw:
+            return {}
+        cache = Cache.open(self.cache_dir) if self.cache_dir is not None else None
+        name = "codes-" + digest(CODES_FORMAT, *(b for pair in raw for b in pair))[:40]
+        blob = cache.read(name) if cache is not None else None
+        try:
+            loaded = json.loads(blob) if blob is not None else None
+        except ValueError:
+            loaded = None
+        if isinstance(loaded, dict):
+            return loaded
+        from qwen_triage.rulepack.codes import printed_codes
+        from qwen_triage.rulepack.errors import RuleFileError
+
+        try:
+            built = {form: list(astuple(code)) for form, code in printed_codes(self.rules_dir).items()}
+        except (RuleFileError, OSError):
+            return {}
+        if cache is not None and cache.write(name, json.dumps(built).encode()):
+            cache.prune("codes-", keep=name, keep_newest=1)
+        return built
 
     def _take(self, blob: bytes) -> bool:
         """Use a built index (its JSON head line, then the templates' JSON lines); False when it is not one."""

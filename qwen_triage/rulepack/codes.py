@@ -16,7 +16,7 @@ files.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -162,3 +162,44 @@ def resolve_rows(names: tuple[str, ...], own: tuple[RowSpec, ...], tables: CodeT
     """A rule's table rows: its own first (each value standing for every form of its code), then the tables'."""
     expanded = tuple(replace(r, values=expand_row_values(list(r.values), list(names), tables)) for r in own)
     return expanded + table_rows(list(names), tables, {v for r in expanded for v in r.values})
+
+
+# Tables whose texts say which library printed a line on their own: a CUDA runtime or driver text, NCCL's,
+# NVML's, a C library's strerror. HTTP reason phrases (``Not Found``) are not: any server prints them.
+LOCATING_TABLES = ("cuda_runtime", "cuda_driver", "nccl", "nvml", "errno")
+
+
+@dataclass(frozen=True)
+class PrintedCode:
+    """A code whose exact text (or name) a line printed: its table's name and title, the code."""
+
+    table: str
+    title: str
+    version: str
+    code: int
+    name: str
+    text: str
+
+
+def printed_codes(rules_dir: Path) -> dict[str, PrintedCode]:
+    """Each code of the locating tables under ``rules_dir`` by its exact printed text and by its name, as the
+    library writes them (case kept: CUDA's ``invalid argument`` is not strerror's ``Invalid argument``).
+
+    Read without the class check (a located line is never classed by its code here); a text two tables share
+    stays with the first, in LOCATING_TABLES' order."""
+    from qwen_triage.rulepack.yamlload import load_yaml
+
+    tables: dict[str, CodeTable] = {}
+    for path in code_files(rules_dir):
+        table = load_yaml(path).validate(CodeTable)
+        tables[table.table] = table
+    out: dict[str, PrintedCode] = {}
+    for key in LOCATING_TABLES:
+        table = tables.get(key)
+        if table is None:
+            continue
+        for code in table.codes:
+            found = PrintedCode(table.table, table.title, table.version, code.code, code.name, code.text or code.name)
+            for form in (code.name, *([code.text] if code.text else []), *code.aliases):
+                out.setdefault(form, found)
+    return out

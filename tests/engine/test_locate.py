@@ -255,3 +255,80 @@ def test_a_line_that_says_only_the_first_line_of_a_longer_message_is_located_nev
     assert u.printed_by is not None and u.printed_by.file == "vllm/worker/quux.py"
     report = scan(compiled, tmp_path, HEAD + "QuuxRepoError: 401 Quux refusal. Zorble widget unfrobbed at http://x/y.\n", cat)
     assert [(d.class_, d.because) for d in report.diagnoses] == [("config.bad_argument", "catalogue")]
+
+
+def test_an_error_whose_words_are_a_code_tables_text_is_placed_by_that_table(compiled, tmp_path: Path) -> None:
+    """`RuntimeError: invalid argument`, torch's `CUDA error: driver shutting down`: the words are the CUDA runtime's
+    own text for a status (rules/codes/), which no program's template holds. Placed by the table, exactly and
+    with its case (strerror's `Invalid argument`, NVML's `Invalid Argument` are other libraries'), never
+    classed; one word of text is not enough to say whose it is."""
+    import shutil
+
+    from qwen_triage.rulepack.paths import bundled_rules_dir
+
+    cat = index(tmp_path)
+    shutil.copytree(bundled_rules_dir() / "codes", tmp_path / "rules" / "codes")
+    prefix = "(VllmWorker rank=1 pid=141) ERROR 04-22 03:11:22 [multiproc_executor.py:470] "
+    report = scan(compiled, tmp_path, HEAD + prefix + "RuntimeError: CUDA error: driver shutting down\n", cat)
+    assert report.diagnoses == []
+    (u,) = report.unrecognised
+    assert u.printed_by is not None
+    assert (u.printed_by.program, u.printed_by.file, u.printed_by.template) == (
+        "cuda_runtime", "cudaErrorCudartUnloading", "driver shutting down")
+    assert ("printed by CUDA runtime error (cudaError_t) `cudaErrorCudartUnloading`, the library's text for code 4"
+            in to_markdown(report).replace("\\", ""))
+    report = scan(compiled, tmp_path, HEAD + "RuntimeError: invalid argument\n", cat)
+    assert [u.printed_by.file for u in report.unrecognised if u.printed_by] == ["cudaErrorInvalidValue"]
+    for other in ("RuntimeError: INVALID argument", "RuntimeError: driver shutting down soon", "RuntimeError: Timeout"):
+        report = scan(compiled, tmp_path, HEAD + other + "\n", cat)
+        assert [u.printed_by for u in report.unrecognised] == [None], other
+    assert cat.code_of("driver shutting down") is not None and cat.code_of("Driver shutting down") is None
+
+
+def test_the_code_texts_are_read_once_and_kept_in_the_cache(tmp_path: Path, monkeypatch) -> None:
+    import shutil
+
+    from qwen_triage.rulepack import codes
+    from qwen_triage.rulepack.paths import bundled_rules_dir
+
+    shutil.copytree(bundled_rules_dir() / "codes", tmp_path / "rules" / "codes")
+    first = CatalogueIndex(tmp_path / "rules", cache_dir=tmp_path / "cache")
+    assert first.code_of("invalid argument").name == "cudaErrorInvalidValue"
+    assert [p.name[:6] for p in (tmp_path / "cache").rglob("codes-*")] == ["codes-"]
+
+    def unread(_rules_dir: Path) -> dict:
+        raise AssertionError("the tables were parsed again")
+
+    monkeypatch.setattr(codes, "printed_codes", unread)
+    second = CatalogueIndex(tmp_path / "rules", cache_dir=tmp_path / "cache")
+    assert second.code_of("CUDA_ERROR_OUT_OF_MEMORY").table == "cuda_driver"
+    # a changed table is another key: read again
+    table = tmp_path / "rules" / "codes" / "cuda-runtime.yaml"
+    table.write_text(table.read_text().replace('text: "driver shutting down"', 'text: "driver shutting down now"'))
+    monkeypatch.undo()
+    third = CatalogueIndex(tmp_path / "rules", cache_dir=tmp_path / "cache")
+    assert third.code_of("driver shutting down") is None and third.code_of("driver shutting down now").code == 4
+
+
+def test_an_exception_raised_in_code_outside_any_installed_package_is_placed_there(compiled, tmp_path: Path) -> None:
+    """A traceback whose innermost frame is the user's own script (or a source checkout): no catalogue holds its
+    words, and where it was raised is the answer; the file's name only, never its folders. A frame in an installed
+    package no program of the catalogue is, or in Python's own library, places nothing."""
+    def traceback(path: str) -> str:
+        return (HEAD + "Traceback (most recent call last):\n"
+                f'  File "{path}", line 273, in get_frob\n'
+                "    wait_for_frobnicator()\n"
+                "RuntimeError: frobnicator did not answer within 20 s\n")
+
+    cat = index(tmp_path)
+    report = scan(compiled, tmp_path, traceback("/home/alice/work/collect_frob.py"), cat)
+    assert report.diagnoses == []
+    (u,) = report.unrecognised
+    assert u.printed_by is not None and u.printed_by.template is None
+    assert (u.printed_by.program, u.printed_by.file, u.printed_by.releases) == ("script", "collect_frob.py", [])
+    text = to_markdown(report).replace("\\", "")
+    assert "raised in code outside any installed package `collect_frob.py`" in text and "alice" not in text
+    for path in ("/venv/lib/python3.12/site-packages/quuxlib/frob.py", "/usr/lib/python3.11/json/decoder.py",
+                 "C:\\Python311\\Lib\\site-packages\\quuxlib\\frob.py", "<frozen importlib._bootstrap>"):
+        report = scan(compiled, tmp_path, traceback(path), cat)
+        assert [u.printed_by for u in report.unrecognised] == [None], path
