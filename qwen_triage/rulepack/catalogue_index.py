@@ -177,8 +177,9 @@ class CatalogueIndex:
             return None
         from qwen_triage.rulepack.codes import PrintedCode
 
+        table, title, version, number, name, said = found
         try:
-            return PrintedCode(*(str(v) if i != 3 else int(v) for i, v in enumerate(found)))
+            return PrintedCode(str(table), str(title), str(version), int(number), str(name), str(said))
         except (TypeError, ValueError):
             return None
 
