@@ -42,6 +42,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this tree's package and rules, not whatever qwen_triage is installed
 
 
 def _bench_scan():  # type: ignore[no-untyped-def]

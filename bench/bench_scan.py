@@ -24,6 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
+# the tree this file is in is the one benched (its rules, its package), not whatever qwen_triage is installed
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 HOSTS = ["gpu-node-1", "host1", "worker-a7", "dgx-03"]
 WORDS = "model layer tensor request cache batch token worker scheduler engine runner prompt stream".split()
 
