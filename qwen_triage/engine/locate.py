@@ -152,7 +152,7 @@ def by_frame(item: Item, index: CatalogueIndex) -> PrintedBy | None:
     program of the catalogue holds that file (for a traceback the log cut before its exception, the innermost
     frame it shows). The words are not the program's own (an OS error's text, a C++ extension's, a bare
     ``AssertionError``), the raising code is; no template, so no class."""
-    raised_in = item.raised_in or (item.first.raised_in if item.kind == "exception" else None)
+    raised_in = _raised_in(item)
     if not raised_in:
         return None
     found = index.file_of(raised_in)
@@ -160,6 +160,12 @@ def by_frame(item: Item, index: CatalogueIndex) -> PrintedBy | None:
         return None
     program, file, releases = found
     return PrintedBy(program=program, releases=releases, file=file, display=index.display(program))
+
+
+def _raised_in(item: Item) -> str | None:
+    """The file of the innermost frame of the item's traceback (for a traceback the log cut before its exception,
+    the innermost frame it shows)."""
+    return item.raised_in or (item.first.raised_in if item.kind == "exception" else None)
 
 
 def by_code(item: Item, index: CatalogueIndex) -> PrintedBy | None:
@@ -180,7 +186,7 @@ def by_script(item: Item) -> PrintedBy | None:
     """An exception whose traceback was raised in a Python file outside any installed package: the user's own
     script or a source checkout (``/home/user/collect_env.py``, ``/app/serve.py``). No catalogue can hold its
     words; where it was raised is the answer (the file's name only: its folders are the user's)."""
-    raised_in = item.raised_in or (item.first.raised_in if item.kind == "exception" else None)
+    raised_in = _raised_in(item)
     if not raised_in or not raised_in.endswith(".py") or raised_in.startswith("<"):
         return None
     path = raised_in.replace("\\", "/")

@@ -189,15 +189,14 @@ class CatalogueIndex:
         from qwen_triage.rulepack.cache import Cache, digest
         from qwen_triage.rulepack.paths import code_files
 
-        files = code_files(self.rules_dir)
         try:
-            raw = [(p.name.encode(), _read_bounded(p, MAX_MANIFEST_BYTES)) for p in files]
+            raw = {p: _read_bounded(p, MAX_MANIFEST_BYTES) for p in code_files(self.rules_dir)}
         except OSError:
             return {}
         if not raw:
             return {}
         cache = Cache.open(self.cache_dir) if self.cache_dir is not None else None
-        name = "codes-" + digest(CODES_FORMAT, *(b for pair in raw for b in pair))[:40]
+        name = "codes-" + digest(CODES_FORMAT, *(b for p, data in raw.items() for b in (p.name.encode(), data)))[:40]
         blob = cache.read(name) if cache is not None else None
         try:
             loaded = json.loads(blob) if blob is not None else None
@@ -209,8 +208,9 @@ class CatalogueIndex:
         from qwen_triage.rulepack.errors import RuleFileError
 
         try:
-            built = {form: list(astuple(code)) for form, code in printed_codes(self.rules_dir).items()}
-        except (RuleFileError, OSError):
+            texts = {p: data.decode("utf-8") for p, data in raw.items()}  # the bytes the key was made of
+            built = {form: list(astuple(code)) for form, code in printed_codes(texts).items()}
+        except (RuleFileError, UnicodeDecodeError):
             return {}
         if cache is not None and cache.write(name, json.dumps(built).encode()):
             cache.prune("codes-", keep=name, keep_newest=1)

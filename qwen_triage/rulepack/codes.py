@@ -181,17 +181,18 @@ class PrintedCode:
     text: str
 
 
-def printed_codes(rules_dir: Path) -> dict[str, PrintedCode]:
-    """Each code of the locating tables under ``rules_dir`` by its exact printed text and by its name, as the
-    library writes them (case kept: CUDA's ``invalid argument`` is not strerror's ``Invalid argument``).
+def printed_codes(texts: dict[Path, str]) -> dict[str, PrintedCode]:
+    """Each code of the locating tables among the table files ``texts`` (path -> its text, as the caller read it)
+    by its exact printed text and by its name, as the library writes them (case kept: CUDA's ``invalid argument``
+    is not strerror's ``Invalid argument``).
 
     Read without the class check (a located line is never classed by its code here); a text two tables share
     stays with the first, in LOCATING_TABLES' order."""
     from qwen_triage.rulepack.yamlload import load_yaml
 
     tables: dict[str, CodeTable] = {}
-    for path in code_files(rules_dir):
-        table = load_yaml(path).validate(CodeTable)
+    for path, text in texts.items():
+        table = load_yaml(path, text).validate(CodeTable)
         tables[table.table] = table
     out: dict[str, PrintedCode] = {}
     for key in LOCATING_TABLES:
