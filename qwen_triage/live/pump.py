@@ -59,8 +59,12 @@ FLUSH_EVERY = 0.01  # seconds: records go to the wrapper at least this often whi
 # wrapper knows a burst has ended without a timer of its own (a timer shorter than FLUSH_EVERY would end every burst)
 FLUSH_AFTER_MS = 2
 # A child that writes again within this many seconds of the last move finds the pump asleep for as long: its lines
-# gather in the pipe and move in one splice, not one wake-up of the pump per write (a logger writes each line)
-COALESCE = 0.001
+# gather in the pipe and move in one splice, not one wake-up of the pump per write (a logger writes each line).
+# Short: a child that writes blocks fills the pipe faster than a longer sleep and a move can empty it
+# (bench/bench_run.py: at 1 ms a child of 8 KB writes took 1.2-1.3x its time into `tee`).
+COALESCE = 0.0003
+# …and only after a small move: a move this large means the pipe already gathers the child's writes by itself
+COALESCE_BELOW = 64 << 10
 
 
 def grow_pipe(fd: int) -> None:
@@ -185,8 +189,8 @@ class Pump:
 
     # -- the child's output ---------------------------------------------------
 
-    def move(self, fd: int, stream: int, when: float) -> bool:
-        """Pass on what the pipe holds; False at its end."""
+    def move(self, fd: int, stream: int, when: float) -> int:
+        """Pass on what the pipe holds: how many bytes, 0 at its end."""
         out = self.outs.get(stream)
         if self.tee is not None:
             if out is None or not out.alive:
@@ -197,7 +201,7 @@ class Pump:
                 if n > 0:
                     self.at += n
                     self._logged(stream, n, when)
-                    return True
+                    return n
             elif out.splices:
                 n = self.tee(fd, self.spare_w, READ_SIZE, 0)
                 if n > 0:
@@ -212,24 +216,24 @@ class Pump:
                         done = os.splice(self.spare_r, self.log, n)
                     except OSError as exc:
                         self._rest_to_log(stream, n, 0, exc, when)
-                        return True
+                        return n
                     if done != n:
                         self._rest_to_log(stream, n, done, None, when)
-                        return True
+                        return n
                     self.at += n
                     out.mark(self.at)
                     self._logged(stream, n, when)
-                    return True
+                    return n
             else:
                 n = -1  # a sink that takes no splice: read and write this stream
             if n == 0:
-                return False
+                return 0
             if out is None or out.splices:
                 self.tee = None  # a kernel or log that takes no tee or splice: read and write from now on
         data = _read(fd)
         if data:
             self.chunk(stream, data, when)
-        return bool(data)
+        return len(data)
 
     def _rest_to_sink(self, fd: int, stream: int, out: _Out, n: int, moved: int, error: OSError | None) -> None:
         """The sink took part of the ``n`` teed bytes (it was full) or failed: the rest, or give it up."""
@@ -376,6 +380,7 @@ class Pump:
         control_open = True
         want_out = False
         flushed = moved = paused = _now()  # paused: the last chunk a PAUSED record was sent after
+        last = 0  # bytes of the last move
         while sources:
             owed = moved > paused  # the child said something since: a PAUSED record is owed once it stops
             pending = (self.run_bytes or self.outbox or owed) and self.records >= 0
@@ -397,14 +402,15 @@ class Pump:
             elif pending and now - flushed >= FLUSH_EVERY:  # it has talked for a while: what it said so far
                 flushed = now
                 self.flush()
-            if now - moved < COALESCE and any(fd in sources for fd, _ in events):
+            if now - moved < COALESCE and last < COALESCE_BELOW and any(fd in sources for fd, _ in events):
                 time.sleep(COALESCE)  # a chatty child: let its next lines join these
                 now = _now()
             for fd, _ in events:
                 stream = sources.get(fd)
                 if stream is not None:
                     moved = now
-                    if not self.move(fd, stream, now):
+                    last = self.move(fd, stream, now)
+                    if not last:
                         poller.unregister(fd)
                         del sources[fd]
                 elif fd == self.records:

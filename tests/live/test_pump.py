@@ -132,6 +132,27 @@ def test_every_path_passes_each_stream_byte_for_byte(tmp_path, kernel: bool) -> 
     assert rig.records[-1][2] == b"d\n"  # last bytes of stdout and stderr: "…at the end", "…line 1\n"
 
 
+@pytest.mark.parametrize("path", ["tee-splice", "log-only", "read-write"])
+def test_a_move_says_how_many_bytes_it_passed_on_and_0_at_the_end(tmp_path, path: str) -> None:
+    """The loop sleeps to gather a chatty child's lines only after a small move (a large one means the pipe
+    gathers them already): so every path reports what it moved."""
+    rig = Rig(tmp_path, kernel=path != "read-write", sink_fd=-1 if path == "log-only" else None)
+    block = b"x" * 40_000 + b"\n"  # within the sink pipe: nobody reads it until the end
+    pump.write_all(rig.out_w, block)
+    assert rig.pump.move(rig.out_r, 1, 0.0) == len(block)
+    pump.write_all(rig.out_w, b"one line\n")
+    assert rig.pump.move(rig.out_r, 1, 0.0) == len(b"one line\n")
+    os.close(rig.out_w)
+    assert rig.pump.move(rig.out_r, 1, 0.0) == 0
+    if rig.sink_r >= 0:
+        assert os.read(rig.sink_r, 1 << 20) == block + b"one line\n"
+    assert open(tmp_path / "child.log", "rb").read() == block + b"one line\n"
+    for fd in (rig.out_r, rig.err_r, rig.err_w, rig.rec_r, rig.rec_w, rig.ctl_r, rig.ctl_w, rig.log,
+               rig.sink_r, rig.sink_w, rig.pump.spare_r, rig.pump.spare_w):
+        if fd >= 0:
+            os.close(fd)
+
+
 def test_a_block_goes_between_two_chunks_on_a_fresh_line(tmp_path) -> None:
     with Rig(tmp_path) as rig:
         pump.write_all(rig.out_w, b"loading 50%")
