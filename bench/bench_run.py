@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`qwen-triage run` pass-through cost: a child printing N lines, wrapped, beside the same child piped through `cat`.
 
-    python bench/bench_run.py [--lines 100000] [--rounds 15] [--child unbuffered|buffered|both]
+    python bench/bench_run.py [--lines 100000] [--rounds 15] [--child unbuffered|buffered|both] [--busy N]
 
 The child is the same Python program each time: it prints N lines of the shared
 generator's mix (journald, Ollama, vLLM, NCCL, kernel; about 0.1 % failures) as
@@ -23,6 +23,10 @@ and the summary). The pass-through is first byte to last byte, start-up excluded
 on both sides: the ratio the performance issue sets at 1.2 or under. The time to
 exit, less each command's exit with a silent child, is printed beside it.
 Machines here are shared and noisy: read the ratios, not the milliseconds.
+
+``--busy N`` runs the whole table beside N busy-loop processes per core (the issue's "at any load": a node
+whose cores its GPUs' host threads keep busy), started from this script, so in its session and its scheduler
+group as the ``cat`` and ``tee`` pipelines are; the load average is printed with each table.
 """
 
 from __future__ import annotations
@@ -118,7 +122,8 @@ def measure(child: Path, log: Path, work: Path, rounds: int, unbuffered: bool) -
         return statistics.median(r[i] for r in runs[name])
 
     how = "each line a write (PYTHONUNBUFFERED=1, run's default)" if unbuffered else "8 KB writes (buffered)"
-    print(f"child prints {size / 1e6:.1f} MB, {how}; medians of {rounds} alternating rounds")
+    print(f"child prints {size / 1e6:.1f} MB, {how}; medians of {rounds} alternating rounds; "
+          f"load average (1 min) {os.getloadavg()[0]:.1f}")
     print(f"  {'':14s} {'first byte out':>14s} {'last byte out':>14s} {'exit':>8s}")
     for name in cmds:
         print(f"  {name:14s} {med(name, 0):12.3f} s {med(name, 1):12.3f} s {med(name, 2):6.3f} s")
@@ -147,6 +152,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--child", choices=("unbuffered", "buffered", "both"), default="both",
                     help="the child writes each line (run's default for Python) or 8 KB blocks; both sides alike")
+    ap.add_argument("--busy", type=int, default=0, help="busy-loop processes per core running beside the table")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="qt-bench-run-"))
     log = work / "child.log"
@@ -154,10 +160,19 @@ def main() -> int:
     child = work / "child.py"
     child.write_text(CHILD)
     modes = {"unbuffered": [True], "buffered": [False], "both": [True, False]}[args.child]
-    for n, unbuffered in enumerate(modes):
-        if n:
-            print()
-        measure(child, log, work, args.rounds, unbuffered)
+    sys.path.insert(0, str(ROOT / "bench"))
+    from bench_check_deadline import busy_loops, end  # noqa: PLC0415 - the deadline bench's load, the same here
+
+    busy = busy_loops(args.busy * (os.cpu_count() or 1))
+    if busy:
+        print(f"{len(busy)} busy-loop processes beside the table ({args.busy} per core)")
+    try:
+        for n, unbuffered in enumerate(modes):
+            if n:
+                print()
+            measure(child, log, work, args.rounds, unbuffered)
+    finally:
+        end(busy)
     return 0
 
 

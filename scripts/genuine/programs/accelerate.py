@@ -56,6 +56,42 @@ FILES = {
 }
 ACC = "{bin}/accelerate"
 
+# --- scripts that diverge across ranks, CUDA calls on a CPU-only torch, env and flag values (issue 31) ----
+HANG = """\
+import time
+from datetime import timedelta
+
+from accelerate import Accelerator
+from accelerate.utils import InitProcessGroupKwargs
+
+acc = Accelerator(kwargs_handlers=[InitProcessGroupKwargs(timeout=timedelta(seconds=10))])
+acc.print(f"{acc.num_processes} processes up")
+if acc.process_index == 1:  # this rank is stuck in its own work (a data loader, a slow disk) and misses the barrier
+    time.sleep(60)
+acc.wait_for_everyone()
+"""
+
+CUDA = """\
+import torch
+from accelerate import Accelerator
+
+acc = Accelerator()
+model = torch.nn.Linear(4, 2).cuda()  # the script moves the model by hand instead of acc.prepare
+"""
+
+RESUME = """\
+import torch
+from accelerate import Accelerator
+
+acc = Accelerator()
+model = torch.nn.Linear(4, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+model, opt = acc.prepare(model, opt)
+acc.load_state("output/checkpoint-500")  # resume from a checkpoint folder that was never written here
+"""
+
+FILES31 = {**FILES, "train_hang.py": HANG, "train_cuda.py": CUDA, "train_resume.py": RESUME}
+
 PROGRAM = Program(
     name="accelerate",
     dist="accelerate",
@@ -238,6 +274,87 @@ PROGRAM = Program(
             files=FILES,
             timeout=90,
             note="--use_deepspeed in a venv without DeepSpeed",
+        ),
+        # --- issue 31 ------------------------------------------------------------------------------------
+        Case(
+            id="config-default-then-launch-ok",
+            expect=[],
+            argv=["bash", "-c", f"{ACC} config default --config_file cfg.yaml && {ACC} launch --config_file cfg.yaml "
+                  "train.py"],
+            files=FILES31,
+            exit="ok",
+            timeout=150,
+            note="healthy: `accelerate config default` writes a config file and a launch with it trains one step",
+        ),
+        Case(
+            id="launch-fp16-cpu-ok",
+            expect=[],
+            argv=[ACC, "launch", "--mixed_precision", "fp16", "train.py", "fp16"],
+            files=FILES31,
+            exit="ok",
+            timeout=120,
+            note="healthy: fp16 mixed precision on a machine without GPUs; accelerate of old refused it (\"fp16 mixed "
+                 "precision requires a GPU\", https://github.com/bmaltais/kohya_ss/issues/639), these releases on "
+                 "torch 2.13 autocast to fp16 on the CPU",
+        ),
+        Case(
+            id="accelerator-mixed-precision-invalid",
+            expect=["config.bad_argument"],
+            argv=["{python}", "train.py", "fp32"],
+            files=FILES31,
+            timeout=120,
+            note="Accelerator(mixed_precision='fp32') in the script: not a precision accelerate knows",
+        ),
+        Case(
+            id="flags-dynamo-backend-invalid",
+            expect=["config.bad_argument"],
+            argv=[ACC, "launch", "--dynamo_backend", "inductorr", "train.py"],
+            files=FILES31,
+            timeout=90,
+            note="--dynamo_backend with a backend name accelerate does not list (a misspelling, or a value another "
+                 "release's scripts pass); https://github.com/sdbds/musubi-tuner-scripts/issues/5",
+        ),
+        Case(
+            id="script-cuda-on-cpu-torch",
+            expect=["runtime.backend_mismatch"],
+            argv=[ACC, "launch", "train_cuda.py"],
+            files=FILES31,
+            timeout=120,
+            note="the script calls .cuda() and the environment has a CPU-only torch build; "
+                 "https://github.com/karpathy/nanoGPT/issues/281",
+        ),
+        Case(
+            id="load-state-missing-dir",
+            expect=["model.file_missing"],
+            argv=[ACC, "launch", "train_resume.py"],
+            files=FILES31,
+            timeout=120,
+            note="Accelerator.load_state of a checkpoint folder that does not exist (a resume path from another "
+                 "machine or run); https://github.com/instructlab/training/issues/272",
+        ),
+        Case(
+            id="launch-master-node-alone",
+            expect=["dist.rendezvous_failed"],
+            argv=[ACC, "launch", "--multi_gpu", "--num_machines", "2", "--machine_rank", "0", "--num_processes", "2",
+                  "--main_process_ip", "127.0.0.1", "--main_process_port", "{port}", "--rdzv_conf", "timeout=8",
+                  "train.py"],
+            files=FILES31,
+            timeout=150,
+            note="machine 0 of 2 (the master) started and machine 1 never joins: the master's rendezvous waits for "
+                 "the missing node until its timeout; https://github.com/openvla/openvla/issues/175",
+        ),
+        Case(
+            id="launch-rank-misses-barrier",
+            expect=["nccl.timeout"],
+            argv=[ACC, "launch", "--multi_gpu", "--num_processes", "2", "--main_process_port", "{port}",
+                  "train_hang.py"],
+            files=FILES31,
+            timeout=180,
+            note="rank 1 is stuck in its own work and misses wait_for_everyone: rank 0's barrier times out after "
+                 "the 10 s InitProcessGroupKwargs timeout; https://github.com/huggingface/accelerate/issues/1752",
+            # 1.x on a machine without GPUs runs the --multi_gpu processes as two independent single processes (no
+            # process group: "1 processes up" twice), so the barrier is a no-op and the launch succeeds
+            releases=("0.34.2",),
         ),
     ],
 )

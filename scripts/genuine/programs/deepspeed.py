@@ -65,6 +65,31 @@ FILES = {
     "hostfile_empty": "# nodes of the job\n",
 }
 
+# --- issue 31: precision the CPU accelerator refuses, ZeRO-3, the launcher's port and hostfile ------------
+FILES31 = {
+    **FILES,
+    "ds_fp16_bf16.json": '{"train_batch_size": 4, "fp16": {"enabled": true}, "bf16": {"enabled": true}, '
+                         '"optimizer": {"type": "SGD", "params": {"lr": 0.01}}}',
+    "ds_zero3_sgd.json": '{"train_batch_size": 4, "zero_optimization": {"stage": 3}, '
+                         '"optimizer": {"type": "SGD", "params": {"lr": 0.01}}}',
+    "ds_zero3_sgd_ok.json": '{"train_batch_size": 4, "zero_optimization": {"stage": 3}, '
+                            '"zero_allow_untested_optimizer": true, '
+                            '"optimizer": {"type": "SGD", "params": {"lr": 0.01}}}',
+    "ds_nvme_no_path.json": '{"train_batch_size": 4, "zero_optimization": {"stage": 3, "offload_param": {"device": '
+                            '"nvme"}}, "zero_allow_untested_optimizer": true, '
+                            '"optimizer": {"type": "SGD", "params": {"lr": 0.01}}}',
+    "hostfile_dup": "worker-0 slots=2\nworker-1 slots=2\nworker-0 slots=2\n",
+    # another server holds the port, then runs the launcher behind it
+    "hold.py": (
+        "import socket, subprocess, sys\n"
+        "s = socket.socket()\n"
+        "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+        "s.bind(('127.0.0.1', int(sys.argv[1])))\n"
+        "s.listen(16)\n"
+        "sys.exit(subprocess.call(sys.argv[2:]))\n"
+    ),
+}
+
 DS = "{bin}/deepspeed"
 LOCAL = ["--master_addr", "127.0.0.1", "--master_port", "{port}"]
 ENV = {"DS_ACCELERATOR": "cpu"}
@@ -187,5 +212,75 @@ PROGRAM = Program(
                  ENV),
             )
         ],
+        # --- issue 31 --------------------------------------------------------------------------------------
+        *[
+            Case(
+                id=cid,
+                expect=expect,
+                argv=["{python}", "train.py", "--deepspeed_config", cfg],
+                files=FILES31,
+                env={**ENV, **SINGLE},
+                timeout=240,
+                note=note,
+                exit="ok" if not expect else "fail",
+            )
+            for cid, expect, cfg, note in (
+                ("fp16-and-bf16-both-enabled", ["config.bad_argument"], "ds_fp16_bf16.json",
+                 "fp16 and bf16 both enabled in one config (a template merged with a launcher flag); "
+                 "https://github.com/Snowflake-AI-Research/Arctic-Platform/pull/78"),
+                ("zero3-untested-optimizer", ["config.bad_argument"], "ds_zero3_sgd.json",
+                 "ZeRO stage 3 with an optimizer DeepSpeed has not tested with ZeRO (torch's SGD) and without "
+                 "zero_allow_untested_optimizer; https://github.com/EleutherAI/gpt-neox/pull/1166"),
+                ("zero3-nvme-offload-without-path", ["config.bad_argument"], "ds_nvme_no_path.json",
+                 "ZeRO-3 parameter offload to nvme without an nvme_path; "
+                 "https://github.com/deepspeedai/DeepSpeed/issues/2624"),
+                ("zero3-sgd-single-rank-ok", [], "ds_zero3_sgd_ok.json",
+                 "healthy: ZeRO stage 3 with torch's SGD (zero_allow_untested_optimizer) on one CPU rank: one step, "
+                 "with ZeRO-3's start-up notices"),
+            )
+        ],
+        Case(
+            id="launcher-one-rank-ok",
+            expect=[],
+            argv=[DS, "--num_gpus", "1", *LOCAL, "train.py", "--deepspeed_config", "ds_sgd.json"],
+            files=FILES31,
+            env={**ENV, "TORCH_EXTENSIONS_DIR": "{bin}/../torch_extensions"},
+            exit="ok",
+            timeout=240,
+            note="healthy: the deepspeed launcher with one local rank (no hostfile: its 'Unable to find hostfile' "
+                 "warning) runs one step and exits 0",
+        ),
+        Case(
+            id="launcher-master-port-in-use",
+            expect=["server.port_in_use"],
+            argv=["{python}", "hold.py", "{port}", DS, "--num_gpus", "1", *LOCAL, "train.py",
+                  "--deepspeed_config", "ds_sgd.json"],
+            files=FILES31,
+            env={**ENV, "TORCH_EXTENSIONS_DIR": "{bin}/../torch_extensions"},
+            timeout=240,
+            note="--master_port is held by another job on the node: rank 0's TCPStore cannot bind it; "
+                 "https://github.com/deepspeedai/DeepSpeed/issues/3916",
+        ),
+        Case(
+            id="hostfile-duplicate-host",
+            expect=["config.bad_argument"],
+            argv=[DS, "--hostfile", "hostfile_dup", *LOCAL, "train.py", "--deepspeed_config", "ds_sgd.json"],
+            files=FILES31,
+            env=ENV,
+            timeout=240,
+            note="a hostfile that lists the same host twice",
+        ),
+        Case(
+            id="include-slot-not-in-hostfile",
+            expect=["config.bad_argument"],
+            argv=[DS, "--include", "localhost:3", *LOCAL, "train.py", "--deepspeed_config", "ds_sgd.json"],
+            files=FILES31,
+            env=ENV,
+            timeout=240,
+            note="no hostfile, --include localhost:3 (a device id of a bigger node or of CUDA_VISIBLE_DEVICES) on a node "
+                 "whose local resources have one slot; https://github.com/deepspeedai/DeepSpeed/issues/7155",
+            # 0.16's CPU accelerator lists more local slots and launches the rank on slot 3 (no failure)
+            releases=("0.19.8",),
+        ),
     ],
 )

@@ -5,6 +5,8 @@ hub's error headers, or cuts a file short. Healthy cases: a file served from the
 complete download from the local stand-in.
 """
 
+from dataclasses import replace
+
 from case import Case, Program, Release
 
 REPO = "tiny-org/tiny-model"
@@ -15,6 +17,7 @@ FAKEHUB = """\
 import http.server, socket, sys, time
 MODE = sys.argv[1]
 BODY = b'{"model_type": "qwen2", "hidden_size": 64}' + b" " * 4000
+BIG = bytes(4 << 20)
 COMMIT = "%s"
 
 
@@ -70,7 +73,29 @@ class H(http.server.BaseHTTPRequestHandler):
             return self._err(503, "", "Service Unavailable")
         if MODE == "servererror":
             return self._err(500, "", "Internal Error - We're working hard to fix this as soon as possible!")
-        if head or MODE == "ok":
+        if MODE == "badtoken":  # a token the hub does not know (revoked, or copied with a typo)
+            return self._err(401, "", "Invalid credentials in Authorization header")
+        if MODE == "okapi" and self.path.startswith("/api/models/"):  # model info / tree for snapshot_download
+            if "/tree/" in self.path:
+                info = ('[{"type": "file", "oid": "5d41402abc4b2a76b9719d911017c592", "size": %%d, '
+                        '"path": "config.json"}]' %% len(BODY)).encode()
+            else:
+                info = ('{"id": "tiny-org/tiny-model", "sha": "%%s", "siblings": [{"rfilename": "config.json"}]}'
+                        %% COMMIT).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(info)))
+            self.end_headers()
+            if not head:
+                self.wfile.write(info)
+            return
+        if MODE == "big":  # a 4 MiB weights file
+            self._ok_headers(len(BIG))
+            if not head:
+                for i in range(0, len(BIG), 65536):
+                    self.wfile.write(BIG[i:i + 65536])
+            return
+        if head or MODE in ("ok", "okapi"):
             self._ok_headers(len(BODY))
             if not head:
                 self.wfile.write(BODY)
@@ -203,6 +228,88 @@ CASES = [
     _py("py-server-error", ["download.incomplete"], "servererror", "hf_hub_download, the hub answers 500"),
     _py("py-snapshot-connection-refused", ["download.incomplete"], None,
         "snapshot_download against a closed local port", env={"HF_ENDPOINT": "http://127.0.0.1:9"}, arg="snapshot"),
+]
+
+# --- snapshots, tokens, the cache's disk and locks (issue 31) -------------------------------------------
+DL = """\
+import sys
+from huggingface_hub import hf_hub_download, snapshot_download
+kind, repo = sys.argv[1], sys.argv[2]
+print(snapshot_download(repo) if kind == "snapshot" else hf_hub_download(repo, "config.json"))
+"""
+
+# another process (a download killed half way, a second job on the same cache) holds the file's lock
+HOLD_LOCK = """\
+import os, sys, time
+from filelock import FileLock
+path = "hf-home/hub/.locks/models--tiny-org--tiny-model/5d41402abc4b2a76b9719d911017c592.lock"
+os.makedirs(os.path.dirname(path), exist_ok=True)
+lock = FileLock(path)
+lock.acquire()
+open("locked", "w").write("1")
+time.sleep(600)
+"""
+
+
+def _dl(id: str, expect: list[str], mode: str | None, note: str, *, kind: str = "file", repo: str = REPO,
+        env: dict | None = None, exit: str = "fail", pre: str = "", bound: int = 0, wrap: str = "",
+        expect_by: dict | None = None) -> Case:
+    run = f"timeout -s INT {bound} " if bound else ""
+    cmd = pre + (WITH_SERVER % mode if mode else "") + run + f"{{python}} dl.py {kind} {repo}" + (STOP if mode else "")
+    if wrap:
+        cmd = wrap % cmd.replace("'", "'\\''")
+    return Case(id=id, expect=expect, argv=["bash", "-c", cmd],
+                files={"fakehub.py": FAKEHUB, "dl.py": DL, "hold_lock.py": HOLD_LOCK},
+                env={**BASE_ENV, **(env or {})}, input="mixed", note=note, exit=exit, timeout=150,
+                expect_by=expect_by or {})
+
+
+CASES += [
+    _dl("py-snapshot-ok-healthy", [], "okapi", "healthy: snapshot_download of a one-file repo from a local stand-in",
+        kind="snapshot", exit="ok"),
+    _dl("py-snapshot-offline-not-cached", ["download.incomplete"], None,
+        "snapshot_download with HF_HUB_OFFLINE=1 and no snapshot in the cache; "
+        "https://github.com/huggingface/huggingface_hub/issues/4487", kind="snapshot", env={"HF_HUB_OFFLINE": "1"}),
+    _dl("py-snapshot-gated", ["download.incomplete"], "gated",
+        "snapshot_download of a gated repo, access not granted: the model-info call answers 403 GatedRepo; "
+        "https://github.com/matatonic/openedai-vision/issues/25",
+        kind="snapshot"),
+    _dl("py-repo-id-is-local-path", ["config.bad_argument"], None,
+        "a local checkpoint path that does not exist passed as the repo id: HFValidationError; "
+        "https://github.com/huggingface/huggingface_hub/issues/1008",
+        repo="./checkpoints/qwen-sft/final"),
+    _dl("py-token-invalid", ["config.bad_argument"], "badtoken",
+        "HF_TOKEN holds a revoked or mistyped token: 401 Invalid credentials in Authorization header; "
+        "https://github.com/huggingface/sentence-transformers/issues/3436",
+        env={"HF_TOKEN": "hf_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}),
+    _dl("py-hf-transfer-missing", ["config.bad_argument"], "ok",
+        "HF_HUB_ENABLE_HF_TRANSFER=1 without the hf_transfer package (0.x refuses; 1.x+ ignores the variable with "
+        "a deprecation warning and downloads); https://github.com/EleutherAI/lm-evaluation-harness/pull/3563",
+        env={"HF_HUB_ENABLE_HF_TRANSFER": "1"}, exit="any", expect_by={"2.4.0": []}),
+    _dl("py-disk-full", ["node.storage_error"], "big",
+        "the cache's filesystem is full (a 1 MiB tmpfs) while a 4 MiB file downloads: Errno 28; "
+        "https://github.com/huggingface/diffusers/issues/4957",
+        repo=REPO, wrap="unshare -m bash -c 'mkdir -p hf-home && mount -t tmpfs -o size=1m tmpfs hf-home && %s'"),
+    _dl("py-cache-lock-held", ["download.incomplete"], "ok",
+        "another process holds the file's lock in the cache (a killed download, a second job): hf_hub_download "
+        "waits on it, logging at info level, until the user interrupts after 25 s; "
+        "https://github.com/huggingface/huggingface_hub/issues/2543",
+        env={"HF_HUB_VERBOSITY": "info"}, bound=25,
+        pre="{python} hold_lock.py & HOLD=$!; for i in $(seq 100); do [ -s locked ] && break; sleep 0.1; done; "),
+]
+
+_cli_full = _cli("cli-disk-full", ["node.storage_error"], "big",
+                 "hf download into a cache whose filesystem is full (a 1 MiB tmpfs) while a 4 MiB file downloads; "
+                 "https://github.com/huggingface/diffusers/issues/4957")
+CASES.append(replace(_cli_full, argv=["unshare", "-m", "bash", "-c",
+                                      "mkdir -p hf-home && mount -t tmpfs -o size=1m tmpfs hf-home || exit 1; "
+                                      + _cli_full.argv[2]]))
+
+CASES += [
+    _cli("cli-token-invalid", ["config.bad_argument"], "badtoken",
+         "hf download with a revoked or mistyped HF_TOKEN: 401 Invalid credentials in Authorization header; "
+         "https://github.com/huggingface/sentence-transformers/issues/3436",
+         env={"HF_TOKEN": "hf_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}),
 ]
 
 PROGRAM = Program(

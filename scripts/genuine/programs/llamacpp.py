@@ -141,6 +141,115 @@ CASES = [
           env={"TINY_NO_VOCAB": "1"}),
 ]
 
+# --- round 3 (genuine sweep): split models, LoRA adapters, chat formats, embeddings, mlock, GPU layers on a CPU
+# build, duplicated keys / tensors in the GGUF tables ----------------------------------------------------------
+
+# the same tiny model, written as a split GGUF (one tensor per file: tiny-0000N-of-0000M.gguf)
+SPLIT = WRITE.replace('gguf.GGUFWriter("tiny.gguf", ARCH)', 'gguf.GGUFWriter("tiny.gguf", ARCH, split_max_tensors=4)').replace(
+    'raw = open("tiny.gguf", "rb").read()\n', '')
+
+# a LoRA adapter for the tiny model, as convert_lora_to_gguf.py writes it (general.type adapter, adapter.type
+# lora, A/B pairs); LORA_E sets the width it was trained for, LORA_ARCH its architecture
+LORA = """\
+import os
+import numpy as np
+import gguf
+E, R = int(os.environ.get("LORA_E", "64")), 4
+w = gguf.GGUFWriter("lora.gguf", os.environ.get("LORA_ARCH", "llama"))
+w.add_type("adapter")
+w.add_string("adapter.type", "lora")
+w.add_float32("adapter.lora.alpha", 8.0)
+rng = np.random.default_rng(1)
+for n in ("attn_q", "attn_v"):
+    w.add_tensor(f"blk.0.{n}.weight.lora_a", rng.standard_normal((R, E), dtype=np.float32) * 0.01)
+    w.add_tensor(f"blk.0.{n}.weight.lora_b", rng.standard_normal((E, R), dtype=np.float32) * 0.01)
+w.write_header_to_file()
+w.write_kv_data_to_file()
+w.write_tensors_to_file()
+w.close()
+"""
+
+# Llama() with the keyword arguments of KWARGS (a Python dict literal), then CALL on it
+LOAD_KW = """\
+import os
+from llama_cpp import Llama
+llm = Llama(model_path=os.environ.get("MODEL", "tiny.gguf"), n_ctx=64, n_threads=1, verbose=True, **%s)
+%s
+"""
+GEN = 'print(llm(os.environ.get("PROMPT", "a b"), max_tokens=4)["choices"][0]["text"])'
+
+
+def _kw(id: str, expect: list[str], note: str, kwargs: str = "{}", call: str = GEN, write: str = WRITE,
+        extra: str = "", exit: str = "fail", env: dict | None = None, shell: str = "") -> Case:
+    files = {"write.py": write + extra + "\n", "load.py": LOAD_KW % (kwargs, call)}
+    if "lora" in kwargs:
+        files["lora.py"] = LORA
+    pre = "{python} lora.py && " if "lora" in kwargs else ""
+    return Case(
+        id=id,
+        expect=expect,
+        argv=["bash", "-c", shell + "{python} write.py && " + pre + "exec {python} load.py"],
+        files=files,
+        env=env or {},
+        input="llama-cpp",
+        note=note,
+        exit=exit,
+        timeout=120,
+    )
+
+
+CASES += [
+    _kw("split-ok-healthy", [], "healthy: a model split into several GGUF files (gguf-split layout) loads from its"
+        " first part and generates", write=SPLIT, exit="ok", env={"MODEL": "tiny-00001-of-00003.gguf"}),
+    _kw("split-part-missing", ["model.shard_missing"], "a split GGUF whose second part was never downloaded:"
+        " https://github.com/ggml-org/llama.cpp/issues/15164", write=SPLIT,
+        extra="os.remove('tiny-00002-of-00003.gguf')", env={"MODEL": "tiny-00001-of-00003.gguf"}),
+    _kw("split-not-first", ["config.bad_argument"], "the model path names the last part of a split GGUF, not the"
+        " first: https://github.com/ngxson/wllama/issues/135", write=SPLIT, env={"MODEL": "tiny-00003-of-00003.gguf"}),
+    _kw("lora-ok-healthy", [], "healthy: a LoRA adapter converted for this base model is applied (mmap is turned"
+        " off for it)", kwargs='{"lora_path": "lora.gguf"}', exit="ok"),
+    _kw("lora-path-missing", ["model.file_missing"], "lora_path names an adapter file that is not there:"
+        " https://github.com/kherud/java-llama.cpp/issues/15",
+        kwargs='{"lora_path": "adapters/my-lora.gguf"}'),
+    _kw("lora-wrong-base", ["model.weights_mismatch"], "a LoRA adapter trained for a wider model (another base):"
+        " https://github.com/ggml-org/llama.cpp/issues/9114", kwargs='{"lora_path": "lora.gguf"}',
+        env={"LORA_E": "32"}),
+    _kw("lora-other-architecture", ["model.weights_mismatch"], "a LoRA adapter converted for another architecture"
+        " (qwen2) applied to a llama model: https://github.com/ggml-org/llama.cpp/issues/9114",
+        kwargs='{"lora_path": "lora.gguf"}', env={"LORA_ARCH": "qwen2"}),
+    _kw("lora-safetensors-given", ["model.format_mismatch"], "the PEFT adapter_model.safetensors passed as"
+        " lora_path instead of a converted GGUF adapter: https://github.com/ollama/ollama/issues/1965", kwargs='{"lora_path": "adapter_model.safetensors"}',
+        extra="import json\nh = json.dumps({'base_model.model.layers.0.self_attn.q_proj.lora_A.weight': {'dtype':"
+              " 'F32', 'shape': [4, 64], 'data_offsets': [0, 1024]}}).encode()\n"
+              "open('adapter_model.safetensors', 'wb').write(struct.pack('<Q', len(h)) + h + bytes(1024))"),
+    _kw("lora-base-model-given", ["config.bad_argument"], "a base model GGUF passed as the LoRA adapter (general.type"
+        " is not adapter): https://github.com/ggml-org/llama.cpp/issues/3953", kwargs='{"lora_path": "tiny.gguf"}'),
+    _kw("chat-format-unknown", ["config.bad_argument"], "chat_format names a format this llama-cpp-python does not"
+        " register: https://github.com/abetlen/llama-cpp-python/issues/1996", kwargs='{"chat_format": "llama-9"}',
+        call='print(llm.create_chat_completion([{"role": "user", "content": "a b"}], max_tokens=4))'),
+    _kw("embed-without-embedding", ["config.bad_argument"], "embed() on a Llama created without embedding=True:"
+        " https://github.com/JamePeng/llama-cpp-python/issues/45", call='print(len(llm.embed("a b")))'),
+    _kw("prompt-exceeds-context", ["memory.kv_cache_insufficient"], "a prompt longer than n_ctx (64 tokens):"
+        " https://github.com/rllm-team/rllm/issues/55", env={"PROMPT": "a b c d e " * 40}),
+    _kw("chat-template-generation-tags-healthy", [], "healthy: the GGUF's chat template uses HuggingFace's {%"
+        " generation %} tags (SmolLM3), which 0.3.36 passes through (earlier releases raised TemplateSyntaxError):"
+        " https://github.com/abetlen/llama-cpp-python/issues/2225", write=WRITE.replace(
+            "w.add_bos_token_id(1)\n", "w.add_chat_template(\"{% for m in messages %}{{ m['role'] }}: {% generation %}"
+            "{{ m['content'] }}{% endgeneration %}\\n{% endfor %}{% if add_generation_prompt %}assistant: {% endif %}\")"
+            "\nw.add_bos_token_id(1)\n"),
+        call='print(llm.create_chat_completion([{"role": "user", "content": "a b"}], max_tokens=4))', exit="ok"),
+    _kw("gpu-layers-on-cpu-build-healthy", [], "healthy: n_gpu_layers=-1 on a CPU-only build (everything stays on"
+        " the CPU)", kwargs='{"n_gpu_layers": -1}', exit="ok"),
+    _kw("mlock-limit-healthy", [], "healthy: use_mlock under `ulimit -l 0` (load_mode mmap+mlock; as root the lock is"
+        " allowed, so no RLIMIT_MEMLOCK warning here): https://github.com/abetlen/llama-cpp-python/issues/618", kwargs='{"use_mlock": True}', exit="ok", shell="ulimit -l 0; "),
+    _kw("duplicate-tensor-name", ["model.gguf_corrupt"], "two tensors of the GGUF carry one name (a damaged or"
+        " badly merged file): https://github.com/ggml-org/llama.cpp/issues/6836", extra="open('tiny.gguf', 'wb').write(raw.replace(b'blk.0.attn_k.weight',"
+        " b'blk.0.attn_q.weight'))"),
+    _kw("duplicate-metadata-key", ["model.gguf_corrupt"], "a metadata key appears twice in the GGUF key-value table:"
+        " https://github.com/ggml-org/llama.cpp/pull/4062",
+        extra="open('tiny.gguf', 'wb').write(raw.replace(b'general.file_type', b'llama.block_count'))"),
+]
+
 PROGRAM = Program(
     name="llamacpp",
     releases=[

@@ -4,6 +4,8 @@ answers, and (1.40+, whose ``MODELSCOPE_ENDPOINT`` takes a plain-http URL) a loc
 cases that need no server answer.
 """
 
+from dataclasses import replace
+
 from case import Case, Program, Release
 
 OLD, NEW = "1.20.1", "1.40.2"
@@ -26,6 +28,17 @@ class H(http.server.BaseHTTPRequestHandler):
         elif MODE == "unauthorized":
             code, body = 401, dict(Code=10010205002, Message="Unauthorized: please login with a valid token",
                                    Success=False, RequestId="0a1b2c3d-0000-4000-8000-000000000001")
+        elif MODE in ("ok", "big") and "/repo?" in self.path:  # the file itself
+            raw = b'{"model_type": "qwen2"}' if MODE == "ok" else bytes(4 << 20)
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            if self.command != "HEAD":
+                for i in range(0, len(raw), 65536):
+                    self.wfile.write(raw[i:i + 65536])
+            return
+        elif MODE in ("ok", "big"):  # other API calls (the acceleration info): an empty success
+            code, body = 200, dict(Code=200, Data={}, Success=True)
         elif MODE == "ratelimit":
             code, body = 429, dict(Code=429, Message="Too many requests, please retry later", Success=False)
         else:
@@ -91,6 +104,69 @@ CASES = [
     _case("rate-limited", ["download.incomplete"], "the hub's API answers 429 Too Many Requests",
           mode="ratelimit", endpoint="MODELSCOPE_ENDPOINT=http://127.0.0.1:$PORT", releases=(NEW,)),
 ]
+
+# --- the Python API, offline use of the cache, the CLI's own arguments (issue 31) -------------------------
+PYDL = """\
+import sys
+from modelscope import snapshot_download
+from modelscope.hub.file_download import model_file_download
+kind, repo = sys.argv[1], sys.argv[2]
+if kind == "snapshot-local":
+    print(snapshot_download(repo, local_files_only=True))
+elif kind == "file-local":
+    print(model_file_download(repo, "config.json", local_files_only=True))
+else:
+    print(snapshot_download(repo))
+"""
+MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
+# the cache as modelscope 1.40's hub client lays it out (models/<org>--<name>/refs + snapshots)
+CACHED_NEW = {
+    "ms-cache/models/Qwen--Qwen2.5-0.5B-Instruct/refs/master": "abc123",
+    "ms-cache/models/Qwen--Qwen2.5-0.5B-Instruct/snapshots/abc123/config.json": '{"model_type": "qwen2"}\n',
+}
+
+
+def _py(id: str, expect: list[str], note: str, kind: str, *, endpoint: str = "MODELSCOPE_DOMAIN=127.0.0.1:9",
+        releases: tuple[str, ...] | None = None, exit: str = "fail", files: dict | None = None) -> Case:
+    return Case(id=id, expect=expect, argv=["bash", "-c", f"{endpoint} {{python}} dl.py {kind} {MODEL}"],
+                files={"dl.py": PYDL, **(files or {})}, env=dict(ENV), input="mixed", note=note,
+                releases=releases, timeout=200, exit=exit)
+
+
+CASES += [
+    _py("py-snapshot-local-only-not-cached", ["download.incomplete"],
+        "snapshot_download(local_files_only=True) on a machine whose cache lacks the model; "
+        "https://github.com/pengzhendong/pysilero/issues/19", "snapshot-local"),
+    _py("py-file-local-only-not-cached", ["download.incomplete"],
+        "model_file_download(local_files_only=True): the file is not in the cache; "
+        "https://github.com/pengzhendong/pysilero/issues/19", "file-local"),
+    _py("py-file-local-only-cached-healthy", [],
+        "healthy: model_file_download(local_files_only=True) with the file in the cache (1.40 warns that it uses "
+        "the cached revision)", "file-local", releases=(NEW,), exit="ok", files=CACHED_NEW),
+    _py("py-snapshot-connection-refused", ["download.incomplete"],
+        "snapshot_download from Python with MODELSCOPE_DOMAIN a closed local port; "
+        "https://github.com/modelscope/ms-swift/issues/1616", "snapshot"),
+    Case(id="cli-unrecognized-argument", expect=["config.bad_argument"],
+         argv=["bash", "-c", "MODELSCOPE_DOMAIN=127.0.0.1:9 {bin}/modelscope download --model " + MODEL +
+               " --revison v1.0 config.json"],
+         env=dict(ENV), input="mixed", timeout=120,
+         note="modelscope download with a misspelt flag (--revison): argparse refuses it"),
+]
+
+CASES += [
+    replace(_case("download-ok-healthy", [], "healthy: modelscope download of one file from a local stand-in for the "
+                  "hub (its banner and progress bar)", mode="ok", endpoint="MODELSCOPE_ENDPOINT=http://127.0.0.1:$PORT",
+                  releases=(NEW,)), exit="ok"),
+]
+_full = _case("disk-full", ["node.storage_error"],
+              "the cache's filesystem is full (a 1 MiB tmpfs) while a 4 MiB file downloads; "
+              "https://github.com/instructlab/instructlab/issues/2206",
+              mode="big", endpoint="MODELSCOPE_ENDPOINT=http://127.0.0.1:$PORT", releases=(NEW,))
+CASES.append(Case(id=_full.id, expect=_full.expect,
+                  argv=["unshare", "-m", "bash", "-c",
+                        "mkdir -p ms-cache && mount -t tmpfs -o size=1m tmpfs ms-cache || exit 1; " + _full.argv[2]],
+                  files=_full.files, env=_full.env, input="mixed", note=_full.note, releases=_full.releases,
+                  timeout=200))
 
 PROGRAM = Program(
     name="modelscope",

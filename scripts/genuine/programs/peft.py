@@ -134,6 +134,65 @@ CASES = [
         "m = get_peft_model(tiny(), LoraConfig(r=0, target_modules=['q_proj'], task_type='CAUSAL_LM'))\n",
         "LoraConfig(r=0): the rank must be positive",
     ),
+    # --- genuine sweep 2: adapters on other bases, unsupported targets, damaged configs, merging ---------------
+    _case(
+        "target-module-unsupported-type",
+        ["config.bad_argument"],
+        "m = get_peft_model(tiny(), LoraConfig(r=8, target_modules=['input_layernorm'], task_type='CAUSAL_LM'))\n",
+        "target_modules names the RMSNorm layers, a module type LoRA cannot wrap;"
+        " https://github.com/hiyouga/LlamaFactory/issues/3720",
+    ),
+    _case(
+        "adapter-config-truncated",
+        ["model.format_mismatch"],
+        "a = save_adapter()\np = a / 'adapter_config.json'\nb = p.read_bytes()\np.write_bytes(b[: len(b) // 2])\n"
+        "m = PeftModel.from_pretrained(tiny(), str(a))\n",
+        "adapter_config.json cut in half (an interrupted copy): not JSON any more;"
+        " https://github.com/hiyouga/LlamaFactory/issues/3639",
+    ),
+    _case(
+        "adapter-peft-type-unknown",
+        ["model.arch_unsupported"],
+        "import json\na = save_adapter()\nc = json.loads((a / 'adapter_config.json').read_text())\n"
+        "c['peft_type'] = 'LORA_PLUS_PLUS'\n(a / 'adapter_config.json').write_text(json.dumps(c))\n"
+        "m = PeftModel.from_pretrained(tiny(), str(a))\n",
+        "adapter_config.json names a peft_type this PEFT release does not know (an adapter method added in a newer"
+        " PEFT); https://github.com/huggingface/peft/issues/662",
+    ),
+    _case(
+        "adapter-vocab-resized",
+        ["model.weights_mismatch"],
+        "base = tiny()\nbase.resize_token_embeddings(300)\n"
+        "m = get_peft_model(base, LoraConfig(r=4, target_modules=['q_proj', 'v_proj'], modules_to_save=['lm_head',"
+        " 'embed_tokens'], task_type='CAUSAL_LM'))\n"
+        "m.save_pretrained('adapter')\n"
+        "m = PeftModel.from_pretrained(tiny(), 'adapter')\n",
+        "an adapter trained after adding tokens (embeddings resized, lm_head/embed_tokens in modules_to_save) loaded"
+        " onto the original base without the resize; https://github.com/huggingface/peft/issues/1300",
+    ),
+    _case(
+        "two-adapters-with-bias",
+        ["config.bad_argument"],
+        "for name in ('a1', 'a2'):\n"
+        "    get_peft_model(tiny(), LoraConfig(r=4, target_modules=['q_proj', 'v_proj'], bias='all',"
+        " task_type='CAUSAL_LM')).save_pretrained(name)\n"
+        "m = PeftModel.from_pretrained(tiny(), 'a1', adapter_name='a1')\n"
+        "m.load_adapter('a2', adapter_name='a2')\n",
+        "two LoRA adapters trained with bias='all' loaded onto one base (multi-adapter serving);"
+        " https://github.com/huggingface/peft/issues/2112",
+    ),
+    _case(
+        "lora-train-step-healthy",
+        [],
+        "m = get_peft_model(tiny(), LoraConfig(r=4, target_modules='all-linear', task_type='CAUSAL_LM'))\n"
+        "m.print_trainable_parameters()\nopt = torch.optim.AdamW([p for p in m.parameters() if p.requires_grad])\n"
+        "x = torch.randint(0, 256, (2, 16))\nfor _ in range(2):\n"
+        "    loss = m(input_ids=x, labels=x).loss\n    loss.backward()\n    opt.step()\n    opt.zero_grad()\n"
+        "    print('loss', round(loss.item(), 3))\n"
+        "m.merge_and_unload().save_pretrained('merged')\nprint(sorted(os.listdir('merged')))\n",
+        "healthy: two optimizer steps of LoRA on all linear layers, merged and saved",
+        exit="ok",
+    ),
 ]
 
 PROGRAM = Program(

@@ -74,6 +74,30 @@ CASES = [
           "h = json.dumps({'embed': {'dtype': 'F99', 'shape': [2], 'data_offsets': [0, 8]}}).encode()\n"
           "open(p, 'wb').write(struct.pack('<Q', len(h)) + h + bytes(8))",
           "a tensor whose dtype is not one safetensors knows (a damaged header byte)"),
+    # --- genuine sweep 2: header fields that disagree, wrong keys, metadata, unreadable files --------------------
+    _case("tensor-key-missing", ["model.weights_mismatch"],
+          "from safetensors import safe_open\nwith safe_open(p, framework='np') as f:\n"
+          "    print(sorted(f.keys()))\n    w = f.get_tensor('lm_head.weight')",
+          "the loader asks the shard for a tensor it does not hold (a checkpoint of another model or a renamed key);"
+          " https://github.com/QwenLM/Qwen3-VL-Embedding/issues/89"),
+    _case("header-metadata-int", ["model.shard_corrupt"],
+          "h = json.dumps({'__metadata__': {'format': 'np', 'step': 1200},"
+          " 'embed': {'dtype': 'F32', 'shape': [2], 'data_offsets': [0, 8]}}).encode()\n"
+          "open(p, 'wb').write(struct.pack('<Q', len(h)) + h + bytes(8))",
+          "the header's __metadata__ holds a number where the format allows only strings (a file written by another"
+          " tool); https://github.com/safetensors/safetensors/issues/278"),
+    _case("bf16-numpy-framework", ["config.dtype_unsupported"],
+          "h = json.dumps({'embed': {'dtype': 'BF16', 'shape': [4], 'data_offsets': [0, 8]}}).encode()\n"
+          "open(p, 'wb').write(struct.pack('<Q', len(h)) + h + bytes(8))",
+          "a bfloat16 checkpoint read through the numpy framework, which has no bfloat16 dtype;"
+          " https://github.com/safetensors/safetensors/issues/598"),
+    _case("trailing-bytes", ["model.shard_corrupt"], "open(p, 'ab').write(bytes(4096))",
+          "4 KiB of zeros after the last tensor (a resumed download that appended past the end, a padded copy);"
+          " https://github.com/Comfy-Org/ComfyUI/issues/15602"),
+    _case("metadata-read-healthy", [],
+          "from safetensors import safe_open as so\nwith so(p, framework='np') as g:\n"
+          "    print(g.metadata(), [g.get_slice(k).get_shape() for k in g.keys()])",
+          "healthy: metadata and per-tensor slices read from a valid file", exit="ok"),
 ]
 
 PROGRAM = Program(

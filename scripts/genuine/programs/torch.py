@@ -210,6 +210,162 @@ sys.exit(subprocess.call(sys.argv[2:]))
 '''
 
 FILES = {"worker.py": WORKER, "store.py": STORE, "hold.py": HOLD}
+
+# the training-script side of a distributed job: DDP and FSDP wrappers, checkpoints written and read back
+# (argv[1] says which failure it walks into); kept apart from WORKER so that the older logs keep their lines
+TRAIN = '''\
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
+mode = sys.argv[1]
+rank = int(os.environ.get("RANK", "0"))
+local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+print(f"[train] rank {rank} mode {mode}", flush=True)
+
+
+class Net(torch.nn.Module):
+    def __init__(self, hidden=16):
+        super().__init__()
+        self.body = torch.nn.Linear(16, hidden)
+        self.head = torch.nn.Linear(hidden, 4)
+        self.aux = torch.nn.Linear(hidden, 4)  # an auxiliary head some steps never use
+
+    def forward(self, x):
+        return self.head(torch.relu(self.body(x)))
+
+
+def steps(model, n=3):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(n):
+        loss = model(torch.randn(8, 16)).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        print(f"[train] rank {rank} step {step} loss {loss.item():.4f}", flush=True)
+
+
+dist.init_process_group("gloo")
+if mode == "ddp-unused":
+    # the aux head takes no part in the loss: DDP's reducer waits for its gradient forever
+    model = torch.nn.parallel.DistributedDataParallel(Net())
+    steps(model)
+elif mode == "ddp-device-ids":
+    # the GPU recipe's wrapper around a model that stayed on the CPU
+    model = torch.nn.parallel.DistributedDataParallel(Net(), device_ids=[local_rank], output_device=local_rank)
+elif mode == "init-twice":
+    # a library initialises the group again after the script did
+    dist.init_process_group("gloo")
+elif mode == "ddp-missing-keys":
+    # the DDP wrapper's state_dict (every key prefixed "module.") loaded into the bare model
+    model = torch.nn.parallel.DistributedDataParallel(Net())
+    if rank == 0:
+        torch.save(model.state_dict(), "ddp.pt")
+    dist.barrier()
+    Net().load_state_dict(torch.load("ddp.pt", map_location="cpu"))
+elif mode == "size-mismatch":
+    # a checkpoint of a wider model loaded into this one
+    if rank == 0:
+        torch.save(Net(hidden=32).state_dict(), "wide.pt")
+    dist.barrier()
+    Net().load_state_dict(torch.load("wide.pt", map_location="cpu"))
+elif mode == "lfs-pointer":
+    # the repository was cloned without git-lfs: the .pt file is the pointer text
+    if rank == 0:
+        with open("model.pt", "w") as f:
+            f.write("version https://git-lfs.github.com/spec/v1\\n"
+                    "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\\nsize 442450\\n")
+    dist.barrier()
+    torch.load("model.pt", map_location="cpu")
+elif mode in ("dcp-ok", "dcp-shard-missing", "dcp-missing"):
+    import torch.distributed.checkpoint as dcp
+
+    model = torch.nn.parallel.DistributedDataParallel(Net())
+    if mode != "dcp-missing":
+        dcp.save({"model": model.state_dict()}, checkpoint_id="ckpt/step-10")
+        dist.barrier()
+        if mode == "dcp-shard-missing" and rank == 0:
+            # one rank's shard file was lost in the copy to shared storage
+            os.remove("ckpt/step-10/__1_0.distcp")
+        dist.barrier()
+        steps(model, 1)
+    state = {"model": model.state_dict()}
+    dcp.load(state, checkpoint_id="ckpt/step-10" if mode != "dcp-missing" else "ckpt/step-20")
+    print(f"[train] rank {rank} restored", flush=True)
+elif mode == "fsdp-ok":
+    # FSDP2 on CPU with gloo: parameters sharded over the two ranks
+    try:
+        from torch.distributed.fsdp import fully_shard
+    except ImportError:
+        from torch.distributed._composable.fsdp import fully_shard
+    model = Net()
+    fully_shard(model.body)
+    fully_shard(model)
+    steps(model)
+elif mode in ("tp-ok", "mesh-too-big"):
+    # tensor parallel as a launch script sets it up: a device mesh over the ranks, then Colwise/Rowwise linears
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+    # "mesh-too-big": a dp x tp layout of 2 x 2 written for four GPUs, launched with two ranks
+    shape = (dist.get_world_size(),) if mode == "tp-ok" else (2, 2)
+    mesh = init_device_mesh("cpu", shape, mesh_dim_names=("tp",) if len(shape) == 1 else ("dp", "tp"))
+    model = parallelize_module(Net(), mesh["tp"], {"body": ColwiseParallel(), "head": RowwiseParallel()})
+    steps(model)
+dist.barrier()  # every rank done with its collectives before the group goes away
+dist.destroy_process_group()
+'''
+
+# written by a torch that saw a GPU: its storages are tagged cuda:0 (a tagger registered ahead of torch's
+# own stands in for the GPU machine that wrote it)
+SAVE_CUDA = '''\
+import torch
+import torch.serialization as ser
+
+ser.register_package(0, lambda obj: "cuda:0", lambda obj, location: None)
+torch.save({"w": torch.randn(4, 4)}, "gpu-ckpt.pt")
+'''
+
+LOAD = '''\
+import torch
+
+state = torch.load("gpu-ckpt.pt")
+print(sorted(state))
+'''
+
+# the old-style script: argparse that knows --local_rank with an underscore, as torch.distributed.launch used
+# to pass it (since torch 2.0 the launcher passes --local-rank with a hyphen)
+OLDARGS = '''\
+import argparse
+import os
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--local_rank", type=int, default=0)
+parser.add_argument("--epochs", type=int, default=1)
+args = parser.parse_args()
+print("local rank", args.local_rank, os.environ.get("LOCAL_RANK"), flush=True)
+'''
+
+# the same script taught both spellings, and reading LOCAL_RANK as the warning asks: a healthy launch
+NEWARGS = '''\
+import argparse
+import os
+
+import torch.distributed as dist
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--local-rank", "--local_rank", type=int, default=int(os.environ.get("LOCAL_RANK", 0)))
+args = parser.parse_args()
+dist.init_process_group("gloo")
+dist.barrier()
+print("local rank", args.local_rank, "of", dist.get_world_size(), flush=True)
+dist.destroy_process_group()
+'''
+
+TFILES = {"train.py": TRAIN, "save_cuda.py": SAVE_CUDA, "load.py": LOAD, "oldargs.py": OLDARGS,
+          "newargs.py": NEWARGS}
 TORCHRUN = "{bin}/torchrun"
 LOCAL = ["--master-addr", "127.0.0.1", "--master-port", "{port}"]
 
@@ -230,6 +386,12 @@ def _store(id: str, expect: list[str], mode: str, note: str, launcher: list[str]
     """One process (no launcher) running ``store.py MODE PORT``, behind ``launcher`` if given."""
     return Case(id=id, expect=expect, argv=[*(launcher or []), "{python}", "store.py", mode, "{port}"], files=FILES,
                 timeout=timeout, note=note, expect_by=dict(expect_by or {}))
+
+
+def _train(id: str, expect: list[str], mode: str, note: str, exit: str = "fail", timeout: float = 90) -> Case:
+    """torchrun of two local gloo ranks running ``train.py MODE``."""
+    return Case(id=id, expect=expect, argv=torchrun("--nproc-per-node", "2", *LOCAL, "train.py", mode),
+                files=TFILES, input="torchrun", exit=exit, timeout=timeout, note=note)
 
 
 PROGRAM = Program(
@@ -547,5 +709,90 @@ PROGRAM = Program(
         _store("cuda-tensor-without-gpu", ["runtime.no_gpu_visible"], "cuda-tensor",
                "tensor.cuda() where torch sees no GPU",
                expect_by={"2.13.0": ["runtime.backend_mismatch"]}, timeout=60),
+        # --- training scripts and their checkpoints (genuine sweep 2) -------------------------------------
+        _train("torchrun-fsdp2-cpu-ok", [], "fsdp-ok",
+               "healthy: FSDP2 fully_shard of a small model on two CPU gloo ranks, three steps", exit="ok"),
+        _train("torchrun-dcp-save-load-ok", [], "dcp-ok",
+               "healthy: torch.distributed.checkpoint save and load of a DDP state dict on two gloo ranks", exit="ok"),
+        _train("torchrun-ddp-unused-parameters", ["config.bad_argument"], "ddp-unused",
+               "a DDP model with a head the loss never uses, find_unused_parameters left False: the second step"
+               " fails 'Expected to have finished reduction' (https://github.com/pytorch/pytorch/issues/43259)"),
+        _train("torchrun-ddp-device-ids-cpu-model", ["config.bad_argument"], "ddp-device-ids",
+               "DDP(model, device_ids=[local_rank]) around a model still on the CPU: ValueError from DDP's"
+               " constructor (https://github.com/pytorch/pytorch/issues/100243)"),
+        _train("torchrun-init-process-group-twice", ["config.bad_argument"], "init-twice",
+               "init_process_group called a second time in the same process"
+               " (https://github.com/NVIDIA/Megatron-LM/pull/521)"),
+        _train("torchrun-load-ddp-prefixed-state-dict", ["model.weights_mismatch"], "ddp-missing-keys",
+               "a state dict saved from the DDP wrapper ('module.' keys) loaded into the bare model: Missing and"
+               " Unexpected key(s) (https://github.com/facebookresearch/ijepa/issues/34)"),
+        _train("torchrun-load-state-dict-size-mismatch", ["model.weights_mismatch"], "size-mismatch",
+               "a checkpoint of a wider model loaded into this one: size mismatch for body.weight"
+               " (https://github.com/mbrossar/ai-imu-dr/issues/75)"),
+        _train("torchrun-load-git-lfs-pointer", ["model.shard_corrupt"], "lfs-pointer",
+               "torch.load of a .pt that is a Git LFS pointer (cloned without git-lfs): UnpicklingError invalid"
+               " load key 'v' (https://github.com/Rose-STL-Lab/LIMO/issues/3)"),
+        _train("torchrun-dcp-shard-missing", ["model.shard_missing"], "dcp-shard-missing",
+               "a torch.distributed.checkpoint directory with one rank's __1_0.distcp file missing: dcp.load fails"
+               " on every rank (https://github.com/pytorch/pytorch/issues/125740)"),
+        _train("torchrun-dcp-checkpoint-missing", ["model.file_missing"], "dcp-missing",
+               "dcp.load from a checkpoint directory that was never written (a wrong step in the resume path;"
+               " https://github.com/huggingface/accelerate/issues/3010)"),
+        _train("torchrun-tensor-parallel-cpu-ok", [], "tp-ok",
+               "healthy: a 1-D device mesh over two CPU ranks, Colwise/Rowwise tensor-parallel linears, three steps",
+               exit="ok"),
+        _train("torchrun-device-mesh-bigger-than-world", ["config.insufficient_gpus"], "mesh-too-big",
+               "a dp x tp = 2 x 2 device mesh (a layout for four GPUs) launched with --nproc-per-node 2: DeviceMesh"
+               " refuses a mesh bigger than the world (https://github.com/pytorch/pytorch/issues/111452)"),
+        Case(
+            id="load-cuda-checkpoint-without-gpu",
+            expect=["runtime.no_gpu_visible"],
+            argv=["bash", "-c", "{python} save_cuda.py && exec {python} load.py"],
+            files=TFILES,
+            timeout=60,
+            note="torch.load without map_location of a checkpoint written on a GPU, on a host torch sees no GPU on"
+                 " (https://github.com/hkchengrex/Cutie/issues/37)",
+        ),
+        Case(
+            id="launch-old-local-rank-argument",
+            expect=["config.bad_argument"],
+            argv=["{python}", "-m", "torch.distributed.launch", "--nproc-per-node", "2", *LOCAL, "oldargs.py"],
+            files=TFILES,
+            input="torchrun",
+            timeout=90,
+            note="python -m torch.distributed.launch passes --local-rank=N to a script whose argparse only knows"
+                 " --local_rank: 'unrecognized arguments' (https://github.com/babylm/baseline-pretraining/issues/2)",
+        ),
+        Case(
+            id="launch-deprecated-ok",
+            expect=[],
+            argv=["{python}", "-m", "torch.distributed.launch", "--nproc-per-node", "2", *LOCAL, "newargs.py"],
+            files=TFILES,
+            input="torchrun",
+            exit="ok",
+            timeout=90,
+            note="healthy: the deprecated torch.distributed.launch with a script that accepts --local-rank; its"
+                 " FutureWarning and OMP_NUM_THREADS warning",
+        ),
+        Case(
+            id="torchrun-script-missing",
+            expect=["config.bad_argument"],
+            argv=torchrun("--nproc-per-node", "2", *LOCAL, "trian.py"),
+            files=TFILES,
+            input="torchrun",
+            timeout=60,
+            note="a misspelt training-script path: every rank's python cannot open the file, torchrun reports exit 2"
+                 " (https://github.com/StarsfieldAI/R1-V/issues/42)",
+        ),
+        Case(
+            id="torchrun-nproc-per-node-invalid",
+            expect=["config.bad_argument"],
+            argv=torchrun("--nproc-per-node", "two", *LOCAL, "train.py", "fsdp-ok"),
+            files=TFILES,
+            input="torchrun",
+            timeout=60,
+            note="--nproc-per-node given a value torchrun does not accept (a word, a Slurm '4(x2)')"
+                 " (https://github.com/awslabs/sockeye/issues/1038)",
+        ),
     ],
 )

@@ -356,6 +356,194 @@ CASES = [
         "model = AutoModelForCausalLM.from_pretrained('{work}/tiny', device_map='cuda')\n",
         note="device_map='cuda' with a CPU-only torch build",
     ),
+    # --- genuine sweep 2: dtype/device/quantization arguments, remote code, generation, chat templates, Trainer ---
+    _script_case(
+        "bnb-4bit-not-installed",
+        ["runtime.backend_mismatch"],
+        "from transformers import AutoModelForCausalLM, BitsAndBytesConfig\n"
+        "q = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_compute_dtype='float16')\n"
+        "model = AutoModelForCausalLM.from_pretrained('{work}/tiny', quantization_config=q)\n",
+        note="4-bit quantization_config where bitsandbytes is not installed (and no GPU);"
+        " https://github.com/huggingface/diffusers/issues/3194",
+    ),
+    _script_case(
+        "torch-dtype-unknown",
+        ["config.bad_argument"],
+        "from transformers import AutoModelForCausalLM\n"
+        "model = AutoModelForCausalLM.from_pretrained('{work}/tiny', torch_dtype='bfloat')\n",
+        note="torch_dtype given as a string that names no torch dtype ('bfloat' for 'bfloat16');"
+        " https://github.com/mlflow/mlflow/pull/11295",
+    ),
+    _script_case(
+        "chat-template-unset",
+        ["config.bad_argument"],
+        _damage_then_load(
+            "c = json.loads((M / 'tokenizer_config.json').read_text()); c.pop('chat_template', None)\n"
+            "(M / 'tokenizer_config.json').write_text(json.dumps(c))\n"
+            "if (M / 'chat_template.jinja').exists(): (M / 'chat_template.jinja').unlink()",
+            "from transformers import AutoTokenizer\ntok = AutoTokenizer.from_pretrained('{work}/tiny')\n"
+            "print(tok.apply_chat_template([{'role': 'user', 'content': 'hi'}], tokenize=False))\n",
+        ),
+        note="apply_chat_template on a base-model tokenizer that ships no chat template;"
+        " https://github.com/huggingface/transformers/issues/33246",
+    ),
+    _script_case(
+        "generate-temperature-zero",
+        ["config.bad_argument"],
+        "from transformers import AutoModelForCausalLM\nimport torch\n"
+        "model = AutoModelForCausalLM.from_pretrained('{work}/tiny')\n"
+        "model.generate(torch.tensor([[1, 2, 3]]), max_new_tokens=4, do_sample=True, temperature=0.0)\n",
+        note="sampling with temperature=0.0 (an OpenAI-style 'greedy' setting that generate refuses);"
+        " https://github.com/meta-llama/llama/issues/687",
+    ),
+    _script_case(
+        "remote-code-file-missing",
+        ["model.file_missing"],
+        _damage_then_load(
+            "c = json.loads((M / 'config.json').read_text()); c['model_type'] = 'tinycustom'\n"
+            "c['auto_map'] = {'AutoConfig': 'configuration_tiny.TinyConfig',"
+            " 'AutoModelForCausalLM': 'modeling_tiny.TinyForCausalLM'}\n"
+            "(M / 'config.json').write_text(json.dumps(c))",
+            "from transformers import AutoModelForCausalLM\n"
+            "model = AutoModelForCausalLM.from_pretrained('{work}/tiny', trust_remote_code=True)\n",
+        ),
+        note="trust_remote_code=True but the checkpoint copy lacks the .py files its auto_map names;"
+        " https://github.com/huggingface/transformers/issues/46165",
+    ),
+    _script_case(
+        "remote-code-trusted-healthy",
+        [],
+        _damage_then_load(
+            "c = json.loads((M / 'config.json').read_text()); c['model_type'] = 'tinycustom'\n"
+            "c['auto_map'] = {'AutoConfig': 'configuration_tiny.TinyConfig',"
+            " 'AutoModelForCausalLM': 'modeling_tiny.TinyForCausalLM'}\n"
+            "(M / 'config.json').write_text(json.dumps(c))\n"
+            "(M / 'configuration_tiny.py').write_text('from transformers import Qwen2Config\\n"
+            "class TinyConfig(Qwen2Config):\\n    model_type = \"tinycustom\"\\n')\n"
+            "(M / 'modeling_tiny.py').write_text('from transformers import Qwen2ForCausalLM\\n"
+            "from .configuration_tiny import TinyConfig\\n"
+            "class TinyForCausalLM(Qwen2ForCausalLM):\\n    config_class = TinyConfig\\n')",
+            "from transformers import AutoModelForCausalLM\n"
+            "model = AutoModelForCausalLM.from_pretrained('{work}/tiny', trust_remote_code=True)\n"
+            "print(type(model).__name__)\n",
+        ),
+        exit="ok",
+        note="healthy: a custom-code architecture loaded with trust_remote_code=True (its warnings only)",
+    ),
+    _script_case(
+        "disk-offload-healthy",
+        [],
+        "from transformers import AutoModelForCausalLM\nimport torch\n"
+        "model = AutoModelForCausalLM.from_pretrained('{work}/tiny', device_map='auto', max_memory={'cpu': '200KB'},"
+        " offload_folder='{work}/offload')\n"
+        "print(model.generate(torch.tensor([[1, 2, 3]]), max_new_tokens=2, do_sample=False).tolist())\n",
+        exit="ok",
+        releases=("5.24.0",),
+        note="healthy: device_map='auto' with a max_memory smaller than the model, so weights go to disk offload"
+        " (the 'offloaded to the disk' / meta-device warnings are expected); users meet the same words before the"
+        " offload_folder error of https://github.com/haotian-liu/LLaVA/issues/1728 (4.46.3 with accelerate 1.15 fails"
+        " on the tied lm_head instead, a KeyError in accelerate's offload index: 5.x only)",
+    ),
+    _script_case(
+        "tokenizer-json-truncated",
+        ["model.format_mismatch"],
+        _damage_then_load(
+            "p = M / 'tokenizer.json'; b = p.read_bytes(); p.write_bytes(b[: len(b) // 2])",
+            "from transformers import AutoTokenizer\ntok = AutoTokenizer.from_pretrained('{work}/tiny')\n",
+        ),
+        note="tokenizer.json cut in half (an interrupted copy);"
+        " https://github.com/FlagAI-Open/Aquila2/issues/63",
+    ),
+    _script_case(
+        "resume-checkpoint-missing",
+        ["config.bad_argument"],
+        "from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer, TrainingArguments\n"
+        "tok = AutoTokenizer.from_pretrained('{work}/tiny')\n"
+        "model = AutoModelForCausalLM.from_pretrained('{work}/tiny')\n"
+        "r = tok('the quick brown fox')['input_ids']\n"
+        "data = [dict(input_ids=r, attention_mask=[1] * len(r), labels=r)] * 4\n"
+        "args = TrainingArguments(output_dir='{work}/out', max_steps=1, report_to=[], use_cpu=True)\n"
+        "Trainer(model=model, args=args, train_dataset=data).train(resume_from_checkpoint='{work}/out/checkpoint-500')\n",
+        note="resume_from_checkpoint names a checkpoint folder that is not there;"
+        " https://github.com/artidoro/qlora/issues/27",
+    ),
+    _script_case(
+        "pad-token-missing",
+        ["config.bad_argument"],
+        "from transformers import AutoTokenizer\n"
+        "tok = AutoTokenizer.from_pretrained('{work}/tiny')\n"
+        "tok.pad_token = None\n"
+        "print(tok(['a b c', 'a'], padding=True, return_tensors='pt'))\n",
+        note="batch padding with a tokenizer that has no pad token (a base model's tokenizer);"
+        " https://github.com/huggingface/trl/issues/466",
+    ),
+    _script_case(
+        "host-oom-from-config",
+        ["memory.host_oom"],
+        "import resource\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))\n"
+        "from transformers import Qwen2Config, AutoModelForCausalLM\n"
+        "cfg = Qwen2Config(vocab_size=152064, hidden_size=8192, intermediate_size=29568, num_hidden_layers=4,"
+        " num_attention_heads=64, num_key_value_heads=8)\n"
+        "model = AutoModelForCausalLM.from_config(cfg)\n",
+        model=False,
+        note="a 72B-shaped model built on a host whose memory (an address-space limit here) cannot hold it;"
+        " https://github.com/huggingface/transformers/issues/23016",
+    ),
+    _script_case(
+        "gptq-checkpoint-without-optimum",
+        ["runtime.backend_mismatch"],
+        _damage_then_load(
+            "c = json.loads((M / 'config.json').read_text())\n"
+            "c['quantization_config'] = {'quant_method': 'gptq', 'bits': 4, 'group_size': 128, 'desc_act': False,"
+            " 'sym': True}\n"
+            "(M / 'config.json').write_text(json.dumps(c))"
+        ),
+        note="a GPTQ-quantized checkpoint (quantization_config in config.json) loaded where optimum / a GPTQ kernel"
+        " package is not installed; https://github.com/huggingface/text-generation-inference/issues/1006",
+    ),
+    _script_case(
+        "safetensors-saved-without-metadata",
+        ["model.format_mismatch"],
+        _damage_then_load(
+            "from safetensors.torch import load_file, save_file\n"
+            "sd = load_file(str(M / 'model.safetensors'))\n"
+            "save_file(sd, str(M / 'model.safetensors'))"
+        ),
+        releases=("4.46.3",),
+        note="model.safetensors re-saved with safetensors' own save_file (no format metadata, as merge/convert"
+        " scripts do); 4.x reads metadata['format'] and fails, 5.x loads it:"
+        " https://github.com/hiyouga/LlamaFactory/issues/1988",
+    ),
+    _script_case(
+        "trainer-gradient-checkpointing-healthy",
+        [],
+        "import torch\n"
+        "from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer, TrainingArguments\n"
+        "tok = AutoTokenizer.from_pretrained('{work}/tiny')\n"
+        "model = AutoModelForCausalLM.from_pretrained('{work}/tiny', torch_dtype=torch.float32)\n"
+        "r = tok('the quick brown fox jumps over the lazy dog')['input_ids']\n"
+        "data = [dict(input_ids=r, attention_mask=[1] * len(r), labels=r)] * 4\n"
+        "args = TrainingArguments(output_dir='{work}/out', max_steps=2, per_device_train_batch_size=2, logging_steps=1,"
+        " gradient_checkpointing=True, report_to=[], use_cpu=True, save_strategy='no')\n"
+        "Trainer(model=model, args=args, train_dataset=data).train()\n",
+        exit="ok",
+        note="healthy: Trainer with gradient_checkpointing on CPU ('use_cache=True is incompatible with gradient"
+        " checkpointing. Setting use_cache=False' and similar warnings only)",
+    ),
+    _script_case(
+        "bf16-cpu-generate-healthy",
+        [],
+        "import torch\nfrom transformers import AutoModelForCausalLM, AutoTokenizer\n"
+        "tok = AutoTokenizer.from_pretrained('{work}/tiny')\n"
+        "model = AutoModelForCausalLM.from_pretrained('{work}/tiny', torch_dtype=torch.bfloat16, device_map='auto')\n"
+        "ids = tok('hello there', return_tensors='pt').input_ids\n"
+        "out = model.generate(ids, max_new_tokens=4, do_sample=False, temperature=0.7, top_p=0.9)\n"
+        "print(tok.decode(out[0]))\n",
+        exit="ok",
+        note="healthy: bf16 weights with device_map='auto' on a CPU-only node and sampling flags with greedy decoding"
+        " (warnings about ignored temperature/top_p only)",
+    ),
 ]
 
 PROGRAM = Program(
