@@ -153,7 +153,7 @@ print(path)
 
 # A hub cache laid out as huggingface_hub writes it, for the healthy offline case.
 CACHED = {
-    f"hf-home/hub/models--tiny-org--tiny-model/refs/main": COMMIT,
+    "hf-home/hub/models--tiny-org--tiny-model/refs/main": COMMIT,
     f"hf-home/hub/models--tiny-org--tiny-model/snapshots/{COMMIT}/config.json": '{"model_type": "qwen2"}\n',
 }
 

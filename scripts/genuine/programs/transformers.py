@@ -9,7 +9,6 @@ from pathlib import Path
 from case import Case, Program, Release
 
 
-
 def _hub_module():
     """hub.py beside this file (programs are loaded by path, not as a package): its local stand-in for the hub."""
     import importlib.util
