@@ -136,6 +136,15 @@ CASES = [
     ),
     # --- genuine sweep 2: adapters on other bases, unsupported targets, damaged configs, merging ---------------
     _case(
+        "adapter-on-other-arch",
+        ["model.weights_mismatch"],
+        "from transformers import GPT2Config, GPT2LMHeadModel\na = save_adapter()\n"
+        "gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=256, n_embd=64, n_layer=2, n_head=4, n_positions=128))\n"
+        "m = PeftModel.from_pretrained(gpt2, str(a))\n",
+        "a LoRA adapter saved for a Qwen2 base (q_proj/v_proj) loaded onto a GPT-2 base, whose attention is c_attn:"
+        " PEFT finds none of the adapter's target modules (https://github.com/huggingface/peft/issues/758)",
+    ),
+    _case(
         "target-module-unsupported-type",
         ["config.bad_argument"],
         "m = get_peft_model(tiny(), LoraConfig(r=8, target_modules=['input_layernorm'], task_type='CAUSAL_LM'))\n",
