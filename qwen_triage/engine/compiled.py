@@ -199,6 +199,8 @@ class CompiledPack:
         signals: dict[int, tuple[str, ...]] = {}
         kinds = [(kind, p) for kind, p in SIGNALS.items()]
         kinds += [("heartbeat", p) for p in pack.heartbeats]
+        # the serving stage's lines too: after a run of heartbeats, one says the launch went on (engine.unrecognised)
+        kinds += [("heartbeat", p) for s in pack.stages if s.get("quiet_ok") for p in s.get("patterns", ())]
         kinds.append(("span", HINTS_PATTERN))  # lines that may belong to a multi-line record
         kinds.append(("hang", HANG_PATTERN))  # lines that tell a hung job's ranks apart (engine.hang)
         kinds.append(("ras", RAS_PATTERN))  # the lines of an NCCL RAS report (engine.ras, read by engine.hang)

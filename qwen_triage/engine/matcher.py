@@ -358,8 +358,8 @@ class Matcher:
                     if kind == "ras":
                         ras = True
                         continue
-                    if kind == "heartbeat":
-                        if self.collector is not None and self.c.regexes[pid].search(rec.message, timeout=self.timeout):
+                    if kind == "heartbeat":  # on the line as printed: the serving stage's patterns name its wrapper
+                        if self.collector is not None and self.c.regexes[pid].search(rec.text, timeout=self.timeout):
                             self.collector.heartbeat(rec, self._stage_before)
                     else:
                         signals.append(kind)

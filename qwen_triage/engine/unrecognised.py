@@ -36,6 +36,7 @@ pending traceback frame per input; at most ``MAX_TRACES`` processes followed,
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Sequence
@@ -428,9 +429,22 @@ class Collector:
     last_lines: dict[int, LineRecord] = field(default_factory=dict)  # input -> its last line with words (ended)
     last_added: tuple[Key, int, str] | None = None  # the latest line listed: its process, line and template
 
+    @functools.cached_property
+    def _ready(self) -> re.Pattern[str] | None:
+        """The lines of the stages where silence is normal (``quiet_ok``: serving): such a line after a run of
+        heartbeats says the launch went on. The pack signals them as heartbeats (engine.compiled), so they reach
+        :meth:`heartbeat` in order with the runs, in one process or replayed from a part's (engine.split)."""
+        patterns = [p for s in self.stages.values() if s.get("quiet_ok") for p in s.get("patterns", ())]
+        return re.compile("|".join(f"(?:{p})" for p in patterns)) if patterns else None
+
     def heartbeat(self, rec: LineRecord, stage_before: Callable[[], str | None]) -> None:
-        """A line a stuck launch repeats; a new run of them looks up the stage it repeats in."""
+        """A line a stuck launch repeats; a new run of them looks up the stage it repeats in. A ready line
+        (:attr:`_ready`) ends the run: the launch got past the wait."""
         p = self.progress_of.setdefault(rec.source_index, Progress())
+        ready = self._ready
+        if ready is not None and ready.search(rec.text):
+            p.beat_template, p.beats, p.beat_last = None, 0, None
+            return
         template = template_of(rec.message)
         if p.same_run(template, rec):
             p.beats += 1

@@ -120,3 +120,22 @@ def test_heartbeats_the_launch_got_past_are_no_stall(tmp_path: Path) -> None:
     log.write_text(HANG + "".join(f"INFO 03-05 18:07:{i:02d} engine.py:1] step {i}\n" for i in range(60))
                    + "INFO:     Application startup complete.\n")
     assert json.loads(qt("scan", "--format", "json", str(log)).stdout)["unrecognised"] == []
+
+
+@pytest.mark.parametrize("waits, ready", [
+    # TGI's launcher polls its shards while they load, then a shard reports ready
+    ("".join(f"2024-10-16T10:49:{i:02d}.389065Z  INFO shard-manager: text_generation_launcher: Waiting for shard to "
+             f"be ready... rank={i % 4}\n" for i in range(8)),
+     "2024-10-16T10:49:21.102335Z  INFO shard-manager: text_generation_launcher: Shard ready in 20.12s rank=0\n"),
+    # Ollama's debug log while the runner loads, then the runner answers
+    ("".join(f'time=2025-08-20T11:41:24.{i}79Z level=DEBUG source=server.go:1278 msg="model load progress 0.{i}7"\n'
+             for i in range(6)),
+     'time=2025-08-20T11:41:27.123Z level=INFO source=server.go:1272 msg="llama runner started in 5.27 seconds"\n'),
+])
+def test_a_ready_line_right_after_the_waits_ends_the_stall(tmp_path: Path, waits: str, ready: str) -> None:
+    log = tmp_path / "waits.log"
+    log.write_text(waits)
+    (item,) = json.loads(qt("scan", "--format", "json", str(log)).stdout)["unrecognised"]
+    assert item["kind"] == "stall"  # the input ends in the wait: where it stopped
+    log.write_text(waits + ready)
+    assert json.loads(qt("scan", "--format", "json", str(log)).stdout)["unrecognised"] == []
