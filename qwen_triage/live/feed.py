@@ -102,6 +102,11 @@ class TriageFeed:
         self._progress = self.activity  # last output that was not a heartbeat line
         self._last_seen = self._progress  # the activity the stall watchdog knows of
         self._reading = False  # no stall before triage can read: our own start-up is no silence of the child
+        self._told_before: set[int] = set()  # what the triage thread was told and had not applied when it handed off
+        self._warmed = False
+        self.reniced = False  # the triage thread gave way (niced): it hands the backlog on at the end of the output
+        self._niced_tid: int | None = None  # ... that thread
+        self.handed_off = False  # ... and did: finish_backlog triages the rest
 
     def open(self, name: str) -> None:
         """The live session, with the child's output as its one input ``name``."""
@@ -153,17 +158,44 @@ class TriageFeed:
         receive side — the end of the child's first burst of output — not when the thread starts: the child is
         starting then, and on a small machine a warm-up beside it (imports, compiles) slows its first output
         down. A server's first burst (its banner) is followed by a pause (it loads), in which the warm-up is done
-        before an error line comes."""
-        told: set[int] = set()
-        ended = yielded = warm = False
+        before an error line comes.
+
+        A thread that gave way to the child (niced, once flooded) stops at the end of the output and leaves the
+        backlog to :meth:`finish_backlog`: with the child gone there is nobody to give way to, and a niced thread
+        on a busy machine would keep the summary waiting for its turn (it cannot take its priority back)."""
+        if not self._loop(ended=False, yielded=False):
+            self._close()
+
+    def finish_backlog(self) -> None:
+        """What a niced triage thread left at the end of the output (:meth:`run`), triaged on the calling thread
+        at its priority (the supervisor's wait thread, at the wrapper's); nothing when nothing was left."""
+        if self.handed_off:
+            self.handed_off = False
+            try:
+                self._loop(ended=True, yielded=True)
+            finally:
+                self._close()
+
+    def _close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+
+    def _loop(self, ended: bool, yielded: bool) -> bool:
+        """Triage until the end of the output; True when it stopped there to hand the backlog on (run's docstring)."""
+        told, warm = self._told_before, self._warmed
         try:
             while True:
                 ended = self._told(told, block=not ended and not self._waiting()) or ended
                 if not warm:
-                    warm = True
+                    warm = self._warmed = True
                     self._warm()
                 if not yielded and self._reader is not None and self._reader.behind >= FLOODED:
-                    yielded = _nice_this_thread(TRIAGE_NICE)
+                    yielded = True
+                    if _nice_this_thread(TRIAGE_NICE):
+                        self.reniced, self._niced_tid = True, threading.get_native_id()
+                if ended and self.reniced and threading.get_native_id() == self._niced_tid:
+                    self.handed_off = True  # the output ended: the rest at the caller's priority (finish_backlog)
+                    return True
                 batch = self._pull()
                 if batch:
                     self._triage_batch(batch)
@@ -177,10 +209,11 @@ class TriageFeed:
                     self._guarded("release_prompt")
                 told.clear()
                 if ended:
-                    break
-        finally:
-            if self._reader is not None:
-                self._reader.close()
+                    return False
+        except BaseException:
+            self.handed_off = False
+            self._close()
+            raise
 
     def _warm(self) -> None:
         """What the first error line's diagnosis would otherwise wait for: the session's code paths
@@ -340,12 +373,12 @@ class TriageFeed:
 
 def _nice_this_thread(by: int) -> bool:
     """Lower the calling thread's priority by ``by`` (Linux, where a thread is a task of its own: the pass-through
-    process and the wrapper's other threads keep theirs); elsewhere nothing. True: done (or not to be tried again)."""
+    process and the wrapper's other threads keep theirs); elsewhere nothing. True: it was lowered."""
     if sys.platform != "linux":
-        return True
+        return False
     try:
         tid = threading.get_native_id()
         os.setpriority(os.PRIO_PROCESS, tid, min(os.getpriority(os.PRIO_PROCESS, tid) + by, 19))
     except OSError:
-        pass
+        return False
     return True

@@ -357,6 +357,7 @@ class Supervisor:
         for t in self._threads:
             if t.name.endswith("triage"):
                 t.join()
+        self.feed.finish_backlog()  # what a triage thread that gave way to the child left, at our priority
         self.feed.finish()
         self.notes.append(f"the child {procs.describe_returncode(self.returncode)}"
                           + (f" (stopped: {self.stop_reason})" if self.stop_reason else ""))

@@ -1,7 +1,8 @@
 """Triage that falls behind the child holds no output in memory, skips none, and has read all of it by the end.
 
 The log is triage's backlog (live.feed): the receive side records where each chunk is, the triage thread
-reads the log at its own pace, and once flooded it gives way (niced) to the child and the pass-through. Here triage is made slow (a hook that sleeps in the triage thread) while
+reads the log at its own pace, and once flooded it gives way (niced) to the child and the pass-through until the
+output ends (the rest is triaged at the wrapper's priority, on the supervisor's wait thread). Here triage is made slow (a hook that sleeps in the triage thread) while
 the child floods its output and ends on a fatal line: the report still covers every line and names it.
 """
 
@@ -42,8 +43,11 @@ def test_a_slow_triage_reads_every_line_before_the_report(tmp_path, compiled) ->
     assert [d.class_ for d in report.diagnoses] == ["memory.gpu_oom"]  # …the last one too, before the summary
     assert not [n for n in report.notes if "skipped" in n]
     assert read_after_exit and max(read_after_exit) > 1 << 20  # triage was megabytes behind when the child ended
-    if sys.platform == "linux":  # flooded, triage gave way to the child and the pass-through for the rest of the run
-        assert niceness[-1] == 19
+    if sys.platform == "linux":  # flooded, triage gave way to the child and the pass-through while it ran…
+        assert 19 in niceness
+        # …and once its output ended, the rest was triaged at the wrapper's priority: nobody left to give way to
+        assert niceness[-1] == os.getpriority(os.PRIO_PROCESS, 0) != 19
+        assert not sup.feed.handed_off
 
 
 def test_unflooded_triage_keeps_the_wrappers_priority(tmp_path, compiled) -> None:  # type: ignore[no-untyped-def]
