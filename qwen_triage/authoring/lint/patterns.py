@@ -6,9 +6,11 @@ import re
 from collections.abc import Iterator
 
 from qwen_triage.authoring.lint.check import Check
+from qwen_triage.authoring.lint.context import LintContext
 from qwen_triage.authoring.lint.probe import probe_pattern
 from qwen_triage.authoring.lint.problem import Problem
 from qwen_triage.engine.literals import MIN_LITERAL, required_literals
+from qwen_triage.engine.prefilter import HEAVY, MAX_EXPANDED_TOTAL, expanded_size, screen_heavy
 from qwen_triage.rulepack.pack import LoadedRule
 
 _UNBOUNDED_GAP = re.compile(r"(?<!\\)\.[*+](?!$)")
@@ -62,6 +64,26 @@ def _spans_lines(check: Check, lr: LoadedRule) -> Iterator[Problem]:
             yield check.on_rule(lr, f"pattern {p!r} tries to match across lines; use `all` with a window instead")
 
 
+def _heavy_budget(check: Check, ctx: LintContext) -> Iterator[Problem]:
+    """Hyperscan compiles a pattern's expansion: the patterns above a size share a budget, and past it the
+    largest are left out of the database and prefiltered by their literals alone (engine.prefilter.screen_heavy)
+    -- a slower scan, and a note on every report, whoever's rule was left out. Named on each linted rule with a
+    heavy pattern, while the pack (the bundled rules with the linted ones) is over the budget."""
+    pack = {**ctx.bundled(), **{lr.rule.id: lr for lr in ctx.rules}}
+    patterns = list(dict.fromkeys(p for lr in pack.values() if not lr.rule.match.multiline for p in patterns_of(lr)))
+    screened = [patterns[i] for i in screen_heavy(patterns)]
+    if not screened:
+        return
+    total = sum(n for p in patterns if (n := expanded_size(p)) > HEAVY)
+    for lr in ctx.rules:
+        for p in patterns_of(lr):
+            if (n := expanded_size(p)) > HEAVY:
+                yield check.on_rule(lr, f"pattern {p[:80]!r}... expands to {n} states; the pack's patterns above "
+                                        f"{HEAVY} total {total}, over the budget of {MAX_EXPANDED_TOTAL}, so "
+                                        f"{len(screened)} of them lose Hyperscan: bound its repeats tighter "
+                                        "(`.{0,200}` rather than `.{0,4000}`)")
+
+
 CHECKS = (
     Check("pattern-no-literal", "error", "a pattern has no required literal for the prefilter", "rule", _no_literal),
     Check("pattern-backtracking", "error", "a pattern backtracks catastrophically on a probe line", "rule",
@@ -70,4 +92,6 @@ CHECKS = (
     Check("pattern-unbounded-gap", "warning", "a pattern has an unbounded `.*`/`.+` gap", "rule", _unbounded_gap),
     Check("where-backtracking", "error", "a `where` constraint backtracks catastrophically on a probe field",
           "rule", _where_backtracking),
+    Check("pattern-heavy-budget", "error", "the pack's largest patterns overrun Hyperscan's compile budget", "run",
+          _heavy_budget),
 )
