@@ -321,7 +321,9 @@ class Correlator:
 
         symptoms: dict[str, list[Group]] = {c: [] for c in present}
         root_ids = []
-        wrapped = self._wrappers()
+        # a floor line over a line whose class it explains is that line's cause, not its wrapper (ggml's
+        # assertion over Ollama's "runner terminated"): else each would wait on the other and the report lose both
+        wrapped = {w: t for w, t in self._wrappers().items() if top(t, frozenset()) != w}
         for cid in present:
             if cid in wrapped:
                 continue  # the same failure said again by its exception's wrapper: part of that diagnosis
@@ -330,6 +332,13 @@ class Correlator:
                 root_ids.append(cid)
             else:
                 symptoms[root].append(present[cid])
+        # no finding is lost: one that is neither a root, nor a root's symptom, nor wrapped into one (a chain that
+        # ends in a wrapped group) is a root of its own
+        shown = {*root_ids, *(g.key for c in root_ids for g in symptoms[c])}
+        for cid in present:
+            if cid not in shown and wrapped.get(cid) not in shown:
+                root_ids.append(cid)
+                shown |= {cid, *(g.key for g in symptoms[cid])}
         ordered = sorted(root_ids, key=lambda c: self._rank(present[c]))
         return [(present[c], sorted(symptoms[c], key=self._rank)) for c in ordered]
 

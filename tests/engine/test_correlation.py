@@ -78,3 +78,22 @@ def test_preflight_report_is_the_correlator(compiled):
     diagnoses, observations = to_report([check_symptom, _check()], classes)
     assert [d.class_ for d in diagnoses] == [ROOT] and not observations
     assert diagnoses[0].symptoms[0].class_ == SYMPTOM
+
+
+def test_a_floor_line_over_the_line_it_causes_is_that_lines_cause_not_its_wrapper(compiled):
+    """ggml's assertion (a structure rule) right above Ollama's "runner terminated" (a sentence rule, a class the
+    assertion's explains): the assertion is the root, the exit its symptom; neither is lost to the other."""
+    scanner = Scanner(compiled)
+    source = Source(name="ollama.log", kind="text")
+    scanner.add_source(source)
+    lines = ["Mar 02 10:00:01 host1 ollama[123]: ggml.c:1234: GGML_ASSERT(a->ne[2] == b->ne[0]) failed",
+             'Mar 02 10:00:02 host1 ollama[123]: time=2025-03-02T10:00:02.000Z level=ERROR source=sched.go:455 '
+             'msg="error loading llama server" error="llama runner process has terminated: exit status 2"']
+    for n, line in enumerate(lines, 1):
+        for _ in scanner.feed_line(source, line, n):
+            pass
+    for _ in scanner.flush():
+        pass
+    report = scanner.report()
+    assert [(d.class_, d.rule) for d in report.diagnoses] == [("process.segfault", "families.ggml-assert")]
+    assert [s.class_ for s in report.diagnoses[0].symptoms] == ["server.startup_timeout"]
