@@ -394,6 +394,232 @@ def _train(id: str, expect: list[str], mode: str, note: str, exit: str = "fail",
                 files=TFILES, input="torchrun", exit=exit, timeout=timeout, note=note)
 
 
+# genuine sweep 3: what ranks that disagree do (model shapes, collectives, dtypes under FSDP, checkpoint keys),
+# and the start-up paths around them (rendezvous endpoint, backends, torch.compile on CPU). Kept apart from TRAIN
+# so that the older logs keep their lines; argv[1] says which failure the ranks walk into.
+DIST2 = """\
+import datetime
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
+mode = sys.argv[1]
+rank = int(os.environ.get("RANK", "0"))
+print(f"[dist2] rank {rank} mode {mode}", flush=True)
+
+
+class Net(torch.nn.Module):
+    def __init__(self, hidden=16, extra=False):
+        super().__init__()
+        self.body = torch.nn.Linear(16, hidden)
+        self.head = torch.nn.Linear(hidden, 4)
+        if extra:
+            self.extra = torch.nn.Linear(4, 4)  # a layer added to the model after the checkpoint was written
+
+    def forward(self, x):
+        return self.head(torch.relu(self.body(x)))
+
+
+def steps(model, n=3):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(n):
+        loss = model(torch.randn(8, 16)).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        print(f"[dist2] rank {rank} step {step} loss {loss.item():.4f}", flush=True)
+
+
+if mode == "mpi":
+    # the MPI backend of a recipe written for a cluster build, on a pip wheel
+    dist.init_process_group("mpi")
+dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=20))
+if mode == "ddp-param-count":
+    # rank 1 built the model with one more layer (a config flag read differently on one rank)
+    model = torch.nn.parallel.DistributedDataParallel(Net(extra=rank == 1))
+    steps(model)
+elif mode == "ddp-param-shape":
+    # rank 1 built a wider model (a per-rank config, a vocabulary resized on one rank only)
+    model = torch.nn.parallel.DistributedDataParallel(Net(hidden=16 if rank == 0 else 32))
+    steps(model)
+elif mode == "collective-mismatch":
+    # the ranks took different branches: rank 0 all-reduces while rank 1 broadcasts
+    t = torch.ones(4)
+    if rank == 0:
+        dist.all_reduce(t)
+    else:
+        dist.broadcast(t, src=0)
+elif mode == "allgather-sizes":
+    # each rank all-gathers a tensor of its own length (a per-rank batch of another size)
+    t = torch.ones(4 + 4 * rank)
+    out = [torch.empty_like(t) for _ in range(dist.get_world_size())]
+    dist.all_gather(out, t)
+elif mode == "fsdp2-dtypes":
+    # FSDP2 around a model whose head was cast to bf16 while the rest stayed fp32
+    try:
+        from torch.distributed.fsdp import fully_shard
+    except ImportError:
+        from torch.distributed._composable.fsdp import fully_shard
+    model = Net()
+    model.head.to(torch.bfloat16)
+    fully_shard(model)
+    steps(model)
+elif mode == "fsdp1-dtypes":
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+    model = Net()
+    model.head.to(torch.bfloat16)
+    model = FSDP(model, device_id=torch.device("cpu"))
+    steps(model)
+elif mode == "fsdp2-load-full":
+    # a full (unsharded) state dict loaded with the plain load_state_dict into an FSDP2-sharded model
+    try:
+        from torch.distributed.fsdp import fully_shard
+    except ImportError:
+        from torch.distributed._composable.fsdp import fully_shard
+    full = Net().state_dict()
+    model = Net()
+    fully_shard(model)
+    model.load_state_dict(full)
+    steps(model)
+elif mode in ("dcp-save", "dcp-missing-key"):
+    import torch.distributed.checkpoint as dcp
+
+    dcp.save({"model": Net().state_dict()}, checkpoint_id="ckpt/step-10")
+    dist.barrier()
+    if mode == "dcp-missing-key":
+        # the model gained a layer since the checkpoint was written: DCP loads strictly
+        state = {"model": Net(extra=True).state_dict()}
+        dcp.load(state, checkpoint_id="ckpt/step-10")
+elif mode == "new-group":
+    # a tensor-parallel group layout written for four GPUs, launched with two ranks
+    tp_group = dist.new_group([0, 2])
+elif mode == "ddp-reentrant":
+    # one layer checkpointed twice with reentrant activation checkpointing under DDP
+    import torch.utils.checkpoint as ckpt
+
+    class Shared(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = torch.nn.Linear(16, 16)
+
+        def forward(self, x):
+            x = ckpt.checkpoint(self.layer, x, use_reentrant=True)
+            return ckpt.checkpoint(self.layer, x, use_reentrant=True)
+
+    model = torch.nn.parallel.DistributedDataParallel(Shared(), find_unused_parameters=True)
+    model(torch.randn(8, 16, requires_grad=True)).sum().backward()
+elif mode == "ddp-find-unused-ok":
+    # healthy: find_unused_parameters=True on a model that uses every parameter (DDP warns about the cost)
+    model = torch.nn.parallel.DistributedDataParallel(Net(), find_unused_parameters=True)
+    steps(model)
+elif mode == "allreduce":
+    t = torch.ones(4) * (rank + 1)
+    dist.all_reduce(t)
+    print(f"[dist2] rank {rank}: all_reduce -> {t.tolist()}", flush=True)
+dist.barrier()
+dist.destroy_process_group()
+"""
+
+# one process, no launcher: the single-process paths of a distributed training script
+SOLO = """\
+import os
+import sys
+
+import torch
+
+mode = sys.argv[1]
+print(f"[solo] mode {mode}", flush=True)
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Linear(16, 16)
+        self.head = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.head(torch.relu(self.body(x)))
+
+
+if mode == "dcp-load":
+    # healthy: a checkpoint two ranks wrote, loaded by one process (DCP reshards on load)
+    import torch.distributed.checkpoint as dcp
+
+    state = {"model": Net().state_dict()}
+    dcp.load(state, checkpoint_id="ckpt/step-10")
+    print("[solo] restored", sorted(state["model"]), flush=True)
+elif mode == "sampler":
+    # the multi-GPU script run with plain python: DistributedSampler before any process group
+    from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+    data = TensorDataset(torch.randn(64, 16))
+    loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data))
+elif mode == "loader-sigkill":
+    # a DataLoader worker killed by the kernel (the OOM killer) while it loads a batch
+    import signal
+
+    from torch.utils.data import DataLoader, Dataset
+
+    class Samples(Dataset):
+        def __len__(self):
+            return 64
+
+        def __getitem__(self, i):
+            if i == 0:  # the first batch: no batch of this worker is in flight to the parent when it dies
+                os.kill(os.getpid(), signal.SIGKILL)
+            return torch.randn(16)
+
+    for batch in DataLoader(Samples(), batch_size=4, num_workers=2):
+        pass
+elif mode == "amp-cpu":
+    # healthy: a GPU recipe's AMP, pinned memory and GradScaler run on a CPU-only host
+    from torch.utils.data import DataLoader, TensorDataset
+
+    model = Net()
+    scaler = torch.cuda.amp.GradScaler()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for (x,) in DataLoader(TensorDataset(torch.randn(32, 16)), batch_size=8, pin_memory=True):
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = model(x).pow(2).mean()
+        opt.zero_grad()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+    print(f"[solo] trained, loss {loss.item():.4f}", flush=True)
+elif mode == "compile":
+    # torch.compile's inductor on CPU generates C++ and builds it with the host compiler
+    model = torch.compile(Net())
+    print(model(torch.randn(8, 16)).shape, flush=True)
+elif mode == "fullgraph":
+    # a data-dependent branch in code compiled with fullgraph=True
+    def step(x):
+        if x.sum().item() > 0:
+            return x * 2
+        return x - 1
+
+    print(torch.compile(step, fullgraph=True, backend="eager")(torch.randn(8)), flush=True)
+"""
+
+D2FILES = {"dist2.py": DIST2, "solo.py": SOLO}
+
+
+def _dist2(id: str, expect: list[str], mode: str, note: str, flags: tuple[str, ...] = (), env: dict | None = None,
+           exit: str = "fail", timeout: float = 90, expect_by: dict | None = None) -> Case:
+    """torchrun of two local gloo ranks running ``dist2.py MODE``."""
+    return Case(id=id, expect=expect, argv=torchrun("--nproc-per-node", "2", *flags, *LOCAL, "dist2.py", mode),
+                files=D2FILES, env=dict(env or {}), input="torchrun", exit=exit, timeout=timeout, note=note,
+                expect_by=dict(expect_by or {}))
+
+
+def _solo(id: str, expect: list[str], mode: str, note: str, env: dict | None = None, exit: str = "fail",
+          timeout: float = 90) -> Case:
+    """One process running ``solo.py MODE``."""
+    return Case(id=id, expect=expect, argv=["{python}", "solo.py", mode], files=D2FILES, env=dict(env or {}),
+                exit=exit, timeout=timeout, note=note)
+
+
 PROGRAM = Program(
     name="torch",
     dist="torch",
@@ -794,5 +1020,98 @@ PROGRAM = Program(
             note="--nproc-per-node given a value torchrun does not accept (a word, a Slurm '4(x2)')"
                  " (https://github.com/awslabs/sockeye/issues/1038)",
         ),
+        # --- ranks that disagree, and the start-up paths around them (genuine sweep 3) -------------------
+        _dist2("torchrun-ddp-param-count-differs", ["config.bad_argument"], "ddp-param-count",
+               "rank 1 built the model with one more layer than rank 0: DDP's constructor compares the ranks' models,"
+               " 'DDP expects same model across all ranks' (https://github.com/huggingface/accelerate/issues/1481)"),
+        _dist2("torchrun-ddp-param-shape-differs", ["config.bad_argument"], "ddp-param-shape",
+               "rank 1 built a wider layer than rank 0: 'params[0] in this process with sizes ... appears not to match"
+               " sizes of the same param in process 0' (https://github.com/huggingface/transformers/issues/16417)"),
+        _dist2("torchrun-collective-mismatch-debug-detail", ["nccl.timeout"], "collective-mismatch",
+               "rank 0 all-reduces while rank 1 broadcasts; TORCH_DISTRIBUTED_DEBUG=DETAIL's ProcessGroupWrapper"
+               " reports 'Detected mismatch between collectives on ranks' instead of a hang"
+               " (https://github.com/Lightning-AI/pytorch-lightning/issues/19106)",
+               env={"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}),
+        _dist2("torchrun-gloo-all-gather-size-mismatch", ["nccl.timeout"], "allgather-sizes",
+               "the ranks all-gather tensors of different lengths: gloo's pair aborts the rank, 'op.preamble.length <="
+               " op.nbytes ... Is there a distributed collective mismatch in your code?'"
+               " (https://github.com/pytorch/gloo/pull/456)"),
+        _dist2("torchrun-fsdp2-mixed-param-dtype", ["config.bad_argument"], "fsdp2-dtypes",
+               "FSDP2 fully_shard of a model with bf16 and fp32 parameters in one group: 'FSDP expects uniform original"
+               " parameter dtype' (https://github.com/modelscope/twinkle/issues/182)"),
+        _dist2("torchrun-fsdp1-mixed-param-dtype", ["config.bad_argument"], "fsdp1-dtypes",
+               "FSDP (FlatParameter) around a model with bf16 and fp32 parameters: 'Must flatten tensors with uniform"
+               " dtype' (https://github.com/axolotl-ai-cloud/axolotl/issues/1494)"),
+        _dist2("torchrun-fsdp2-load-full-state-dict", ["config.bad_argument"], "fsdp2-load-full",
+               "a full state dict loaded with the plain load_state_dict into FSDP2's DTensor parameters: 'got mixed"
+               " torch.Tensor and DTensor' for every parameter (https://github.com/pytorch/pytorch/issues/136336)"),
+        Case(
+            id="torchrun-dcp-missing-key-restarts",
+            expect=["model.weights_mismatch"],
+            argv=torchrun("--nnodes", "1", "--nproc-per-node", "2", "--max-restarts", "1", "--rdzv-backend", "c10d",
+                          "--rdzv-endpoint", "127.0.0.1:{port}", "dist2.py", "dcp-missing-key"),
+            files=D2FILES,
+            input="torchrun",
+            timeout=150,
+            note="dcp.load of a checkpoint written before the model gained a layer: 'Missing key in checkpoint"
+                 " state_dict'; torchrun (--max-restarts 1, c10d rendezvous) restarts the group, whose gloo mesh then"
+                 " fails to connect (https://github.com/pytorch/pytorch/issues/148252)",
+        ),
+        Case(
+            id="dcp-load-other-world-size-ok",
+            expect=[],
+            argv=["bash", "-c", "{bin}/torchrun --nproc-per-node 2 --master-addr 127.0.0.1 --master-port {port}"
+                  " dist2.py dcp-save && exec {python} solo.py dcp-load"],
+            files=D2FILES,
+            input="torchrun",
+            exit="ok",
+            timeout=120,
+            note="healthy: a torch.distributed.checkpoint written by two ranks, loaded by one process without a"
+                 " process group (DCP reshards; it warns that it assumes a single process)"
+                 " (https://github.com/pytorch/torchtitan/issues/850)",
+        ),
+        _dist2("torchrun-new-group-rank-out-of-range", ["config.insufficient_gpus"], "new-group",
+               "dist.new_group([0, 2]) (a group layout for four GPUs) in a job of two ranks: 'Rank 2 is out of range'"
+               " (https://github.com/hpcaitech/ColossalAI/issues/2910)"),
+        _dist2("torchrun-ddp-reentrant-checkpoint-twice", ["config.bad_argument"], "ddp-reentrant",
+               "one layer checkpointed twice with use_reentrant=True under DDP: 'Expected to mark a variable ready only"
+               " once' (https://github.com/microsoft/FocalNet/issues/4)"),
+        _dist2("torchrun-ddp-find-unused-debug-info-ok", [], "ddp-find-unused-ok",
+               "healthy: DDP with find_unused_parameters=True on a model that uses every parameter, with"
+               " TORCH_DISTRIBUTED_DEBUG=INFO: reducer.cpp's performance warning"
+               " (https://github.com/cszn/KAIR/issues/103)", env={"TORCH_DISTRIBUTED_DEBUG": "INFO"}, exit="ok"),
+        _dist2("torchrun-mpi-backend-not-built", ["runtime.backend_mismatch"], "mpi",
+               "init_process_group('mpi') on a pip wheel built without MPI: 'Distributed package doesn't have MPI"
+               " built in' (https://github.com/open-ce/open-ce/issues/376)"),
+        Case(
+            id="torchrun-rdzv-endpoint-empty-host",
+            expect=["config.bad_argument"],
+            argv=torchrun("--nnodes", "1", "--nproc-per-node", "2", "--rdzv-backend", "c10d",
+                          "--rdzv-endpoint", ":{port}", "dist2.py", "allreduce"),
+            files=D2FILES,
+            input="torchrun",
+            timeout=60,
+            note="--rdzv-endpoint $MASTER_ADDR:PORT with MASTER_ADDR unset (':PORT'): torchrun refuses the hostname"
+                 " (https://github.com/HarderThenHarder/transformers_tasks/issues/34)",
+        ),
+        _solo("sampler-without-process-group", ["config.bad_argument"], "sampler",
+              "the multi-GPU script started with plain python: DistributedSampler before init_process_group,"
+              " 'Default process group has not been initialized'"
+              " (https://github.com/Lightning-AI/pytorch-lightning/issues/20690)"),
+        _solo("dataloader-worker-sigkill", ["memory.host_oom"], "loader-sigkill",
+              "a DataLoader worker is SIGKILLed (what the OOM killer does) while loading a batch: 'DataLoader worker"
+              " (pid N) is killed by signal: Killed.' (https://github.com/pytorch/pytorch/issues/8976)"),
+        _solo("amp-cuda-recipe-on-cpu-ok", [], "amp-cpu",
+              "healthy: a GPU recipe's torch.cuda.amp.GradScaler, autocast('cuda') and pin_memory on a CPU-only"
+              " host: deprecation and 'CUDA is not available. Disabling' warnings"
+              " (https://github.com/LuxImagingAI/DBSegment/issues/1)", exit="ok"),
+        _solo("compile-no-cxx-compiler", ["runtime.backend_mismatch"], "compile",
+              "torch.compile on CPU where the C++ compiler inductor runs does not exist (CXX names a missing g++):"
+              " InvalidCxxCompiler (https://github.com/2noise/ChatTTS/issues/133)",
+              env={"CXX": "/opt/toolchain/bin/g++", "CC": "/opt/toolchain/bin/gcc"}, timeout=150),
+        _solo("compile-fullgraph-data-dependent-branch", ["runtime.backend_mismatch"], "fullgraph",
+              "torch.compile(fullgraph=True) of code that branches on a tensor's value (.item()): Dynamo's UserError"
+              " 'Could not guard on data-dependent expression' (https://github.com/pytorch/pytorch/issues/147672)",
+              timeout=150),
     ],
 )
