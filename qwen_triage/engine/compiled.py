@@ -105,7 +105,8 @@ class CompiledPack:
     users: list[list[tuple[int, str]]]  # pattern id -> [(rule index, role)]
     prefilter: Prefilter
     # pattern id -> what else it signals (engine.unrecognised): "frame", "exception", "error",
-    # "heartbeat", "hang" (engine.hang) or "ras" (engine.ras); a pattern can also be a rule's
+    # "heartbeat", "ready" (a serving stage's line), "hang" (engine.hang) or "ras" (engine.ras); a pattern can also
+    # be a rule's
     signals: dict[int, tuple[str, ...]]
 
     @functools.cached_property
@@ -113,7 +114,7 @@ class CompiledPack:
         """Per context-only pattern, its uses: (rule index, the rule's other `all` parts or None for
         an `unless`, how many lines back a deferred line stays of use, the rule's window)."""
         out = {}
-        for pid in self.context_only:
+        for pid in self.context_or_ready:
             uses = []
             for ri, role in self.users[pid]:
                 rule = self.rules[ri]
@@ -148,6 +149,32 @@ class CompiledPack:
             if users and pid not in self.signals and pid not in multiline
             and all(role != "any" for _ri, role in users)
         )
+
+    @functools.cached_property
+    def heartbeat_pids(self) -> frozenset[int]:
+        """Patterns of lines a stuck launch repeats (rules/stages.yaml `heartbeats`)."""
+        return frozenset(pid for pid, kinds in self.signals.items() if "heartbeat" in kinds)
+
+    @functools.cached_property
+    def ready_pure(self) -> frozenset[int]:
+        """Serving-stage patterns (signal ``ready``) no rule uses: of no interest to a line before any heartbeat."""
+        return frozenset(pid for pid, kinds in self.signals.items() if kinds == ("ready",) and not self.users[pid])
+
+    @functools.cached_property
+    def ready_context(self) -> frozenset[int]:
+        """Serving-stage patterns that are otherwise only context (a veto, an `all` part): before any heartbeat such
+        a line may be kept raw like any context-only line (engine.matcher), as it was before it signalled."""
+        multiline = {p for r in self.rules if r.rule.match.multiline for p in (*r.any_ids, *r.all_ids)}
+        return frozenset(
+            pid for pid, kinds in self.signals.items()
+            if kinds == ("ready",) and self.users[pid] and pid not in multiline
+            and all(role != "any" for _ri, role in self.users[pid])
+        )
+
+    @functools.cached_property
+    def context_or_ready(self) -> frozenset[int]:
+        """:attr:`context_only` with :attr:`ready_context`: the patterns whose lines may be kept raw."""
+        return self.context_only | self.ready_context
 
     @functools.cached_property
     def stage_re(self) -> re.Pattern[bytes] | None:
@@ -199,8 +226,8 @@ class CompiledPack:
         signals: dict[int, tuple[str, ...]] = {}
         kinds = [(kind, p) for kind, p in SIGNALS.items()]
         kinds += [("heartbeat", p) for p in pack.heartbeats]
-        # the serving stage's lines too: after a run of heartbeats, one says the launch went on (engine.unrecognised)
-        kinds += [("heartbeat", p) for s in pack.stages if s.get("quiet_ok") for p in s.get("patterns", ())]
+        # the serving stage's lines: after a run of heartbeats, one says the launch went on (engine.unrecognised)
+        kinds += [("ready", p) for s in pack.stages if s.get("quiet_ok") for p in s.get("patterns", ())]
         kinds.append(("span", HINTS_PATTERN))  # lines that may belong to a multi-line record
         kinds.append(("hang", HANG_PATTERN))  # lines that tell a hung job's ranks apart (engine.hang)
         kinds.append(("ras", RAS_PATTERN))  # the lines of an NCCL RAS report (engine.ras, read by engine.hang)

@@ -240,7 +240,7 @@ class DeferredContext:
         that serve only rules which can neither fire nor wait on a veto in it: defer() would keep their lines."""
         silent: dict[int, bool] = {}
         out = set()
-        for pid in present & self.c.context_only:
+        for pid in present & self.c.context_or_ready:
             for ri, _role in self.c.users[pid]:
                 if ri not in silent:
                     silent[ri] = self._silent(self.c.rules[ri], present, source_index)

@@ -57,6 +57,12 @@ class Signals(Protocol):
     def heartbeat(self, rec: LineRecord, stage_before: Callable[[], str | None]) -> None:
         """A line a stuck launch repeats; ``stage_before`` looks up the stage it repeats in."""
 
+    def beating(self, source_index: int) -> bool:
+        """Whether that input may be in a run of heartbeats (a ready line then matters: it ends the run)."""
+
+    def ready(self, rec: LineRecord) -> None:
+        """A line of a stage where the server is up (a shard ready, a worker healthy): a run of heartbeats ends."""
+
 
 class Ranks(Protocol):
     """Where the matcher sends the records that carry a rank or a hang signal: engine.hang's HangTracker, or a
@@ -92,6 +98,7 @@ class Matcher:
         self.c = compiled
         # context-only lines kept raw until a rule asks (False: every candidate is matched at once; same findings)
         self._context_only = compiled.context_only if defer else frozenset()
+        self._context_or_ready = compiled.context_or_ready if defer else frozenset()
         self._frame_only = compiled.frame_only if defer else frozenset()
         self.collector = collector  # error lines no rule matched go here
         self.hang = hang  # what each rank of a distributed job did last (engine.hang)
@@ -170,6 +177,9 @@ class Matcher:
         quiet: set[int] | None = None  # the block's context patterns no rule can use in it (engine.deferred)
         quiet_lines: dict[int, tuple[int, set[int]]] = {}  # start offset -> (line index, pattern ids)
         block_may_span = may_span_raw(data)  # most blocks hold no tab, NUL or ESC at all: no line needs a look
+        # a serving-stage line matters only after heartbeats (it ends their run): before any, it is what it was
+        beating = self.collector is not None and self.collector.beating(source_index)
+        beat_pids, ready_pure, ready_context = self.c.heartbeat_pids, self.c.ready_pure, self.c.ready_context
         index = 0
         prev = 0
         for start in sorted(cands):
@@ -181,10 +191,19 @@ class Matcher:
             line_pids = cands[start]
             if line_pids == span_only:
                 continue  # a hint word and nothing else: no pattern points at this line
+            deferred_pids = context_only
+            if not beating:
+                if line_pids & beat_pids:
+                    beating = True
+                elif line_pids & (ready_pure | ready_context):
+                    line_pids = line_pids - ready_pure
+                    if not line_pids:
+                        continue
+                    deferred_pids = self._context_or_ready
             end = data.find(b"\n", start)
             if end < 0:
                 end = len(data)
-            if (line_pids <= context_only or line_pids == frame_only) and end - start <= DEFER_MAX_LINE \
+            if (line_pids <= deferred_pids or line_pids == frame_only) and end - start <= DEFER_MAX_LINE \
                     and not (block_may_span and may_span_raw(data[start:end])) \
                     and not (line_pids != frame_only and data.find(SOURCE_INDENT, start, end) >= 0
                              and may_be_quoted_source(data, start)):
@@ -208,7 +227,7 @@ class Matcher:
             if key in quiet_lines:
                 records[key] = quiet_lines.pop(key)
             _, pids = records.setdefault(key, (key_index, set()))
-            pids.update(cands[start])
+            pids.update(line_pids)
             cited.setdefault(key, rec)  # evidence cites the record's first line a pattern pointed at
         if block.counted < 0:
             block.counted = index + data.count(b"\n", prev)  # the count went this far already
@@ -358,9 +377,13 @@ class Matcher:
                     if kind == "ras":
                         ras = True
                         continue
-                    if kind == "heartbeat":  # on the line as printed: the serving stage's patterns name its wrapper
+                    if kind == "heartbeat":  # on the line as printed, as the stage patterns are
                         if self.collector is not None and self.c.regexes[pid].search(rec.text, timeout=self.timeout):
                             self.collector.heartbeat(rec, self._stage_before)
+                    elif kind == "ready":  # confirmed only after heartbeats: a healthy log's own ready line costs nothing
+                        if self.collector is not None and self.collector.beating(rec.source_index) \
+                                and self.c.regexes[pid].search(rec.text, timeout=self.timeout):
+                            self.collector.ready(rec)
                     else:
                         signals.append(kind)
                 if not self.c.users[pid]:

@@ -65,8 +65,8 @@ the one-process scan's at nearly every cut; where a longer window is open there,
 IN_FLIGHT_EXTRA = 1  # parts given out beyond one a worker (one waits for the first worker free): what is held
 
 # what a worker's matcher told its collector and rank tracker, and its findings (:class:`Recorder`)
-FOUND, SIGNAL, EXPLAINED, HEARTBEAT, RANKED, COUNTED, RAS, ENDED = ("found", "signal", "explained", "heartbeat",
-                                                                    "ranked", "counted", "ras", "ended")
+FOUND, SIGNAL, EXPLAINED, HEARTBEAT, READY, RANKED, COUNTED, RAS, ENDED = (
+    "found", "signal", "explained", "heartbeat", "ready", "ranked", "counted", "ras", "ended")
 Event = tuple  # (kind, ...), as Recorder writes them
 
 
@@ -197,6 +197,7 @@ class Recorder:
         self.on = False
         self.events: list[Event] = []
         self._runs: dict[int, Progress] = {}
+        self._beating: set[int] = set()  # inputs in a run of heartbeats, warm-up included (Collector.beating)
         self._counted = 0  # records for the rank tracker with no news (HangTracker.news), not yet sent
         self._told: set[tuple[str, str, str]] = set()  # the news the records sent gave
 
@@ -222,6 +223,7 @@ class Recorder:
             self.events.append((EXPLAINED, rec))
 
     def heartbeat(self, rec: LineRecord, stage_before: Callable[[], str | None]) -> None:
+        self._beating.add(rec.source_index)  # the warm-up's too: whether a ready line matters, as in one process
         if not self.on:
             return
         template = template_of(rec.message)
@@ -231,6 +233,15 @@ class Recorder:
             run = self._runs[rec.source_index] = Progress()
         run.beat_template, run.beat_last = template, rec
         self.events.append((HEARTBEAT, rec, stage_before() if looked else None, looked))
+
+    def beating(self, source_index: int) -> bool:
+        return source_index in self._beating
+
+    def ready(self, rec: LineRecord) -> None:
+        self._beating.discard(rec.source_index)
+        if self.on:
+            self._runs.pop(rec.source_index, None)
+            self.events.append((READY, rec))
 
     def observe(self, rec: LineRecord) -> None:
         if not self.on:
@@ -458,6 +469,8 @@ class _Merge:
                 scanner.unrecognised.explained(move(event[1]))
             elif kind == HEARTBEAT:
                 scanner.unrecognised.heartbeat(move(event[1]), _stage(event[2], event[3]))
+            elif kind == READY:
+                scanner.unrecognised.ready(move(event[1]))
             elif kind == RANKED:
                 scanner.hang.observe(move(event[1]))
             elif kind == COUNTED:

@@ -36,7 +36,6 @@ pending traceback frame per input; at most ``MAX_TRACES`` processes followed,
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Sequence
@@ -429,22 +428,9 @@ class Collector:
     last_lines: dict[int, LineRecord] = field(default_factory=dict)  # input -> its last line with words (ended)
     last_added: tuple[Key, int, str] | None = None  # the latest line listed: its process, line and template
 
-    @functools.cached_property
-    def _ready(self) -> re.Pattern[str] | None:
-        """The lines of the stages where silence is normal (``quiet_ok``: serving): such a line after a run of
-        heartbeats says the launch went on. The pack signals them as heartbeats (engine.compiled), so they reach
-        :meth:`heartbeat` in order with the runs, in one process or replayed from a part's (engine.split)."""
-        patterns = [p for s in self.stages.values() if s.get("quiet_ok") for p in s.get("patterns", ())]
-        return re.compile("|".join(f"(?:{p})" for p in patterns)) if patterns else None
-
     def heartbeat(self, rec: LineRecord, stage_before: Callable[[], str | None]) -> None:
-        """A line a stuck launch repeats; a new run of them looks up the stage it repeats in. A ready line
-        (:attr:`_ready`) ends the run: the launch got past the wait."""
+        """A line a stuck launch repeats; a new run of them looks up the stage it repeats in."""
         p = self.progress_of.setdefault(rec.source_index, Progress())
-        ready = self._ready
-        if ready is not None and ready.search(rec.text):
-            p.beat_template, p.beats, p.beat_last = None, 0, None
-            return
         template = template_of(rec.message)
         if p.same_run(template, rec):
             p.beats += 1
@@ -452,6 +438,17 @@ class Collector:
             p.beat_template, p.beats = template, 1
             p.stage = stage_before() or p.stage
         p.beat_last = rec
+
+    def beating(self, source_index: int) -> bool:
+        p = self.progress_of.get(source_index)
+        return p is not None and p.beats > 0
+
+    def ready(self, rec: LineRecord) -> None:
+        """A line of a stage where the server is up (rules/stages.yaml ``quiet_ok``): the launch got past its wait,
+        and the run of heartbeats before it is no stall."""
+        p = self.progress_of.get(rec.source_index)
+        if p is not None:
+            p.beat_template, p.beats, p.beat_last = None, 0, None
 
     def stalls(self, lines_read: dict[int, int]) -> list[Item]:
         """Inputs that end repeating a heartbeat, short of a stage where silence is normal."""
