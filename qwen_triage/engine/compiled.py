@@ -143,12 +143,16 @@ class CompiledPack:
         A line that is a candidate for these alone cannot fire a rule by itself, so the
         matcher may keep it raw (engine.deferred) until some rule asks about it.
         """
-        multiline = {p for r in self.rules if r.rule.match.multiline for p in (*r.any_ids, *r.all_ids)}
-        return frozenset(
-            pid for pid, users in enumerate(self.users)
-            if users and pid not in self.signals and pid not in multiline
-            and all(role != "any" for _ri, role in users)
-        )
+        return frozenset(pid for pid in range(len(self.users)) if pid not in self.signals and self._used_as_context(pid))
+
+    @functools.cached_property
+    def _multiline_pids(self) -> frozenset[int]:
+        return frozenset(p for r in self.rules if r.rule.match.multiline for p in (*r.any_ids, *r.all_ids))
+
+    def _used_as_context(self, pid: int) -> bool:
+        """Some rule uses the pattern, every use is an `all` part or an `unless` veto, and no multi-line rule's."""
+        users = self.users[pid]
+        return bool(users) and pid not in self._multiline_pids and all(role != "any" for _ri, role in users)
 
     @functools.cached_property
     def heartbeat_pids(self) -> frozenset[int]:
@@ -156,20 +160,20 @@ class CompiledPack:
         return frozenset(pid for pid, kinds in self.signals.items() if "heartbeat" in kinds)
 
     @functools.cached_property
+    def ready_pids(self) -> frozenset[int]:
+        """Patterns whose only signal is ``ready`` (a serving stage's line)."""
+        return frozenset(pid for pid, kinds in self.signals.items() if kinds == ("ready",))
+
+    @functools.cached_property
     def ready_pure(self) -> frozenset[int]:
-        """Serving-stage patterns (signal ``ready``) no rule uses: of no interest to a line before any heartbeat."""
-        return frozenset(pid for pid, kinds in self.signals.items() if kinds == ("ready",) and not self.users[pid])
+        """Serving-stage patterns no rule uses: of no interest to a line before any heartbeat."""
+        return frozenset(pid for pid in self.ready_pids if not self.users[pid])
 
     @functools.cached_property
     def ready_context(self) -> frozenset[int]:
         """Serving-stage patterns that are otherwise only context (a veto, an `all` part): before any heartbeat such
         a line may be kept raw like any context-only line (engine.matcher), as it was before it signalled."""
-        multiline = {p for r in self.rules if r.rule.match.multiline for p in (*r.any_ids, *r.all_ids)}
-        return frozenset(
-            pid for pid, kinds in self.signals.items()
-            if kinds == ("ready",) and self.users[pid] and pid not in multiline
-            and all(role != "any" for _ri, role in self.users[pid])
-        )
+        return frozenset(pid for pid in self.ready_pids if self._used_as_context(pid))
 
     @functools.cached_property
     def context_or_ready(self) -> frozenset[int]:

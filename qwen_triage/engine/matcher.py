@@ -179,7 +179,7 @@ class Matcher:
         block_may_span = may_span_raw(data)  # most blocks hold no tab, NUL or ESC at all: no line needs a look
         # a serving-stage line matters only after heartbeats (it ends their run): before any, it is what it was
         beating = self.collector is not None and self.collector.beating(source_index)
-        beat_pids, ready_pure, ready_context = self.c.heartbeat_pids, self.c.ready_pure, self.c.ready_context
+        beat_pids, ready_pids, ready_pure = self.c.heartbeat_pids, self.c.ready_pids, self.c.ready_pure
         index = 0
         prev = 0
         for start in sorted(cands):
@@ -195,7 +195,7 @@ class Matcher:
             if not beating:
                 if line_pids & beat_pids:
                     beating = True
-                elif line_pids & (ready_pure | ready_context):
+                elif line_pids & ready_pids:
                     line_pids = line_pids - ready_pure
                     if not line_pids:
                         continue

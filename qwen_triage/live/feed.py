@@ -104,8 +104,8 @@ class TriageFeed:
         self._reading = False  # no stall before triage can read: our own start-up is no silence of the child
         self._told_before: set[int] = set()  # what the triage thread was told and had not applied when it handed off
         self._warmed = False
-        self.reniced = False  # the triage thread gave way (niced): it hands the backlog on at the end of the output
-        self._niced_tid: int | None = None  # ... that thread
+        # the triage thread that gave way (niced): it hands the backlog on at the end of the output
+        self._niced_tid: int | None = None
         self.handed_off = False  # ... and did: finish_backlog triages the rest
 
     def open(self, name: str) -> None:
@@ -192,8 +192,8 @@ class TriageFeed:
                 if not yielded and self._reader is not None and self._reader.behind >= FLOODED:
                     yielded = True
                     if _nice_this_thread(TRIAGE_NICE):
-                        self.reniced, self._niced_tid = True, threading.get_native_id()
-                if ended and self.reniced and threading.get_native_id() == self._niced_tid:
+                        self._niced_tid = threading.get_native_id()
+                if ended and self._niced_tid is not None and threading.get_native_id() == self._niced_tid:
                     self.handed_off = True  # the output ended: the rest at the caller's priority (finish_backlog)
                     return True
                 batch = self._pull()
