@@ -24,7 +24,7 @@ ARCH = os.environ.get("TINY_ARCH", "llama")
 w = gguf.GGUFWriter("tiny.gguf", ARCH)
 w.add_name("tiny-llama")
 w.add_context_length(128)
-w.add_embedding_length(64)
+w.add_embedding_length(int(os.environ.get("TINY_E_META", "64")))
 w.add_block_count(1)
 w.add_feed_forward_length(128)
 w.add_head_count(4)
@@ -248,6 +248,27 @@ CASES += [
     _kw("duplicate-metadata-key", ["model.gguf_corrupt"], "a metadata key appears twice in the GGUF key-value table:"
         " https://github.com/ggml-org/llama.cpp/pull/4062",
         extra="open('tiny.gguf', 'wb').write(raw.replace(b'general.file_type', b'llama.block_count'))"),
+    # --- round 4 (issue 26): more damaged headers and tensor tables ----------------------------------------------
+    _case("zero-filled-file", ["model.gguf_corrupt"], "open('tiny.gguf', 'wb').write(bytes(len(raw)))",
+          "a file of the right size but all zero bytes (a preallocated download that never got its data):"
+          " https://github.com/ggml-org/llama.cpp/issues/12516"),
+    _case("tensor-count-overflow", ["model.gguf_corrupt"],
+          "open('tiny.gguf', 'wb').write(raw[:8] + struct.pack('<Q', 1 << 61) + raw[16:])",
+          "the header's tensor count is garbage (a bit flip / a header written by a broken converter):"
+          " https://github.com/ggml-org/llama.cpp/issues/8385"),
+    _case("kv-count-overflow", ["model.gguf_corrupt"],
+          "open('tiny.gguf', 'wb').write(raw[:16] + struct.pack('<Q', 1 << 40) + raw[24:])",
+          "the header's key-value count is garbage: the metadata cannot be read:"
+          " https://github.com/ggml-org/llama.cpp/issues/8385"),
+    _case("tensor-dims-invalid", ["model.gguf_corrupt"],
+          "i = raw.index(b'token_embd.weight') + len('token_embd.weight')\nn_dims = struct.unpack('<I', raw[i:i + 4])[0]\nopen('tiny.gguf', 'wb').write(raw[:i] + struct.pack('<I', 7) + raw[i + 4:])",
+          "a tensor info claims 7 dimensions (more than GGML_MAX_DIMS): a damaged tensor table:"
+          " https://github.com/ggml-org/llama.cpp/pull/4062"),
+    _case("hparams-tensor-shape-mismatch", ["model.gguf_unsupported"], "",
+          "check_tensor_dims: the metadata's embedding_length (32) disagrees with the tensors (64 wide), labelled as the pack"
+          " labels every wrong-shape load (llamacpp.tensor-layout-mismatch): a"
+          " conversion with edited or wrong hyperparameters: https://github.com/ggml-org/llama.cpp/issues/7439",
+          env={"TINY_E_META": "32"}),
 ]
 
 PROGRAM = Program(

@@ -289,6 +289,73 @@ CASES = [
     _run("server-hf-offline-not-cached", ["download.incomplete"], "llama-server -hf --offline for a model that was"
          " never downloaded into the cache: https://github.com/ggml-org/llama.cpp/issues/13128",
          "{bin}/llama-server -hf ggml-org/gemma-3-1b-it-GGUF --offline --host 127.0.0.1 --port {port} -t 1 -c 128"),
+    # --- round 2 (issue 26): launch flags, bind errors, request-time refusals, more healthy warnings ------------------
+    _run("server-port-in-use", ["server.port_in_use"], "a second llama-server started on a port another process already"
+         " listens on: https://github.com/ggml-org/llama.cpp/issues/9186",
+         SERVE + " -c 128",
+         pre="{python} -c 'import socket, time; s = socket.socket(); s.bind((\"127.0.0.1\", {port})); s.listen();"
+             " time.sleep(90)' & sleep 2 && "),
+    _run("server-model-path-missing", ["model.file_missing"], "-m names a GGUF path that does not exist (a typo in"
+         " the quant suffix): https://github.com/ggml-org/llama.cpp/issues/9521",
+         "{bin}/llama-server -m models/tiny-Q4_K_M.gguf --host 127.0.0.1 --port {port} -t 1 -c 128"),
+    _run("server-flash-attn-bare-flag", ["config.bad_argument"], "-fa as a bare switch from an older guide: this build"
+         " wants on|off|auto and takes the next argument as its value: https://github.com/ggml-org/llama.cpp/issues/15650",
+         SERVE + " -fa -c 128"),
+    _run("server-unknown-argument", ["config.bad_argument"], "--context-length (a vLLM-style flag) for --ctx-size:"
+         " 'invalid argument': https://github.com/ggml-org/llama.cpp/issues/11983",
+         SERVE + " --context-length 128"),
+    _run("server-cache-type-unsupported", ["config.bad_argument"], "--cache-type-k q3_K, a type the KV cache does not"
+         " allow: https://github.com/ggml-org/llama.cpp/issues/11200",
+         SERVE + " -c 128 --cache-type-k q3_K"),
+    _run("server-numa-invalid", ["config.bad_argument"], "--numa with a value it does not take (on):"
+         " https://github.com/ggml-org/llama.cpp/issues/1437",
+         SERVE + " -c 128 --numa on"),
+    _run("server-rope-scaling-invalid", ["config.bad_argument"], "--rope-scaling dynamic (an HF rope_scaling type) for"
+         " none|linear|yarn: https://github.com/ggml-org/llama.cpp/issues/4041",
+         SERVE + " -c 128 --rope-scaling dynamic"),
+    _run("server-grammar-file-missing", ["config.bad_argument"], "--grammar-file names a GBNF file that is not there:"
+         " https://github.com/ggml-org/llama.cpp/issues/7703",
+         SERVE + " -c 128 --grammar-file grammars/json.gbnf"),
+    _run("server-mmproj-not-projector", ["model.gguf_unsupported"], "--mmproj given the language model's own GGUF"
+         " instead of the mmproj file (the CLIP loader cannot use it; at default verbosity no reason is printed): https://github.com/ggml-org/llama.cpp/issues/13282",
+         SERVE + " -c 128 --mmproj tiny.gguf"),
+    _served("server-ngl-cpu-build", ["runtime.no_gpu_visible"], "-ngl 99 on a CPU-only build: 'no usable GPU found,"
+            " --gpu-layers option will be ignored', the layers stay on the CPU and /completion is answered (the server"
+            " works, but not on the GPU asked for; labelled as shared/corpus-4 llamacpp-ngl-on-cpu-build is): https://github.com/ggml-org/llama.cpp/issues/12046",
+            "-c 128 -ngl 99", _post("/completion", '{"prompt": "a b", "n_predict": 4}'), exit="ok"),
+    _served("server-parallel-slots-healthy", [], "healthy: -np 4 -c 512 (128 tokens per slot) answers /completion:"
+            " https://github.com/ggml-org/llama.cpp/discussions/4130",
+            "-c 512 -np 4", _post("/completion", '{"prompt": "a b", "n_predict": 4}'), exit="ok"),
+    _served("server-request-exceeds-context", ["memory.kv_cache_insufficient"], "a request whose prompt is longer"
+            " than the slot context (-c 128, healthy server): HTTP 400 'exceeds the available context size':"
+            " https://github.com/ggml-org/llama.cpp/issues/12136",
+            "-c 128", _post("/completion", '{"prompt": "' + LONG * 4 + '", "n_predict": 4}')),
+    _served("server-embeddings-pooling-none", ["config.bad_argument"], "/v1/embeddings on a server started with"
+            " --embeddings --pooling none: 'Pooling type none is not OAI compatible':"
+            " https://github.com/ggml-org/llama.cpp/issues/11847",
+            "-c 128 --embeddings --pooling none", _post("/v1/embeddings", '{"input": "a b c"}')),
+    _served("server-grammar-invalid-request", ["config.bad_argument"], "a /completion request with a GBNF grammar"
+            " that does not parse: https://github.com/ggml-org/llama.cpp/issues/10321",
+            "-c 128", _post("/completion", '{"prompt": "a b", "n_predict": 4, "grammar": "root ::= (\\"a\\""}')),
+    _served("server-template-no-system-role-healthy", [], "healthy: --jinja with a chat template that raises on a system"
+            " message (Gemma-style 'System role not supported'); the server folds the system message into the user turn and"
+            " answers: https://github.com/ggml-org/llama.cpp/issues/13165",
+            "-c 128 --jinja", _post("/v1/chat/completions", '{"messages": [{"role": "system", "content": "a"},'
+                                    ' {"role": "user", "content": "a b"}], "max_tokens": 4}'),
+            env={"TINY_TEMPLATE": "{% for m in messages %}{% if m['role'] == 'system' %}{{ raise_exception("
+                 "'System role not supported') }}{% endif %}{{ m['content'] }}{% endfor %}"}, exit="ok"),
+    _run("server-slot-save-dir-missing", ["config.bad_argument"], "--slot-save-path names a directory that does not"
+         " exist on this host: https://github.com/ggml-org/llama.cpp/issues/7779",
+         SERVE + " -c 128 --slot-save-path /srv/slots"),
+    _run("server-split-mode-invalid", ["config.bad_argument"], "--split-mode rows (for row) in a multi-GPU launch:"
+         " https://github.com/ggml-org/llama.cpp/issues/9946",
+         SERVE + " -c 128 --split-mode rows"),
+    _run("server-safetensors-given", ["model.format_mismatch"], "-m given the HF model.safetensors instead of a"
+         " converted GGUF: https://github.com/ggml-org/llama.cpp/discussions/2948",
+         "{bin}/llama-server -m model.safetensors --host 127.0.0.1 --port {port} -t 1 -c 128",
+         pre="{python} -c 'import json, struct; h = json.dumps({\"w\": {\"dtype\": \"F32\", \"shape\": [2],"
+             " \"data_offsets\": [0, 8]}}).encode(); open(\"model.safetensors\", \"wb\").write(struct.pack(\"<Q\","
+             " len(h)) + h + bytes(8))' && "),
 ]
 
 PROGRAM = Program(
