@@ -118,6 +118,61 @@ def release(label: str) -> Release:
     )
 
 
+# --- issue 26 (helper 2): what a hand-written or HF-exported ds_config gets wrong ------------------------------
+FILES26 = {
+    **FILES,
+    # an HF Trainer template ("auto" placeholders) passed to plain deepspeed.initialize
+    "ds_auto.json": '{"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto", '
+                    '"gradient_accumulation_steps": "auto", '
+                    '"optimizer": {"type": "SGD", "params": {"lr": 0.01}}}',
+    # Adam's betas copied into an SGD block
+    "ds_sgd_betas.json": '{"train_batch_size": 4, "optimizer": {"type": "SGD", "params": {"lr": 0.01, '
+                         '"betas": [0.9, 0.999]}}}',
+    # a scheduler name DeepSpeed does not have (a torch / HF scheduler name)
+    "ds_sched_bad.json": '{"train_batch_size": 4, "optimizer": {"type": "SGD", "params": {"lr": 0.01}}, '
+                         '"scheduler": {"type": "cosine", "params": {"warmup_num_steps": 10}}}',
+    # a batch size the micro batch does not divide
+    "ds_batch_indiv.json": '{"train_batch_size": 5, "train_micro_batch_size_per_gpu": 2, '
+                           '"optimizer": {"type": "SGD", "params": {"lr": 0.01}}}',
+    # healthy: WarmupLR, gradient clipping, accumulation
+    "ds_warmup_ok.json": '{"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 2, '
+                         '"gradient_clipping": 1.0, "steps_per_print": 1, '
+                         '"optimizer": {"type": "SGD", "params": {"lr": 0.01}}, '
+                         '"scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 10}}}',
+    # the WarmupLR params of another scheduler
+    "ds_sched_params.json": '{"train_batch_size": 4, "optimizer": {"type": "SGD", "params": {"lr": 0.01}}, '
+                            '"scheduler": {"type": "WarmupLR", "params": {"warmup_steps": 10}}}',
+}
+
+CASES26 = [
+    Case(
+        id=cid,
+        expect=expect,
+        argv=["{python}", "train.py", "--deepspeed_config", cfg],
+        files=FILES26,
+        env={**ENV, **SINGLE},
+        timeout=240,
+        note=note,
+        exit="ok" if not expect else "fail",
+    )
+    for cid, expect, cfg, note in (
+        ("batch-size-auto-outside-trainer", ["config.bad_argument"], "ds_auto.json",
+         "an HF Trainer ds_config with \"auto\" values given to deepspeed.initialize directly (nothing fills them); "
+         "https://github.com/deepspeedai/DeepSpeed/issues/3302"),
+        ("optimizer-param-unknown", ["config.bad_argument"], "ds_sgd_betas.json",
+         "optimizer.params carries a keyword the named optimizer does not take (Adam's betas for SGD)"),
+        ("scheduler-type-unknown", ["config.bad_argument"], "ds_sched_bad.json",
+         "scheduler.type names an HF Trainer scheduler (lr_scheduler_type cosine) that neither DeepSpeed nor torch has"),
+        ("batch-size-indivisible", ["config.bad_argument"], "ds_batch_indiv.json",
+         "train_batch_size that the micro batch size does not divide (gradient accumulation derived)"),
+        ("warmup-lr-grad-accum-ok", [], "ds_warmup_ok.json",
+         "healthy: WarmupLR scheduler, gradient clipping and accumulation 2 on one CPU rank"),
+        ("scheduler-param-unknown", ["config.bad_argument"], "ds_sched_params.json",
+         "scheduler.params with a keyword WarmupLR does not take (warmup_steps for warmup_num_steps)"),
+    )
+]
+
+
 PROGRAM = Program(
     name="deepspeed",
     dist="deepspeed",
@@ -282,5 +337,6 @@ PROGRAM = Program(
             # 0.16's CPU accelerator lists more local slots and launches the rank on slot 3 (no failure)
             releases=("0.19.8",),
         ),
+        *CASES26,
     ],
 )

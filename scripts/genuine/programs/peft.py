@@ -204,6 +204,37 @@ CASES = [
     ),
 ]
 
+# --- issue 26 (helper 2) ----------------------------------------------------------------------------------------
+CASES += [
+    _case(
+        "adapter-loaded-frozen-backward",
+        ["config.bad_argument"],
+        "save_adapter()\n"
+        "m = PeftModel.from_pretrained(tiny(), 'adapter')\n"
+        "m.train()\n"
+        "out = m(input_ids=torch.tensor([[1, 2, 3, 4]]), labels=torch.tensor([[1, 2, 3, 4]]))\n"
+        "out.loss.backward()\n",
+        "resuming LoRA training from a saved adapter loaded without is_trainable=True: no parameter requires grad;"
+        " https://github.com/huggingface/peft/issues/1167",
+    ),
+    _case(
+        "loraconfig-unknown-kwarg",
+        ["config.bad_argument"],
+        "cfg = LoraConfig(lora_rank=8, target_modules=['q_proj'], task_type='CAUSAL_LM')\n",
+        "LoraConfig with a keyword it does not have (lora_rank for r)",
+    ),
+    _case(
+        "get-peft-model-twice-healthy",
+        [],
+        "m = get_peft_model(tiny(), LoraConfig(r=4, target_modules=['q_proj'], task_type='CAUSAL_LM'))\n"
+        "m = get_peft_model(m, LoraConfig(r=4, target_modules=['v_proj'], task_type='CAUSAL_LM'))\n"
+        "m.print_trainable_parameters()\n",
+        "healthy: get_peft_model on a model that already has LoRA layers (the 'modify a model with PEFT for a"
+        " second time' warning only)",
+        exit="ok",
+    ),
+]
+
 PROGRAM = Program(
     name="peft",
     releases=[

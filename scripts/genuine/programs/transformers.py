@@ -545,6 +545,56 @@ CASES = [
     ),
 ]
 
+# --- issue 26 (helper 2): renamed Trainer arguments, device_map limits, attention backends, padding -------------
+CASES += [
+    _script_case(
+        "trainingargs-evaluation-strategy-removed",
+        ["config.bad_argument"],
+        "from transformers import TrainingArguments\n"
+        "args = TrainingArguments(output_dir='{work}/out', evaluation_strategy='steps', report_to=[], use_cpu=True)\n",
+        model=False,
+        releases=("5.24.0",),
+        note="a pre-4.46 script passes evaluation_strategy (renamed eval_strategy, removed in 5.x); "
+        "https://github.com/huggingface/transformers/issues/33851",
+    ),
+    _script_case(
+        "trainer-tokenizer-kwarg-removed",
+        ["config.bad_argument"],
+        "from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer, TrainingArguments\n"
+        "tok = AutoTokenizer.from_pretrained('{work}/tiny')\n"
+        "model = AutoModelForCausalLM.from_pretrained('{work}/tiny')\n"
+        "args = TrainingArguments(output_dir='{work}/out', report_to=[], use_cpu=True)\n"
+        "Trainer(model=model, args=args, tokenizer=tok)\n",
+        releases=("5.24.0",),
+        note="Trainer(tokenizer=...) of a 4.x script on 5.x (processing_class since 4.46)",
+    ),
+    _script_case(
+        "attn-implementation-unknown",
+        ["config.bad_argument"],
+        "from transformers import AutoModelForCausalLM\n"
+        "model = AutoModelForCausalLM.from_pretrained('{work}/tiny', attn_implementation='flash_attn_2')\n",
+        releases=("5.24.0",),
+        note="attn_implementation with a value transformers does not know (flash_attn_2 for flash_attention_2); 4.46"
+        " lets it through to a bare KeyError in the model class (not recorded: nothing stable to key on)",
+    ),
+    _script_case(
+        "generate-right-padding-healthy",
+        [],
+        "from transformers import AutoModelForCausalLM, AutoTokenizer\n"
+        "tok = AutoTokenizer.from_pretrained('{work}/tiny')\n"
+        "tok.pad_token = tok.pad_token or tok.eos_token\n"
+        "tok.padding_side = 'right'\n"
+        "model = AutoModelForCausalLM.from_pretrained('{work}/tiny')\n"
+        "batch = tok(['hi', 'hello there friend'], return_tensors='pt', padding=True)\n"
+        "out = model.generate(input_ids=batch['input_ids'], attention_mask=batch['attention_mask'], max_new_tokens=3,"
+        " do_sample=False)\n"
+        "print(out.shape)\n",
+        exit="ok",
+        note="healthy: batched generate with right padding on a decoder-only model (the 'right-padding was detected'"
+        " warning only)",
+    ),
+]
+
 PROGRAM = Program(
     name="transformers",
     releases=[

@@ -389,6 +389,18 @@ CASES = [
 ]
 
 # One public thread per case where users report the scenario (cited in its note).
+# --- issue 26 (helper 2) ---------------------------------------------------------------------------------------
+CASES += [
+    _case(
+        "sft-eval-strategy-no-eval-dataset",
+        ["config.bad_argument"],
+        SFT + "data = Dataset.from_dict({'text': TEXTS})\n"
+        "args = SFTConfig(output_dir='out', eval_strategy='steps', eval_steps=1, **SHORT, **QUIET)\n"
+        "SFTTrainer(model=lm(), args=args, train_dataset=data, processing_class=tok()).train()\n",
+        note="eval_strategy='steps' (from a recipe) with no eval_dataset passed to the trainer",
+    ),
+]
+
 THREADS = {
     "sft-train-healthy": "https://github.com/huggingface/alignment-handbook/issues/32",
     "sft-packing-messages-healthy": "https://github.com/huggingface/trl/issues/1230",
@@ -396,6 +408,7 @@ THREADS = {
     "grpo-train-healthy": "https://github.com/huggingface/trl/issues/2625",
     "reward-train-healthy": "https://github.com/huggingface/trl/issues/1379",
     "sft-text-field-missing": "https://github.com/huggingface/open-r1/issues/454",
+    "sft-eval-strategy-no-eval-dataset": "https://github.com/QwenLM/Qwen3-VL/issues/1936",
     "dpo-chosen-rejected-missing": "https://github.com/rui-ye/OpenFedLLM/issues/39",
     "grpo-prompt-column-missing": "https://github.com/modelscope/ms-swift/issues/5087",
     "sft-chat-template-missing": "https://github.com/huggingface/open-r1/issues/85",
