@@ -144,18 +144,24 @@ FILES26 = {
                             '"scheduler": {"type": "WarmupLR", "params": {"warmup_steps": 10}}}',
 }
 
-CASES26 = [
-    Case(
-        id=cid,
-        expect=expect,
-        argv=["{python}", "train.py", "--deepspeed_config", cfg],
-        files=FILES26,
-        env={**ENV, **SINGLE},
-        timeout=240,
-        note=note,
-        exit="ok" if not expect else "fail",
-    )
-    for cid, expect, cfg, note in (
+def config_cases(files: dict[str, str], rows: tuple[tuple[str, list[str], str, str], ...]) -> list[Case]:
+    """One single-rank ``train.py`` run per (id, expect, ds_config file, note): the config is all that differs."""
+    return [
+        Case(
+            id=cid,
+            expect=expect,
+            argv=["{python}", "train.py", "--deepspeed_config", cfg],
+            files=files,
+            env={**ENV, **SINGLE},
+            timeout=240,
+            note=note,
+            exit="ok" if not expect else "fail",
+        )
+        for cid, expect, cfg, note in rows
+    ]
+
+
+CASES26 = config_cases(FILES26, (
         ("batch-size-auto-outside-trainer", ["config.bad_argument"], "ds_auto.json",
          "an HF Trainer ds_config with \"auto\" values given to deepspeed.initialize directly (nothing fills them); "
          "https://github.com/deepspeedai/DeepSpeed/issues/3302"),
@@ -169,8 +175,7 @@ CASES26 = [
          "healthy: WarmupLR scheduler, gradient clipping and accumulation 2 on one CPU rank"),
         ("scheduler-param-unknown", ["config.bad_argument"], "ds_sched_params.json",
          "scheduler.params with a keyword WarmupLR does not take (warmup_steps for warmup_num_steps)"),
-    )
-]
+))
 
 
 PROGRAM = Program(
@@ -268,18 +273,7 @@ PROGRAM = Program(
             )
         ],
         # --- issue 31 --------------------------------------------------------------------------------------
-        *[
-            Case(
-                id=cid,
-                expect=expect,
-                argv=["{python}", "train.py", "--deepspeed_config", cfg],
-                files=FILES31,
-                env={**ENV, **SINGLE},
-                timeout=240,
-                note=note,
-                exit="ok" if not expect else "fail",
-            )
-            for cid, expect, cfg, note in (
+        *config_cases(FILES31, (
                 ("fp16-and-bf16-both-enabled", ["config.bad_argument"], "ds_fp16_bf16.json",
                  "fp16 and bf16 both enabled in one config (a template merged with a launcher flag); "
                  "https://github.com/Snowflake-AI-Research/Arctic-Platform/pull/78"),
@@ -292,8 +286,7 @@ PROGRAM = Program(
                 ("zero3-sgd-single-rank-ok", [], "ds_zero3_sgd_ok.json",
                  "healthy: ZeRO stage 3 with torch's SGD (zero_allow_untested_optimizer) on one CPU rank: one step, "
                  "with ZeRO-3's start-up notices"),
-            )
-        ],
+        )),
         Case(
             id="launcher-one-rank-ok",
             expect=[],
