@@ -41,7 +41,14 @@ from ruamel.yaml import YAML  # noqa: E402
 from qwen_triage.authoring.catalogue_build import merge_releases, tree_entries  # noqa: E402
 from qwen_triage.authoring.coverage import Classifier, Coverage  # noqa: E402
 from qwen_triage.rulepack.catalogue import (  # noqa: E402
-    MANIFEST, Catalogue, Manifest, ProgramInfo, ReleaseInfo, TemplateEntry, write_program)
+    MANIFEST,
+    Catalogue,
+    Manifest,
+    ProgramInfo,
+    ReleaseInfo,
+    TemplateEntry,
+    write_program,
+)
 
 BUILDER = "scripts/catalogue/build.py 1"
 PINS = Path(__file__).resolve().parent / "pinned.yaml"
@@ -176,7 +183,7 @@ def git_unpack(rel: dict, into: Path) -> bool:
     batch = subprocess.run(["git", "--git-dir", str(repo), "cat-file", "--batch"], capture_output=True, check=True,
                            input="".join(sha + "\n" for sha, _ in blobs).encode()).stdout
     pos = 0
-    for sha, path in blobs:
+    for _sha, path in blobs:
         end = batch.index(b"\n", pos)
         header = batch[pos:end].split()
         pos = end + 1

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import hashlib
 import importlib.util
 import json
 import os
@@ -40,7 +39,6 @@ import tempfile
 import threading
 import time
 from collections import deque
-from dataclasses import replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
