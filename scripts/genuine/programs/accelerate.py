@@ -92,6 +92,18 @@ acc.load_state("output/checkpoint-500")  # resume from a checkpoint folder that 
 
 FILES31 = {**FILES, "train_hang.py": HANG, "train_cuda.py": CUDA, "train_resume.py": RESUME}
 
+# --- issue 26 (helper 3): FSDP on a node without accelerators, device-map sizes -----------------------------
+MAXMEM = """\
+import torch
+from accelerate import infer_auto_device_map
+
+model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Linear(64, 64))
+print(infer_auto_device_map(model, max_memory={"cpu": "10XB"}))  # a typo'd unit (GiB/GB/MiB are the valid ones)
+"""
+
+
+FILES_H3 = {**FILES31, "maxmem.py": MAXMEM}
+
 PROGRAM = Program(
     name="accelerate",
     dist="accelerate",
@@ -355,6 +367,26 @@ PROGRAM = Program(
             # 1.x on a machine without GPUs runs the --multi_gpu processes as two independent single processes (no
             # process group: "1 processes up" twice), so the barrier is a no-op and the launch succeeds
             releases=("0.34.2",),
+        ),
+        # --- issue 26 (helper 3) ----------------------------------------------------------------------------
+        Case(
+            id="launch-fsdp-no-accelerator",
+            expect=["runtime.no_gpu_visible"],
+            argv=[ACC, "launch", "--use_fsdp", "--num_processes", "2", "--main_process_port", "{port}", "train.py"],
+            files=FILES_H3,
+            timeout=150,
+            note="--use_fsdp on a node where no GPU is visible (a CPU-only torch here; CUDA_VISIBLE_DEVICES empty or a "
+                 "container without the GPUs elsewhere): the FSDP plugin finds no device; "
+                 "https://github.com/huggingface/accelerate/issues/2927",
+        ),
+        Case(
+            id="max-memory-bad-unit",
+            expect=["config.bad_argument"],
+            argv=["{python}", "maxmem.py"],
+            files=FILES_H3,
+            timeout=90,
+            note="infer_auto_device_map with a max_memory size whose unit accelerate cannot parse ('10XB'); "
+                 "https://github.com/huggingface/accelerate/issues/1779",
         ),
     ],
 )

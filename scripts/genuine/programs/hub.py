@@ -312,6 +312,73 @@ CASES += [
          env={"HF_TOKEN": "hf_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}),
 ]
 
+# --- offline revisions, local_files_only, a read-only or size-limited cache, a stale partial blob (issue 26, helper 3)
+DL3 = """\
+import sys
+from huggingface_hub import hf_hub_download, snapshot_download
+kind = sys.argv[1]
+if kind == "file-rev":
+    print(hf_hub_download("%s", "config.json", revision="v2.0"))
+elif kind == "snapshot-rev":
+    print(snapshot_download("%s", revision="v2.0"))
+elif kind == "local-only":
+    print(hf_hub_download("%s", "tokenizer.json", local_files_only=True))
+elif kind == "file":
+    print(hf_hub_download("%s", "config.json"))
+else:
+    print(snapshot_download("%s"))
+""" % (REPO, REPO, REPO, REPO, REPO)
+
+STALE = "hf-home/hub/models--tiny-org--tiny-model/blobs/5d41402abc4b2a76b9719d911017c592.incomplete"
+
+
+def _dl3(id: str, expect: list[str], mode: str | None, note: str, kind: str, *, env: dict | None = None,
+         exit: str = "fail", files: dict | None = None, wrap: str = "", expect_by: dict | None = None) -> Case:
+    cmd = (WITH_SERVER % mode if mode else "") + f"{{python}} dl3.py {kind}" + (STOP if mode else "")
+    if wrap:
+        cmd = wrap % cmd.replace("'", "'\\''")
+    return Case(id=id, expect=expect, argv=["bash", "-c", cmd],
+                files={"fakehub.py": FAKEHUB, "dl3.py": DL3, **(files or {})},
+                env={**BASE_ENV, **(env or {})}, input="mixed", note=note, exit=exit, timeout=150,
+                expect_by=expect_by or {})
+
+
+CASES += [
+    _dl3("py-offline-revision-not-cached", ["download.incomplete"], None,
+         "HF_HUB_OFFLINE=1, the cache holds main but the script pins revision v2.0, never fetched on this node; "
+         "https://github.com/huggingface/huggingface_hub/issues/1651",
+         "file-rev", env={"HF_HUB_OFFLINE": "1"}, files=CACHED),
+    _dl3("py-snapshot-offline-revision-not-cached", ["download.incomplete"], None,
+         "snapshot_download(revision='v2.0') offline while only main is cached; "
+         "https://github.com/huggingface/huggingface_hub/issues/2235",
+         "snapshot-rev", env={"HF_HUB_OFFLINE": "1"}, files=CACHED),
+    _dl3("py-local-files-only-file-missing", ["download.incomplete"], None,
+         "hf_hub_download(local_files_only=True) of tokenizer.json: the snapshot in the cache has config.json only "
+         "(a partial copy of the cache to an offline node); https://github.com/huggingface/transformers/issues/30345",
+         "local-only", env={"HF_ENDPOINT": "http://127.0.0.1:9"}, files=CACHED),
+    _dl3("py-snapshot-offline-cached-healthy", [], None,
+         "healthy: snapshot_download in offline mode with the snapshot in the cache", "snapshot",
+         env={"HF_HUB_OFFLINE": "1"}, files=CACHED, exit="ok"),
+    _dl3("py-cache-read-only", ["node.storage_error"], "big",
+         "HF_HOME on a read-only filesystem (a read-only volume mount of a shared cache): Errno 30; "
+         "https://github.com/huggingface/huggingface_hub/issues/1216",
+         "file", wrap="unshare -m bash -c 'mkdir -p hf-home && mount -t tmpfs -o size=8m,ro tmpfs hf-home && %s'"),
+    _dl3("py-file-size-limit", ["node.storage_error"], "big",
+         "a 4 MiB download under a 1 MiB file-size limit (ulimit -f, as a batch scheduler's quota sets it): Errno 27 "
+         "File too large; https://github.com/huggingface/huggingface_hub/issues/2017",
+         "file", wrap="bash -c 'ulimit -f 1024; %s'"),
+    _dl3("py-stale-incomplete-blob", ["download.incomplete"], "ok",
+         "a stale .incomplete blob from a killed download and a server (a proxy) that ignores the Range header: "
+         "0.x appends the whole file to the partial one and fails its consistency check, 2.x starts over; "
+         "https://github.com/huggingface/huggingface_hub/issues/1498",
+         "file", files={STALE: "x" * 1500}, exit="any", expect_by={"2.4.0": []}),
+]
+
+_cli_fsize = _cli("cli-file-size-limit", ["node.storage_error"], "big",
+                  "hf download of a 4 MiB file under a 1 MiB file-size limit (ulimit -f, a batch scheduler's limit): "
+                  "Errno 27 File too large; https://github.com/huggingface/huggingface_hub/issues/2017")
+CASES.append(replace(_cli_fsize, argv=["bash", "-c", "ulimit -f 1024; " + _cli_fsize.argv[2]]))
+
 PROGRAM = Program(
     name="hub",
     releases=[

@@ -168,6 +168,39 @@ CASES.append(Case(id=_full.id, expect=_full.expect,
                   files=_full.files, env=_full.env, input="mixed", note=_full.note, releases=_full.releases,
                   timeout=200))
 
+# --- issue 26 (helper 3): a revision not in the cache, a cache that cannot be written -------------------------
+PYDL3 = """\
+import sys
+from modelscope import snapshot_download
+kind = sys.argv[1]
+if kind == "rev-local":
+    print(snapshot_download("%s", revision="v2.0.0", local_files_only=True))
+else:
+    print(snapshot_download("%s", local_files_only=True))
+""" % (MODEL, MODEL)
+
+
+def _py3(id: str, expect: list[str], note: str, kind: str, *, exit: str = "fail") -> Case:
+    return Case(id=id, expect=expect, argv=["bash", "-c", f"MODELSCOPE_DOMAIN=127.0.0.1:9 {{python}} dl3.py {kind}"],
+                files={"dl3.py": PYDL3, **CACHED_NEW}, env=dict(ENV), input="mixed", note=note, releases=(NEW,),
+                timeout=200, exit=exit)
+
+
+CASES += [
+    _py3("py-revision-local-only-not-cached", ["download.incomplete"],
+         "snapshot_download(revision='v2.0.0', local_files_only=True): the cache holds master only; "
+         "https://github.com/modelscope/modelscope/issues/1107", "rev-local"),
+    _py3("py-snapshot-local-only-cached-healthy", [],
+         "healthy: snapshot_download(local_files_only=True) with the snapshot in the cache", "snap-local", exit="ok"),
+]
+_ro = _case("cache-read-only", ["node.storage_error"],
+            "MODELSCOPE_CACHE on a read-only filesystem (a read-only mount of a shared cache) while a file downloads; "
+            "https://github.com/modelscope/modelscope/issues/584",
+            mode="ok", endpoint="MODELSCOPE_ENDPOINT=http://127.0.0.1:$PORT", releases=(NEW,))
+CASES.append(replace(_ro, argv=["unshare", "-m", "bash", "-c",
+                                "mkdir -p ms-cache && mount -t tmpfs -o size=8m,ro tmpfs ms-cache || exit 1; "
+                                + _ro.argv[2]]))
+
 PROGRAM = Program(
     name="modelscope",
     releases=[

@@ -100,6 +100,35 @@ CASES = [
           "healthy: metadata and per-tensor slices read from a valid file", exit="ok"),
 ]
 
+# --- issue 26 (helper 3): writing a checkpoint where the disk or the file-size limit stops it ----------------
+SAVE = """\
+import numpy as np
+from safetensors.numpy import save_file
+tensors = {"model.embed_tokens.weight": np.zeros((1024, 1024), dtype=np.float32)}  # 4 MiB
+print("saving checkpoint-500/model.safetensors")
+save_file(tensors, "out/model.safetensors", metadata={"format": "pt"})
+print("saved")
+"""
+
+
+def _save(id: str, expect: list[str], shell: str, note: str, exit: str = "fail") -> Case:
+    return Case(id=id, expect=expect, argv=["bash", "-c", shell], files={"save.py": SAVE}, input="transformers",
+                note=note, exit=exit, timeout=60)
+
+
+CASES += [
+    _save("save-disk-full", ["node.storage_error"],
+          "exec unshare -m bash -c 'mkdir -p out && mount -t tmpfs -o size=1m tmpfs out && exec {python} save.py'",
+          "save_file of a 4 MiB tensor into a directory whose filesystem is full (a 1 MiB tmpfs): a fine-tune's "
+          "checkpoint save on a full disk; https://github.com/huggingface/safetensors/issues/349"),
+    _save("save-file-size-limit", ["node.storage_error"],
+          "mkdir -p out && ulimit -f 1024 && exec {python} save.py",
+          "save_file of a 4 MiB tensor under a 1 MiB file-size limit (ulimit -f, set by a batch scheduler): "
+          "EFBIG; https://github.com/huggingface/safetensors/issues/349"),
+    _save("save-ok-healthy", [], "mkdir -p out && exec {python} save.py",
+          "healthy: save_file of a 4 MiB tensor", exit="ok"),
+]
+
 PROGRAM = Program(
     name="safetensors",
     releases=[

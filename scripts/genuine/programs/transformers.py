@@ -595,6 +595,66 @@ CASES += [
     ),
 ]
 
+# --- issue 26 (helper 3): device_map values, offline revisions and partial caches, mismatched heads -----------
+CASES += [
+    _script_case(
+        "device-map-unknown-strategy",
+        ["config.bad_argument"],
+        "from transformers import AutoModelForCausalLM\n"
+        "model = AutoModelForCausalLM.from_pretrained('{work}/tiny', device_map='balanced_gpu')\n",
+        note="device_map with a strategy name from_pretrained does not know (it takes auto, balanced, balanced_low_0,"
+        " sequential); https://github.com/huggingface/transformers/issues/22846",
+    ),
+    _script_case(
+        "offline-revision-not-cached",
+        ["download.incomplete"],
+        "from transformers import AutoConfig\n"
+        "print(AutoConfig.from_pretrained('tiny-org/tiny-model', revision='v2.0'))\n",
+        model=False,
+        env=OFFLINE_ENV,
+        extra=HUB.CACHED,
+        note="offline node whose cache holds main, while the script pins revision v2.0; "
+        "https://github.com/huggingface/transformers/issues/24364",
+    ),
+    _script_case(
+        "offline-weights-not-cached",
+        ["download.incomplete"],
+        "from transformers import AutoModelForCausalLM\n"
+        "model = AutoModelForCausalLM.from_pretrained('tiny-org/tiny-model')\n",
+        model=False,
+        env=OFFLINE_ENV,
+        extra=HUB.CACHED,
+        releases=("4.46.3",),
+        note="offline node with a partial cache: config.json is cached, the weights never were (a cache copied"
+        " after an interrupted download); 4.46 fails on the unresolved weights path (None.endswith); 5.x says only"
+        " that the repo has no weight file, the words of a repo without weights, so it is not recorded there;"
+        " https://github.com/huggingface/transformers/issues/30345",
+    ),
+    _script_case(
+        "ignore-mismatched-sizes-healthy",
+        [],
+        "from transformers import AutoModelForSequenceClassification\n"
+        "m = AutoModelForSequenceClassification.from_pretrained('{work}/tiny', num_labels=3)\n"
+        "m.save_pretrained('{work}/cls3')\n"
+        "m = AutoModelForSequenceClassification.from_pretrained('{work}/cls3', num_labels=5,"
+        " ignore_mismatched_sizes=True)\n"
+        "print(m.config.num_labels)\n",
+        exit="ok",
+        note="healthy: a 3-label classifier reloaded with 5 labels and ignore_mismatched_sizes=True (the 'newly"
+        " initialized because the shapes did not match' warning is the point of the flag)",
+    ),
+    _script_case(
+        "num-labels-mismatch",
+        ["model.weights_mismatch"],
+        "from transformers import AutoModelForSequenceClassification\n"
+        "m = AutoModelForSequenceClassification.from_pretrained('{work}/tiny', num_labels=3)\n"
+        "m.save_pretrained('{work}/cls3')\n"
+        "m = AutoModelForSequenceClassification.from_pretrained('{work}/cls3', num_labels=5)\n",
+        note="a fine-tuned 3-label classifier loaded with num_labels=5: the score head's shape does not match;"
+        " https://github.com/huggingface/transformers/issues/14218",
+    ),
+]
+
 PROGRAM = Program(
     name="transformers",
     releases=[
