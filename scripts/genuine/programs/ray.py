@@ -164,6 +164,151 @@ ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 ray.init(num_cpus=1, include_dashboard=False, object_store_memory=int(ram * 1.5), _temp_dir="/tmp/rg-{port}")
 """
 
+# --- genuine sweep 3: joining clusters, runtime environments, named actors, spilling --------------------------
+
+# a driver that joins the cluster at argv[1] (no init arguments of its own, as a launcher's ray.init(address=...))
+JOIN = """\
+import sys
+
+import ray
+
+ray.init(address=sys.argv[1])
+print(ray.cluster_resources())
+"""
+
+# a head of the other pinned Ray release on this node, then this release's driver joining it; the driver hangs
+# in its shutdown after the error, so it gets 40 s; the harness ends the head with the case's process group
+MISMATCH = """\
+OTHER={bin}/../../ray-$1/bin
+$OTHER/ray start --head --block --port {port} --num-cpus 1 --include-dashboard=false --temp-dir /tmp/rg-{port} \\
+    --disable-usage-stats &
+for i in $(seq 90); do
+    {python} -c "import socket, sys; sys.exit(socket.socket().connect_ex(('127.0.0.1', {port})))" && break
+    sleep 1
+done
+sleep 3
+exec timeout 40 {python} join.py 127.0.0.1:{port}
+"""
+
+# a job's runtime_env names a working_dir that is not there (the job submitted from another directory)
+WORKDIR = """\
+import ray
+
+ray.init(num_cpus=1, include_dashboard=False, _temp_dir="/tmp/rg-{port}", runtime_env={"working_dir": "./src"})
+print(ray.cluster_resources())
+"""
+
+# an actor whose runtime_env asks for a conda environment on a node without conda (a recipe written for an
+# Anyscale/conda image, run in a pip container)
+CONDA = """\
+import ray
+
+ray.init(num_cpus=1, include_dashboard=False, _temp_dir="/tmp/rg-{port}")
+
+
+@ray.remote(runtime_env={"conda": "vllm-env"})
+class Engine:
+    def ready(self):
+        return True
+
+
+e = Engine.remote()
+print(ray.get(e.ready.remote(), timeout=120))
+"""
+
+# a second driver looks up the engine actor by name in another namespace (or before it was created)
+NAMED = """\
+import ray
+
+ray.init(num_cpus=1, include_dashboard=False, _temp_dir="/tmp/rg-{port}")
+
+
+@ray.remote(num_cpus=0)
+class Engine:
+    def ready(self):
+        return True
+
+
+engine = Engine.options(name="llm-engine", namespace="serving").remote()
+ray.get(engine.ready.remote())
+print("engine up in namespace 'serving'", flush=True)
+handle = ray.get_actor("llm-engine")  # the default namespace: an anonymous one per driver
+"""
+
+# the actor's constructor loads the model from a path that this node does not have (the weights were
+# downloaded on the head node only)
+ACTOR_INIT = """\
+import ray
+
+ray.init(num_cpus=1, include_dashboard=False, _temp_dir="/tmp/rg-{port}")
+
+
+@ray.remote
+class Worker:
+    def __init__(self, path):
+        with open(path + "/config.json") as f:
+            self.config = f.read()
+
+    def ready(self):
+        return True
+
+
+w = Worker.remote("/models/Qwen2.5-7B-Instruct")
+print(ray.get(w.ready.remote()))
+"""
+
+# a task's process crashes under it (a native extension's segfault), retried once
+TASK_EXIT = """\
+import os
+import signal
+
+import ray
+
+ray.init(num_cpus=1, include_dashboard=False, _temp_dir="/tmp/rg-{port}")
+
+
+@ray.remote(max_retries=1)
+def shard(i):
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+print(ray.get(shard.remote(0)))
+"""
+
+# healthy: more pinned objects than the object store holds (spilling to disk), with a small store
+SPILL = """\
+import ray
+
+ray.init(num_cpus=1, include_dashboard=False, object_store_memory=80 << 20, _temp_dir="/tmp/rg-{port}")
+refs = [ray.put(bytearray(20 << 20)) for _ in range(8)]
+print("held", len(refs), "objects of 20 MiB:", sum(len(ray.get(r)) for r in refs) >> 20, "MiB", flush=True)
+ray.shutdown()
+"""
+
+# a driver that joins a cluster through the Ray Client (ray://HEAD:10001), from the minimal `pip install ray`
+CLIENT = """\
+import sys
+
+import ray
+
+ray.init(sys.argv[1])
+print(ray.cluster_resources())
+"""
+
+# a Ray Serve app started from the minimal `pip install ray` (no ray[serve] extra)
+SERVE = """\
+from ray import serve
+
+
+@serve.deployment(num_replicas=1)
+class Chat:
+    async def __call__(self, request):
+        return {"text": "hello"}
+
+
+serve.run(Chat.bind(), route_prefix="/v1")
+"""
+
 PROGRAM = Program(
     name="ray",
     dist="ray",
@@ -278,6 +423,99 @@ PROGRAM = Program(
             timeout=120,
             note="object_store_memory set larger than the host's RAM (a value written for a bigger machine): ray.init"
                  " refuses it (https://github.com/Shengjiewang-Jason/EfficientZeroV2/issues/6)",
+        ),
+        # --- genuine sweep 3 ---------------------------------------------------------------------------
+        Case(
+            id="driver-newer-than-cluster",
+            expect=["runtime.backend_mismatch"],
+            argv=["bash", "mismatch.sh", "2.40.0"],
+            files={"mismatch.sh": MISMATCH, "join.py": JOIN},
+            releases=("2.60.0",),
+            timeout=200,
+            note="a Ray 2.40 head on the node, a driver from a Ray 2.60 environment joins it: 'Version mismatch:"
+                 " The cluster was started with' (https://github.com/Unakar/Logic-RL/issues/30)",
+        ),
+        Case(
+            id="gcs-port-in-use",
+            expect=["server.port_in_use"],
+            argv=["{python}", "hold.py", "{port}", "{bin}/ray", "start", "--head", "--port", "{port}", "--num-cpus", "1",
+                  "--include-dashboard=false", "--temp-dir", "/tmp/rg-{port}", "--disable-usage-stats"],
+            files={"hold.py": HOLD},
+            timeout=180,
+            note="`ray start --head --port P` where another process (a head left running, another service) holds P"
+                 " (https://github.com/ray-project/ray/issues/14098)",
+        ),
+        Case(
+            id="runtime-env-working-dir-missing",
+            expect=["config.bad_argument"],
+            argv=["{python}", "workdir.py"],
+            files={"workdir.py": WORKDIR},
+            timeout=120,
+            note="ray.init(runtime_env={'working_dir': './src'}) run from a directory without ./src"
+                 " (https://github.com/ray-project/ray/issues/20483)",
+        ),
+        Case(
+            id="runtime-env-conda-not-installed",
+            expect=["runtime.backend_mismatch"],
+            argv=["{python}", "conda.py"],
+            files={"conda.py": CONDA},
+            timeout=200,
+            note="an actor with runtime_env={'conda': NAME} on a node without conda: RuntimeEnvSetupError"
+                 " (https://github.com/ray-project/ray/issues/28105)",
+        ),
+        Case(
+            id="get-actor-wrong-namespace",
+            expect=["config.bad_argument"],
+            argv=["{python}", "named.py"],
+            files={"named.py": NAMED},
+            timeout=180,
+            note="ray.get_actor of a named actor created in another namespace: 'Failed to look up actor with name'"
+                 " (https://github.com/RLinf/RLinf/issues/237)",
+        ),
+        Case(
+            id="actor-init-model-path-missing",
+            expect=["model.file_missing"],
+            argv=["{python}", "actor_init.py"],
+            files={"actor_init.py": ACTOR_INIT},
+            timeout=180,
+            note="an actor's constructor opens a model directory this node does not have: ActorDiedError wrapping"
+                 " FileNotFoundError (https://github.com/GuanxingLu/vlarl/issues/8)",
+        ),
+        Case(
+            id="task-worker-segfault",
+            expect=["process.segfault"],
+            argv=["{python}", "task_exit.py"],
+            files={"task_exit.py": TASK_EXIT},
+            timeout=180,
+            note="the worker process of a task dies of SIGSEGV (a native extension), retried once:"
+                 " WorkerCrashedError (https://github.com/secretflow/secretflow/issues/887)",
+        ),
+        Case(
+            id="object-spilling-ok",
+            expect=[],
+            argv=["{python}", "spill.py"],
+            files={"spill.py": SPILL},
+            exit="ok",
+            timeout=180,
+            note="healthy: eight 20 MiB objects held in an 80 MiB object store (spilled / fallback-allocated)",
+        ),
+        Case(
+            id="client-without-client-extra",
+            expect=["runtime.backend_mismatch"],
+            argv=["{python}", "client.py", "ray://127.0.0.1:{port}"],
+            files={"client.py": CLIENT},
+            timeout=120,
+            note="ray.init('ray://HEAD:10001') from an environment with the minimal ray package: 'Ray Client requires"
+                 " pip package `ray[client]`' (https://github.com/Eventual-Inc/Daft/pull/1631)",
+        ),
+        Case(
+            id="serve-without-serve-extra",
+            expect=["runtime.backend_mismatch"],
+            argv=["{python}", "serve_app.py"],
+            files={"serve_app.py": SERVE},
+            timeout=120,
+            note="a Ray Serve app run where only the minimal ray package is installed: ModuleNotFoundError with"
+                 " 'You can run `pip install \"ray[serve]\"`'",
         ),
     ],
 )

@@ -620,6 +620,75 @@ def _solo(id: str, expect: list[str], mode: str, note: str, env: dict | None = N
                 exit=exit, timeout=timeout, note=note)
 
 
+# genuine sweep 4: subgroups, point-to-point, elastic launches of more than one agent, the rendezvous backends,
+# verbose logging, torchelastic's error files. Kept apart from DIST2 so that the older logs keep their lines.
+DIST3 = """\
+import datetime
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+from torch.distributed.elastic.multiprocessing.errors import record
+
+mode = sys.argv[1]
+rank = int(os.environ.get("RANK", "0"))
+print(f"[dist3] rank {rank} mode {mode}", flush=True)
+
+
+@record
+def main():
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=10))
+    t = torch.ones(4) * (rank + 1)
+    if mode == "subgroup-one-rank":
+        # the evaluation group is created inside a branch only rank 0 takes: new_group must be called by every rank
+        if rank == 0:
+            eval_group = dist.new_group([0, 1])
+            dist.barrier(group=eval_group)
+        dist.barrier()
+    elif mode == "send-self":
+        # a pipeline stage sends its activations to the "next" stage, computed as its own rank
+        dist.send(t, dst=rank)
+    elif mode == "record-missing":
+        # @record writes the rank's traceback to torchelastic's error file: the launcher prints it in its summary
+        state = torch.load(f"checkpoints/rank{rank}/optim.pt", map_location="cpu")
+    elif mode == "verbose-ok":
+        out = torch.empty(2)
+        dist.reduce_scatter_tensor(out, t)
+        dist.all_reduce(t)
+        print(f"[dist3] rank {rank}: {t.tolist()} {out.tolist()}", flush=True)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+# two torchrun agents on this host standing in for two nodes of one c10d rendezvous: the first hosts the store,
+# the second joins it as a client (is_host=false, as on a second machine); argv[1] and argv[2] are their run ids
+TWO_AGENTS = """\
+{bin}/torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} \\
+    --rdzv-id "$1" --rdzv-conf join_timeout=10 dist3.py verbose-ok &
+first=$!
+sleep 2
+{bin}/torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{port} \\
+    --rdzv-id "$2" --rdzv-conf is_host=false,join_timeout=10 dist3.py verbose-ok
+rc=$?
+wait $first
+exit $((rc | $?))
+"""
+
+D3FILES = {"dist3.py": DIST3, "two_agents.sh": TWO_AGENTS}
+
+
+def _dist3(id: str, expect: list[str], mode: str, note: str, flags: tuple[str, ...] = (), env: dict | None = None,
+           exit: str = "fail", timeout: float = 90) -> Case:
+    """torchrun of two local gloo ranks running ``dist3.py MODE``."""
+    return Case(id=id, expect=expect, argv=torchrun("--nproc-per-node", "2", *flags, *LOCAL, "dist3.py", mode),
+                files=D3FILES, env=dict(env or {}), input="torchrun", exit=exit, timeout=timeout, note=note)
+
+
 PROGRAM = Program(
     name="torch",
     dist="torch",
@@ -1113,5 +1182,60 @@ PROGRAM = Program(
               "torch.compile(fullgraph=True) of code that branches on a tensor's value (.item()): Dynamo's UserError"
               " 'Could not guard on data-dependent expression' (https://github.com/pytorch/pytorch/issues/147672)",
               timeout=150),
+        # --- subgroups, point-to-point, multi-agent rendezvous, backends (genuine sweep 4) ----------------------
+        Case(
+            id="torchrun-etcd-backend-not-installed",
+            expect=["runtime.backend_mismatch"],
+            argv=torchrun("--nnodes", "1", "--nproc-per-node", "2", "--rdzv-backend", "etcd",
+                          "--rdzv-endpoint", "127.0.0.1:{port}", "--rdzv-id", "job1", "dist3.py", "verbose-ok"),
+            files=D3FILES,
+            input="torchrun",
+            timeout=60,
+            note="--rdzv-backend etcd (a Kubernetes recipe) where python-etcd is not installed"
+                 " (https://github.com/pytorch/pytorch/issues/123714)",
+        ),
+        _dist3("torchrun-subgroup-created-by-one-rank", ["nccl.timeout"], "subgroup-one-rank",
+               "dist.new_group inside a branch only rank 0 takes, then a barrier on it: rank 1 waits in the default"
+               " group's barrier until gloo's timeout (https://github.com/pytorch/pytorch/issues/130102)"),
+        _dist3("torchrun-send-to-own-rank", ["config.bad_argument"], "send-self",
+               "dist.send with dst equal to the sender's own rank (a pipeline stage's next-rank arithmetic):"
+               " 'Invalid destination rank' (https://github.com/pytorch/pytorch/pull/89004)"),
+        _dist3("torchrun-record-error-file", ["model.file_missing"], "record-missing",
+               "a @record-decorated main whose torch.load misses the rank's checkpoint: torchrun's summary carries"
+               " the traceback from the error file"),
+        Case(
+            id="torchrun-debug-logging-ok",
+            expect=[],
+            argv=torchrun("--nnodes", "1", "--nproc-per-node", "2", "--rdzv-backend", "c10d",
+                          "--rdzv-endpoint", "127.0.0.1:{port}", "dist3.py", "verbose-ok"),
+            files=D3FILES,
+            env={"TORCH_CPP_LOG_LEVEL": "INFO", "TORCH_DISTRIBUTED_DEBUG": "DETAIL", "LOGLEVEL": "INFO"},
+            input="torchrun",
+            exit="ok",
+            timeout=90,
+            note="healthy: the debug settings of a hang hunt (TORCH_CPP_LOG_LEVEL=INFO, TORCH_DISTRIBUTED_DEBUG=DETAIL,"
+                 " LOGLEVEL=INFO) on a working c10d launch: store, libuv and wrapper chatter",
+        ),
+        Case(
+            id="torchrun-two-agents-c10d-ok",
+            expect=[],
+            argv=["bash", "two_agents.sh", "job-7", "job-7"],
+            files=D3FILES,
+            input="torchrun",
+            exit="ok",
+            timeout=120,
+            note="healthy: two torchrun agents (--nnodes 2) meet through one c10d rendezvous endpoint",
+        ),
+        Case(
+            id="torchrun-rdzv-id-differs-between-nodes",
+            expect=["dist.rendezvous_failed"],
+            argv=["bash", "two_agents.sh", "job-8", "job-7"],
+            files=D3FILES,
+            input="torchrun",
+            timeout=120,
+            note="two agents of one job started with different --rdzv-id (a job id variable that differs per node):"
+                 " each waits in its own rendezvous until join_timeout"
+                 " (https://github.com/ymcui/Chinese-LLaMA-Alpaca-2/issues/274)",
+        ),
     ],
 )
