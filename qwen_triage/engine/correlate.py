@@ -456,6 +456,11 @@ class Correlator:
         (:meth:`qwen_triage.engine.unrecognised.Item.carries`) rather than an error no rule explains."""
         return [rec for g in self.groups.values() for rec in g.evidence]
 
+    def fired_rules(self) -> set[str]:
+        """The ids of every rule that fired, diagnosis, observation or relay: an unrecognised line that was one part
+        of an `all` rule is that rule's when it completed (Collector.ordered)."""
+        return {r for table in (self.groups, self.observed, self.relayed) for g in table.values() for r in g.rules}
+
     def relayed_records(self) -> list[LineRecord]:
         """The lines relay rules took (their kept evidence): an unrecognised item that carries one is part of the
         relay, wherever the relay is listed."""

@@ -48,8 +48,9 @@ class Signals(Protocol):
     """Where the matcher sends the lines that may say something failed: engine.unrecognised's Collector, or a
     part's worker that records them for the scan to replay (engine.split)."""
 
-    def signal(self, rec: LineRecord) -> None:
-        """A candidate line no rule took (a traceback's frame line too: where a cut traceback was raised)."""
+    def signal(self, rec: LineRecord, parts_of: frozenset[str] | None = None) -> None:
+        """A candidate line no rule took (a traceback's frame line too: where a cut traceback was raised), or only
+        ``parts_of``: the `all` rules it is one part of (listed only where none of them completes)."""
 
     def explained(self, rec: LineRecord) -> None:
         """A candidate line a rule took."""
@@ -412,10 +413,11 @@ class Matcher:
             rec.raised_by = library_of(frame) if frame else None
             rec.raised_in = frame
         if signals and "frame" not in signals and self.collector is not None:
-            if self._explained(hits, rec):
+            explained, parts_of = self._takers(hits, rec)
+            if explained:
                 self.collector.explained(rec)  # it may end a traceback the collector follows
             else:
-                self.collector.signal(rec)
+                self.collector.signal(rec, parts_of)
         if not hits:
             return
         self.stats.confirmed += 1
@@ -482,15 +484,20 @@ class Matcher:
             return None
         return ladder.last(data[max(0, start - STAGE_LOOKBACK) : start])
 
-    def _explained(self, hits: dict[int, regex.Match[str]], rec: LineRecord) -> bool:
-        """Whether a rule takes this line as evidence (a veto or a `where` that fails does not count)."""
+    def _takers(self, hits: dict[int, regex.Match[str]], rec: LineRecord) -> tuple[bool, frozenset[str] | None]:
+        """Whether a rule takes this line as evidence (a veto or a `where` that fails does not count); if only as one
+        part of `all` rules, the ids of those rules instead: such a rule may never complete (its other part is not
+        in the log), and the line is then an error no rule explains (Collector.ordered decides at the end)."""
+        parts_of: set[str] = set()
         for pid in hits:
             for ri, role in self.c.users[pid]:
                 if role != "unless" and ri not in self.confirmer.disabled_rules \
                         and self.confirmer.where_ok(self.c.rules[ri], rec, hits[pid]) \
                         and self._table_keeps(self.c.rules[ri], hits[pid]):
-                    return True
-        return False
+                    if role != "all":
+                        return True, None
+                    parts_of.add(self.c.rules[ri].rule.id)
+        return False, frozenset(parts_of) if parts_of else None
 
     @staticmethod
     def _table_keeps(rule: CompiledRule, m: regex.Match[str]) -> bool:

@@ -324,7 +324,8 @@ class Scanner:
             notes.append(f"rule {rule_id}: a pattern too large for Hyperscan to compile in time is prefiltered "
                          "by its literals")
         # less what a diagnosis or a relay holds
-        items = self.unrecognised.ordered(self.correlator.diagnosed_records(), self.correlator.relayed_records())
+        items = self.unrecognised.ordered(self.correlator.diagnosed_records(), self.correlator.relayed_records(),
+                                          self.correlator.fired_rules())
         quiet: list[Item] = []  # what a log with no diagnosis says besides: relays, where a hang stopped
         if not self.correlator.diagnoses():
             quiet = [*self._unheld_relays(), *self.unrecognised.stalls({s.index: s.lines_read for s in self.sources})]

@@ -214,9 +214,9 @@ class Recorder:
             self.events.append((COUNTED, self._counted))
             self._counted = 0
 
-    def signal(self, rec: LineRecord) -> None:
+    def signal(self, rec: LineRecord, parts_of: frozenset[str] | None = None) -> None:
         if self.on:
-            self.events.append((SIGNAL, rec))
+            self.events.append((SIGNAL, rec, parts_of))
 
     def explained(self, rec: LineRecord) -> None:
         if self.on:
@@ -464,7 +464,7 @@ class _Merge:
                 finding = Finding(rule=rule, records=[move(r) for r in records], facts=facts, seq=seq + seq_shift)
                 yield from scanner.take((finding,))
             elif kind == SIGNAL:
-                scanner.unrecognised.signal(move(event[1]))
+                scanner.unrecognised.signal(move(event[1]), event[2])
             elif kind == EXPLAINED:
                 scanner.unrecognised.explained(move(event[1]))
             elif kind == HEARTBEAT:

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Collection, Protocol, Sequence
 
 from qwen_triage.engine.records import SOURCE, LineRecord
 from qwen_triage.lazydata import lazy_dataclass
@@ -317,6 +317,9 @@ class Item:
     # a traceback the log cut before its exception: the file of the innermost frame seen, where it was raised
     # (engine.locate places the item there, as it places an exception by its raising frame)
     raised_in: str | None = None
+    # every occurrence was taken as one part of these `all` rules only: listed where nothing is diagnosed and none of
+    # them fired (completed): the line is known, but the failure it belongs to is not (Collector.ordered)
+    pending: frozenset[str] | None = None
 
     def carries(self, diagnosed: Sequence[LineRecord]) -> bool:
         """Whether a diagnosed line is part of this item: in its traceback or detail lines, or quoted by it; for an
@@ -466,8 +469,9 @@ class Collector:
             out.append(Item(template, "stall", p.beats, last, last.program, hint=hint))
         return out
 
-    def signal(self, rec: LineRecord) -> None:
-        """A candidate line no rule matched: kept when it says something failed and is not known benign."""
+    def signal(self, rec: LineRecord, parts_of: frozenset[str] | None = None) -> None:
+        """A candidate line no rule matched (or only ``parts_of``: one part of those `all` rules): kept when it says
+        something failed and is not known benign."""
         message = rec.message
         stripped = message.strip()
         if not stripped:
@@ -500,7 +504,8 @@ class Collector:
             # a bare exception (`AssertionError`) with no traceback seen: Python prints the code that raised it on
             # the line above (`assert total_num_heads % tp_size == 0`), which may be what a rule diagnosed
             span.start = rec.line - 1
-        self.add(kind, stripped, rec, raised_by=rec.raised_by, exception=exception, span=span, weak=not loud)
+        self.add(kind, stripped, rec, raised_by=rec.raised_by, exception=exception, span=span, weak=not loud,
+                 pending=parts_of)
 
     def ended(self, rec: LineRecord) -> None:
         """An input's last line with words: where a program died without marking its error, its last words."""
@@ -651,29 +656,37 @@ class Collector:
             self.unfinished.append(trace)
 
     def add(self, kind: str, message: str, rec: LineRecord, *, raised_by: str | None = None,
-            exception: str | None = None, span: Span | None = None, weak: bool = False) -> None:
+            exception: str | None = None, span: Span | None = None, weak: bool = False,
+            pending: frozenset[str] | None = None) -> None:
         template = template_of(message)
         item = self.items.get(template)
         if item is None:
             if len(self.items) >= MAX_TEMPLATES:
                 self.dropped += 1
                 return
-            item = self.items[template] = Item(template, kind, 0, rec, rec.program, raised_by, exception, weak=weak)
+            item = self.items[template] = Item(template, kind, 0, rec, rec.program, raised_by, exception, weak=weak,
+                                               pending=pending)
+        elif item.pending is not None:
+            item.pending = item.pending | pending if pending is not None else None
         item.weak = item.weak and weak
         item.count += 1
         self.last_added = (key_of(rec), rec.line, template)
         if span is not None and len(item.spans) < MAX_SPANS:
             item.spans.append(span)
 
-    def ordered(self, diagnosed: Sequence[LineRecord] = (), relayed: Sequence[LineRecord] = ()) -> list[Item]:
+    def ordered(self, diagnosed: Sequence[LineRecord] = (), relayed: Sequence[LineRecord] = (),
+                fired: Collection[str] = ()) -> list[Item]:
         """Exceptions first (the likeliest cause), then by first appearance; none that carries a diagnosed line.
 
         ``diagnosed``: the evidence lines of the diagnoses; an item that carries one of them (a wrapper
         exception around it, the exception whose detail it is) is part of that diagnosis. ``relayed``: the lines
         relay rules took; an item that carries one (the ``ValidationError`` whose detail line relays, the bare
-        ``ImportError:`` whose text a relay rule read) is that relay's, listed or held as the relay is.
+        ``ImportError:`` whose text a relay rule read) is that relay's, listed or held as the relay is. ``fired``:
+        the ids of the rules that fired; an item whose lines were only parts of `all` rules (:attr:`Item.pending`)
+        is one of theirs when one of them completed, and beside a diagnosis it is that family's known line, not
+        listed: it is listed only where nothing is diagnosed and none of its rules completed (never silent).
         """
-        items = list(self.items.values())
+        items = [i for i in self.items.values() if i.pending is None or i.pending.isdisjoint(fired)]
         # tracebacks that never ended (the log was cut inside one): when nothing else is to be said, an
         # error-level header is the only sign of them (never silent); beside anything else it is noise
         cut_traces = [] if diagnosed or items else [
@@ -689,7 +702,7 @@ class Collector:
                 cut[template] = Item(template, "error", 1, header, header.program, raised_in=trace.frame)
         items += cut.values()
         if diagnosed:
-            items = [i for i in items if not i.weak and not i.carries(diagnosed)]
+            items = [i for i in items if not i.weak and i.pending is None and not i.carries(diagnosed)]
         if relayed:
             items = [i for i in items if not i.carries(relayed)]
         rank = {"exit": 0, "exception": 1, "error": 2, "stall": 3}
