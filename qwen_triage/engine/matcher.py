@@ -488,7 +488,7 @@ class Matcher:
         """Whether a rule takes this line as evidence (a veto or a `where` that fails does not count); if only as one
         part of `all` rules, the ids of those rules instead: such a rule may never complete (its other part is not
         in the log), and the line is then an error no rule explains (Collector.ordered decides at the end)."""
-        parts_of: set[str] = set()
+        parts_of: set[str] | None = None  # made only for a line that is an `all` part (the matcher's per-line path)
         for pid in hits:
             for ri, role in self.c.users[pid]:
                 if role != "unless" and ri not in self.confirmer.disabled_rules \
@@ -496,6 +496,8 @@ class Matcher:
                         and self._table_keeps(self.c.rules[ri], hits[pid]):
                     if role != "all":
                         return True, None
+                    if parts_of is None:
+                        parts_of = set()
                     parts_of.add(self.c.rules[ri].rule.id)
         return False, frozenset(parts_of) if parts_of else None
 

@@ -317,8 +317,8 @@ class Item:
     # a traceback the log cut before its exception: the file of the innermost frame seen, where it was raised
     # (engine.locate places the item there, as it places an exception by its raising frame)
     raised_in: str | None = None
-    # every occurrence was taken as one part of these `all` rules only: listed where nothing is diagnosed and none of
-    # them fired (completed): the line is known, but the failure it belongs to is not (Collector.ordered)
+    # every occurrence was taken as one part of these `all` rules only (and so is weak): not listed once one of them
+    # fired (completed); listed where none did and nothing is diagnosed (Collector.ordered)
     pending: frozenset[str] | None = None
 
     def carries(self, diagnosed: Sequence[LineRecord]) -> bool:
@@ -504,8 +504,10 @@ class Collector:
             # a bare exception (`AssertionError`) with no traceback seen: Python prints the code that raised it on
             # the line above (`assert total_num_heads % tp_size == 0`), which may be what a rule diagnosed
             span.start = rec.line - 1
-        self.add(kind, stripped, rec, raised_by=rec.raised_by, exception=exception, span=span, weak=not loud,
-                 pending=parts_of)
+        # a line one part of `all` rules took is their family's known line: weak (never listed beside a diagnosis),
+        # and pending on them (not listed once one of them completed)
+        self.add(kind, stripped, rec, raised_by=rec.raised_by, exception=exception, span=span,
+                 weak=not loud or parts_of is not None, pending=parts_of)
 
     def ended(self, rec: LineRecord) -> None:
         """An input's last line with words: where a program died without marking its error, its last words."""
@@ -683,8 +685,8 @@ class Collector:
         relay rules took; an item that carries one (the ``ValidationError`` whose detail line relays, the bare
         ``ImportError:`` whose text a relay rule read) is that relay's, listed or held as the relay is. ``fired``:
         the ids of the rules that fired; an item whose lines were only parts of `all` rules (:attr:`Item.pending`)
-        is one of theirs when one of them completed, and beside a diagnosis it is that family's known line, not
-        listed: it is listed only where nothing is diagnosed and none of its rules completed (never silent).
+        is one of theirs when one of them completed; it is also weak, so it is listed only where nothing is
+        diagnosed and none of its rules completed (never silent).
         """
         items = [i for i in self.items.values() if i.pending is None or i.pending.isdisjoint(fired)]
         # tracebacks that never ended (the log was cut inside one): when nothing else is to be said, an
@@ -702,7 +704,7 @@ class Collector:
                 cut[template] = Item(template, "error", 1, header, header.program, raised_in=trace.frame)
         items += cut.values()
         if diagnosed:
-            items = [i for i in items if not i.weak and i.pending is None and not i.carries(diagnosed)]
+            items = [i for i in items if not i.weak and not i.carries(diagnosed)]
         if relayed:
             items = [i for i in items if not i.carries(relayed)]
         rank = {"exit": 0, "exception": 1, "error": 2, "stall": 3}
