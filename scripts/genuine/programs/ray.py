@@ -4,6 +4,8 @@ Each case starts its own local Ray instance (ray.init() without an address), wit
 so the session's socket paths stay within the 107-byte limit of a unix socket.
 """
 
+from typing import Any
+
 from case import Case, Program, Release
 
 PG = '''\
@@ -309,6 +311,11 @@ class Chat:
 serve.run(Chat.bind(), route_prefix="/v1")
 """
 
+def _py(id: str, expect: list[str], script: str, source: str, *args: str, **kw: Any) -> Case:
+    """A case that writes one script and runs it with the release's python (``args`` after the script)."""
+    return Case(id=id, expect=expect, argv=["{python}", script, *args], files={script: source}, **kw)
+
+
 PROGRAM = Program(
     name="ray",
     dist="ray",
@@ -317,75 +324,43 @@ PROGRAM = Program(
         Release(label="2.60.0", requirements=["ray==2.60.0"]),
     ],
     cases=[
-        Case(
-            id="local-tasks-ok",
-            expect=[],
-            argv=["{python}", "ok.py"],
-            files={"ok.py": OK},
+        _py("local-tasks-ok", [], "ok.py", OK,
             exit="ok",
             timeout=180,
             note="healthy: a local Ray instance runs four CPU tasks; its start-up warnings",
         ),
-        Case(
-            id="placement-group-infeasible",
-            expect=["config.insufficient_gpus"],
-            argv=["{python}", "pg.py"],
-            files={"pg.py": PG},
+        _py("placement-group-infeasible", ["config.insufficient_gpus"], "pg.py", PG,
             timeout=180,
             note="a placement group of two GPU bundles on a node with no GPU: Ray reports it infeasible",
         ),
-        Case(
-            id="gpu-task-infeasible",
-            expect=["config.insufficient_gpus"],
-            argv=["{python}", "task.py"],
-            files={"task.py": TASK},
+        _py("gpu-task-infeasible", ["config.insufficient_gpus"], "task.py", TASK,
             timeout=180,
             note="a task with num_gpus=1 on a node with no GPU never schedules",
         ),
         # --- genuine sweep 2 ---------------------------------------------------------------------------
-        Case(
-            id="actors-ok",
-            expect=[],
-            argv=["{python}", "actors.py"],
-            files={"actors.py": ACTORS_OK},
+        _py("actors-ok", [], "actors.py", ACTORS_OK,
             exit="ok",
             timeout=180,
             note="healthy: three stateful actors and an object put and fetched on a local instance",
         ),
-        Case(
-            id="init-address-unreachable",
-            expect=["dist.rendezvous_failed"],
-            argv=["{python}", "connect.py", "127.0.0.1:{port}"],
-            files={"connect.py": CONNECT},
+        _py("init-address-unreachable", ["dist.rendezvous_failed"], "connect.py", CONNECT, "127.0.0.1:{port}",
             env={"RAY_gcs_rpc_server_reconnect_timeout_s": "10", "RAY_gcs_server_request_timeout_seconds": "10"},
             timeout=240,
             note="ray.init(address=HEAD:PORT) where no head node listens (head not started, wrong port): the"
                  " driver cannot reach the GCS (https://github.com/vllm-project/vllm/issues/15385)",
         ),
-        Case(
-            id="init-auto-no-cluster",
-            expect=["dist.rendezvous_failed"],
-            argv=["{python}", "connect.py", "auto"],
-            files={"connect.py": CONNECT},
+        _py("init-auto-no-cluster", ["dist.rendezvous_failed"], "connect.py", CONNECT, "auto",
             timeout=120,
             note="ray.init(address='auto') on a node where `ray start` was never run"
                  " (https://github.com/ray-project/ray/issues/8089)",
         ),
-        Case(
-            id="memory-monitor-kills-task",
-            expect=["memory.host_oom"],
-            argv=["{python}", "memory.py"],
-            files={"memory.py": MEMORY},
+        _py("memory-monitor-kills-task", ["memory.host_oom"], "memory.py", MEMORY,
             env={"RAY_memory_usage_threshold": "0.01", "RAY_memory_monitor_refresh_ms": "100"},
             timeout=180,
             note="the node is above Ray's memory-usage threshold: the memory monitor kills the task's worker"
                  " (https://github.com/real-stanford/flingbot/issues/11)",
         ),
-        Case(
-            id="actor-sigkilled",
-            expect=["memory.host_oom"],
-            argv=["{python}", "actor.py"],
-            files={"actor.py": ACTOR},
+        _py("actor-sigkilled", ["memory.host_oom"], "actor.py", ACTOR,
             timeout=180,
             note="an actor process SIGKILLed mid-call (as the kernel OOM killer does): ActorDiedError in the driver"
                  " (https://github.com/Unakar/Logic-RL/issues/18)",
@@ -406,20 +381,12 @@ PROGRAM = Program(
             timeout=120,
             note="`ray start --head --num-cpus two`: the CLI refuses the value",
         ),
-        Case(
-            id="init-called-twice",
-            expect=["config.bad_argument"],
-            argv=["{python}", "twice.py"],
-            files={"twice.py": TWICE},
+        _py("init-called-twice", ["config.bad_argument"], "twice.py", TWICE,
             timeout=180,
             note="ray.init called a second time in one driver (a library initialises Ray again):"
                  " 'Maybe you called ray.init twice by accident?' (https://github.com/vllm-project/vllm/issues/486)",
         ),
-        Case(
-            id="object-store-larger-than-ram",
-            expect=["config.bad_argument"],
-            argv=["{python}", "store.py"],
-            files={"store.py": STORE},
+        _py("object-store-larger-than-ram", ["config.bad_argument"], "store.py", STORE,
             timeout=120,
             note="object_store_memory set larger than the host's RAM (a value written for a bigger machine): ray.init"
                  " refuses it (https://github.com/Shengjiewang-Jason/EfficientZeroV2/issues/6)",
@@ -445,74 +412,42 @@ PROGRAM = Program(
             note="`ray start --head --port P` where another process (a head left running, another service) holds P"
                  " (https://github.com/ray-project/ray/issues/14098)",
         ),
-        Case(
-            id="runtime-env-working-dir-missing",
-            expect=["config.bad_argument"],
-            argv=["{python}", "workdir.py"],
-            files={"workdir.py": WORKDIR},
+        _py("runtime-env-working-dir-missing", ["config.bad_argument"], "workdir.py", WORKDIR,
             timeout=120,
             note="ray.init(runtime_env={'working_dir': './src'}) run from a directory without ./src"
                  " (https://github.com/ray-project/ray/issues/20483)",
         ),
-        Case(
-            id="runtime-env-conda-not-installed",
-            expect=["runtime.backend_mismatch"],
-            argv=["{python}", "conda.py"],
-            files={"conda.py": CONDA},
+        _py("runtime-env-conda-not-installed", ["runtime.backend_mismatch"], "conda.py", CONDA,
             timeout=200,
             note="an actor with runtime_env={'conda': NAME} on a node without conda: RuntimeEnvSetupError"
                  " (https://github.com/ray-project/ray/issues/28105)",
         ),
-        Case(
-            id="get-actor-wrong-namespace",
-            expect=["config.bad_argument"],
-            argv=["{python}", "named.py"],
-            files={"named.py": NAMED},
+        _py("get-actor-wrong-namespace", ["config.bad_argument"], "named.py", NAMED,
             timeout=180,
             note="ray.get_actor of a named actor created in another namespace: 'Failed to look up actor with name'"
                  " (https://github.com/RLinf/RLinf/issues/237)",
         ),
-        Case(
-            id="actor-init-model-path-missing",
-            expect=["model.file_missing"],
-            argv=["{python}", "actor_init.py"],
-            files={"actor_init.py": ACTOR_INIT},
+        _py("actor-init-model-path-missing", ["model.file_missing"], "actor_init.py", ACTOR_INIT,
             timeout=180,
             note="an actor's constructor opens a model directory this node does not have: ActorDiedError wrapping"
                  " FileNotFoundError (https://github.com/GuanxingLu/vlarl/issues/8)",
         ),
-        Case(
-            id="task-worker-segfault",
-            expect=["process.segfault"],
-            argv=["{python}", "task_exit.py"],
-            files={"task_exit.py": TASK_EXIT},
+        _py("task-worker-segfault", ["process.segfault"], "task_exit.py", TASK_EXIT,
             timeout=180,
             note="the worker process of a task dies of SIGSEGV (a native extension), retried once:"
                  " WorkerCrashedError (https://github.com/secretflow/secretflow/issues/887)",
         ),
-        Case(
-            id="object-spilling-ok",
-            expect=[],
-            argv=["{python}", "spill.py"],
-            files={"spill.py": SPILL},
+        _py("object-spilling-ok", [], "spill.py", SPILL,
             exit="ok",
             timeout=180,
             note="healthy: eight 20 MiB objects held in an 80 MiB object store (spilled / fallback-allocated)",
         ),
-        Case(
-            id="client-without-client-extra",
-            expect=["runtime.backend_mismatch"],
-            argv=["{python}", "client.py", "ray://127.0.0.1:{port}"],
-            files={"client.py": CLIENT},
+        _py("client-without-client-extra", ["runtime.backend_mismatch"], "client.py", CLIENT, "ray://127.0.0.1:{port}",
             timeout=120,
             note="ray.init('ray://HEAD:10001') from an environment with the minimal ray package: 'Ray Client requires"
                  " pip package `ray[client]`' (https://github.com/Eventual-Inc/Daft/pull/1631)",
         ),
-        Case(
-            id="serve-without-serve-extra",
-            expect=["runtime.backend_mismatch"],
-            argv=["{python}", "serve_app.py"],
-            files={"serve_app.py": SERVE},
+        _py("serve-without-serve-extra", ["runtime.backend_mismatch"], "serve_app.py", SERVE,
             timeout=120,
             note="a Ray Serve app run where only the minimal ray package is installed: ModuleNotFoundError with"
                  " 'You can run `pip install \"ray[serve]\"`'",
