@@ -314,3 +314,21 @@ def test_a_raising_site_rule_is_not_exported_as_a_bare_pattern(tmp_path: Path) -
     assert floor is not None
     with pytest.raises(Unexpressible, match="`raised`"):
         rule_patterns(floor.rule, 4096)
+
+
+def test_dcgm_xid_rows_resolve_every_xid_as_the_kernel_xid_rule_does() -> None:
+    """DCGM's Xid lines carry their own facts and words, so `dcgm.xid-detected` keeps its own rows; the code
+    families (which Xid is fatal, application-caused, informational, NVLink) are NVIDIA's one catalogue and must
+    stay the kernel's: Xid 109, which `kernel.xid` leaves to `kernel.xid-ctxsw-timeout`, resolves as that rule."""
+    rules = {r.rule.id: r.rule for r in load_pack([], bundled=True).rules}
+
+    def resolution(rule_id: str) -> dict[str, tuple[str, str]]:
+        rule = rules[rule_id]
+        assert rule.table is not None
+        return {str(v): (row.class_ or rule.class_, (row.severity or rule.severity).value)
+                for row in rule.table.rows for v in row.values}
+
+    kernel, dcgm = resolution("kernel.xid"), resolution("dcgm.xid-detected")
+    ctxsw = rules["kernel.xid-ctxsw-timeout"]
+    kernel["109"] = (ctxsw.class_, ctxsw.severity.value)
+    assert dcgm == kernel
