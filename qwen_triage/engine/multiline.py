@@ -33,7 +33,10 @@ MAX_JOINED_CHARS = 4096
 # An NVRM line that starts a message of its own rather than continuing one.
 _NVRM_NEW = lazy(
     r"^NVRM: (?:Xid|SXid|GPU at|GPU \d|GPU [0-9a-fA-F]{4}:|loading|API mismatch|The NVIDIA|RmInit|rm_init|os[A-Z]|"
-    r"nvidia-|knvlink|nvlink|This PCI|No NVIDIA|request_mem_region|Failed|[A-Za-z]+\(\))"
+    r"nvidia-|knvlink|nvlink|This PCI|No NVIDIA|request_mem_region|Failed|[A-Za-z]+\(\)|"
+    # an NV_PRINTF line: the GPU it is about and/or the HAL function that prints it (``GPU4
+    # gpuHandleSanityCheckRegReadError_GH100: …``, ``_kgspRpcRecvPoll_IMPL: …``), one message each
+    r"GPU\d{1,2} |_?[a-z]\w{2,60}_(?:IMPL|[A-Z]{2}\d{3}[A-Z]?): )"
 )
 
 

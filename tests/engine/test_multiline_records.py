@@ -207,3 +207,22 @@ def test_a_brief_pause_completes_a_kernel_message_but_not_a_go_panic(pack: Compi
     assert oom.matcher._held == {}
     # (and a Python exception line with its text on the next line: the traceback is printed in one go)
     assert [f.prompt for f in FAMILIES] == [f.name in ("nvrm", "aer", "exception_text") for f in FAMILIES]
+
+
+BAD_READ = ("[  135.63230{i}] NVRM: GPU4 gpuHandleSanityCheckRegReadError_GH100: Possible bad register read: "
+            "addr: 0x1100{i}4,  regvalue: 0xbadf2100,  error code: Unknown SYS_PRI_ERROR_CODE\n")
+
+
+@pytest.mark.parametrize("lines, fires", [(10, True), (3, False)])
+def test_nv_printf_lines_are_one_message_each(tmp_path: Path, compiled: CompiledPack, lines: int,
+                                              fires: bool) -> None:
+    """An NVRM line naming its GPU and HAL function starts a message even where the line before ends without a stop.
+
+    NV_PRINTF's messages carry no full stop, so consecutive ones were joined as one wrapped sentence of up to nine
+    lines and a storm rule counted records instead of reads: ten bad register reads are ten records (a storm), three
+    are a probe of an absent register (none)."""
+    report = scan(tmp_path, compiled, "".join(BAD_READ.format(i=i) for i in range(lines)))
+    storms = [d for d in report.diagnoses if d.rule == "kernel.nvrm-bad-register-read-storm"]
+    assert bool(storms) is fires
+    if fires:
+        assert storms[0].facts["gpu"] == "4"
