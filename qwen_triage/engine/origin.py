@@ -48,7 +48,7 @@ APP_FORMATS = frozenset({"vllm", "vllm-process", "logfmt", "nccl", "glog", "mpi"
 # the CPER record number GHES puts first: "{1}[Hardware Error]: "),
 # and at most two words of the next (the driver before the device a pattern names: "nvme nvme2: …").
 KERNEL_HEAD = lazy_with(compile_pattern,
-    r"\s*(?:kernel: )?(?:\{\d{1,4}\})?(?:\[[^\]\n]{0,40}\] ?){0,2}(?:\S{1,64}(?: \S{1,64}){0,2}: ){0,4}(?:\S{1,64} ){0,2}\s*"
+    r"\s*(?:kernel: )?(?:\{\d{1,4}\})?(?:\[[^\]\n]{0,100}\] ?){0,2}(?:\S{1,64}(?: \S{1,64}){0,2}: ){0,4}(?:\S{1,64} ){0,2}\s*"
 )
 MAX_HEAD = 240
 # Messages a driver prints whole, wrapping long sentences over several lines of its own: what
