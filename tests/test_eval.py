@@ -73,11 +73,11 @@ TEAM_CORPUS = ROOT / "fixtures" / "corpus"
 FIRST_BATCHES = ("a", "b", "c")  # gathered by the session that built the corpus; later batches: d, e, f ...
 
 
-def _batches(part: Path, letters: tuple[str, ...], into: Path) -> Path:
-    """A view of the part holding only the named gathering batches (folders `<program>-<letter>`), so each batch
-    keeps the bar it reached while a newer batch is still being worked."""
+def _batches(part: Path, names: tuple[str, ...], into: Path) -> Path:
+    """A view of the part holding only the named gathering batches (folders `<program>-<batch>`: a to z, then aa,
+    ab ...), so each batch keeps the bar it reached while a newer batch is still being worked."""
     for folder in sorted(part.iterdir()):
-        if folder.is_dir() and folder.name.rsplit("-", 1)[-1] in letters:
+        if folder.is_dir() and folder.name.rsplit("-", 1)[-1] in names:
             shutil.copytree(folder, into / folder.name)
     return into
 
@@ -107,23 +107,23 @@ def test_the_e_and_f_gathering_batches_hold_their_bar(compiled, tmp_path) -> Non
 
 LATER_BATCHES = {
     # batch: (cases at least, accuracy at least, silent at most) - each what its rules reached, never lowered
-    "d": (52, 0.88, 2),  # 45/52 when its rules were written, 46/52 since; its misses are labels its logs cannot show
-    "ghijk": (250, 0.94, 4),  # gathered 2026-12-02 (serving engines, runners, node/training, multi-GPU, TRT-LLM/TGI/driver): 179/250 on landing (the pack of 72ebb2b), 237/250
-    "lmnop": (199, 0.97, 2),  # gathered 2026-12-02 (vLLM/SGLang, Ollama/llama.cpp, TRT-LLM/TGI/wrappers/Ray, kernel/NCCL/containers, training/downloads): 137/199 on landing (the pack of 0672d05), 195/199
-    "qrstu": (126, 0.96, 2),  # gathered 2026-12-03 (vLLM/SGLang, llama.cpp/Ollama, Triton/TRT-LLM/wrappers, containers/NCCL/kernel/driver, training/downloads): 91/126 on landing (the pack of ff32bf2), 122/126
-    "vwxy": (81, 0.93, 3),  # gathered 2026-12-03 (Ollama/llama-server/GPUStack/Xinference, vLLM V1/SGLang/Ray/TGI, kernel/driver/DCGM/NCCL/containers, TRT-LLM/training/downloads): 57/81 on landing (the pack of fec1592), 76/81; the 3 silent are inferred Ollama labels
-    "z": (77, 0.88, 1),  # gathered 2026-12-04 by eight gatherers (Ollama, vLLM V1, llama.cpp, NCCL/torch distributed, kernel/DCGM/containers, TRT-LLM/SGLang/TGI, Ray/GPUStack/Xinference/LMDeploy/Dynamo, training/downloads): 55/77 on landing (the pack of e1d950b), 68/77; the misses are inferred labels, logs cut before their error line, and lines two causes print alike (ModelScope's 404 for a typo or a gated repo, cuBLAS's allocation failure on a Jetson, TensorRT-LLM's SQ tactic on a T4)
+    ("d",): (52, 0.88, 2),  # 45/52 when its rules were written, 46/52 since; its misses are labels its logs cannot show
+    ("g", "h", "i", "j", "k"): (250, 0.94, 4),  # gathered 2026-12-02 (serving engines, runners, node/training, multi-GPU, TRT-LLM/TGI/driver): 179/250 on landing (the pack of 72ebb2b), 237/250
+    ("l", "m", "n", "o", "p"): (199, 0.97, 2),  # gathered 2026-12-02 (vLLM/SGLang, Ollama/llama.cpp, TRT-LLM/TGI/wrappers/Ray, kernel/NCCL/containers, training/downloads): 137/199 on landing (the pack of 0672d05), 195/199
+    ("q", "r", "s", "t", "u"): (126, 0.96, 2),  # gathered 2026-12-03 (vLLM/SGLang, llama.cpp/Ollama, Triton/TRT-LLM/wrappers, containers/NCCL/kernel/driver, training/downloads): 91/126 on landing (the pack of ff32bf2), 122/126
+    ("v", "w", "x", "y"): (81, 0.93, 3),  # gathered 2026-12-03 (Ollama/llama-server/GPUStack/Xinference, vLLM V1/SGLang/Ray/TGI, kernel/driver/DCGM/NCCL/containers, TRT-LLM/training/downloads): 57/81 on landing (the pack of fec1592), 76/81; the 3 silent are inferred Ollama labels
+    ("z",): (77, 0.88, 1),  # gathered 2026-12-04 by eight gatherers (Ollama, vLLM V1, llama.cpp, NCCL/torch distributed, kernel/DCGM/containers, TRT-LLM/SGLang/TGI, Ray/GPUStack/Xinference/LMDeploy/Dynamo, training/downloads): 55/77 on landing (the pack of e1d950b), 68/77; the misses are inferred labels, logs cut before their error line, and lines two causes print alike (ModelScope's 404 for a typo or a gated repo, cuBLAS's allocation failure on a Jetson, TensorRT-LLM's SQ tactic on a T4)
 }
 
 
-@pytest.mark.parametrize("letters", list(LATER_BATCHES))
-def test_the_later_gathering_batches_hold_their_bar(compiled, tmp_path, letters: str) -> None:
+@pytest.mark.parametrize("names", list(LATER_BATCHES), ids="".join)
+def test_the_later_gathering_batches_hold_their_bar(compiled, tmp_path, names: tuple[str, ...]) -> None:
     """Issue 26 §1: the batches after the first three keep what their rules reached. The misses left are listed in
     the closing note: cases truncated before their error line, labels inferred from the thread with no line that
     shows them, and single lines the shared corpora label another way (NCCL's 'no socket interface found',
     NVLS 'CUDA error 401'), which no rule can satisfy both ways."""
-    least, bar, silent = LATER_BATCHES[letters]
-    result = evaluate(_batches(TEAM_CORPUS / "train", tuple(letters), tmp_path), compiled)
+    least, bar, silent = LATER_BATCHES[names]
+    result = evaluate(_batches(TEAM_CORPUS / "train", names, tmp_path), compiled)
     assert result.cases >= least
     assert result.healthy_with_diagnoses == 0, [(m.id, m.got) for m in result.misses if not m.expect]
     assert result.accuracy >= bar, [(m.id, m.expect, m.got) for m in result.misses]
