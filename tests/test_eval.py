@@ -113,6 +113,7 @@ LATER_BATCHES = {
     ("q", "r", "s", "t", "u"): (126, 0.96, 2),  # gathered 2026-12-03 (vLLM/SGLang, llama.cpp/Ollama, Triton/TRT-LLM/wrappers, containers/NCCL/kernel/driver, training/downloads): 91/126 on landing (the pack of ff32bf2), 122/126
     ("v", "w", "x", "y"): (81, 0.93, 3),  # gathered 2026-12-03 (Ollama/llama-server/GPUStack/Xinference, vLLM V1/SGLang/Ray/TGI, kernel/driver/DCGM/NCCL/containers, TRT-LLM/training/downloads): 57/81 on landing (the pack of fec1592), 76/81; the 3 silent are inferred Ollama labels
     ("z",): (77, 0.88, 1),  # gathered 2026-12-04 by eight gatherers (Ollama, vLLM V1, llama.cpp, NCCL/torch distributed, kernel/DCGM/containers, TRT-LLM/SGLang/TGI, Ray/GPUStack/Xinference/LMDeploy/Dynamo, training/downloads): 55/77 on landing (the pack of e1d950b), 68/77; the misses are inferred labels, logs cut before their error line, and lines two causes print alike (ModelScope's 404 for a typo or a gated repo, cuBLAS's allocation failure on a Jetson, TensorRT-LLM's SQ tactic on a T4)
+    ("aa",): (95, 0.90, 1),  # gathered 2026-12-04 by six gatherers (serving engines, local runners, node/NCCL/containers, training/downloads, other frameworks incl. Ascend, TRT-LLM/Triton/NIM/vLLM): 74/95 on landing (the pack of 2c8008b), 86/95; eight of the nine misses are labels inferred from the thread, the ninth NCCL's proxy 'Connect' failure the corpus reads as init, the thread as network
 }
 
 
