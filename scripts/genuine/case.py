@@ -62,3 +62,18 @@ class Program:
     releases: list[Release]
     cases: list[Case]
     dist: str | None = None  # distribution named in `program: NAME VERSION`; default: first requirement's
+
+
+# A script the scenarios of a port already taken run: it binds the port given first, then runs the rest of its
+# command line (the program under test) while holding it.
+PORT_HOLDER = '''\
+import socket
+import subprocess
+import sys
+
+sock = socket.socket()
+sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+sock.bind(("0.0.0.0", int(sys.argv[1])))
+sock.listen(16)
+sys.exit(subprocess.call(sys.argv[2:]))
+'''

@@ -4,7 +4,7 @@ Each case runs with its own empty HOME, so no default config of this machine lea
 case needs is written into the work directory and passed with --config_file.
 """
 
-from case import Case, Program, Release
+from case import PORT_HOLDER, Case, Program, Release
 
 TRAIN = '''\
 import sys
@@ -31,17 +31,7 @@ acc.wait_for_everyone()
 '''
 
 # another server holds the port while the launcher behind it checks it
-HOLD = '''\
-import socket
-import subprocess
-import sys
-
-sock = socket.socket()
-sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-sock.bind(("0.0.0.0", int(sys.argv[1])))
-sock.listen(16)
-sys.exit(subprocess.call(sys.argv[2:]))
-'''
+HOLD = PORT_HOLDER
 
 BASE = "compute_environment: LOCAL_MACHINE\nmachine_rank: 0\nnum_machines: 1\nmain_training_function: main\nuse_cpu: true\n"
 FILES = {

@@ -17,7 +17,7 @@ modelscope, torchvision and deepspeed are left out (no case reaches the web UI, 
 
 from pathlib import Path
 
-from case import Case, Program, Release
+from case import PORT_HOLDER, Case, Program, Release
 
 NEW = "0.9.5"
 
@@ -58,17 +58,7 @@ SFT = {
 INFER = "model_name_or_path: tiny\ntemplate: qwen\ninfer_backend: huggingface\nmax_new_tokens: 8\n"
 
 # another server holds the port while the API server behind it starts
-HOLD = '''\
-import socket
-import subprocess
-import sys
-
-sock = socket.socket()
-sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-sock.bind(("0.0.0.0", int(sys.argv[1])))
-sock.listen(16)
-sys.exit(subprocess.call(sys.argv[2:]))
-'''
+HOLD = PORT_HOLDER
 
 # a healthy API server: wait until it answers, send one chat request, stop it
 API_HEALTHY = (

@@ -15,7 +15,7 @@ Release: 4.6.0, the newest on the index, with transformers 4.57.6 (it requires <
 import json
 from pathlib import Path
 
-from case import Case, Program, Release
+from case import PORT_HOLDER, Case, Program, Release
 
 NEW = "4.6.0"
 
@@ -33,17 +33,7 @@ ROWS = [
 DATA = "".join(json.dumps(r) + "\n" for r in ROWS)
 
 # another server holds the port while `swift deploy` starts behind it
-HOLD = '''\
-import socket
-import subprocess
-import sys
-
-sock = socket.socket()
-sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-sock.bind(("0.0.0.0", int(sys.argv[1])))
-sock.listen(16)
-sys.exit(subprocess.call(sys.argv[2:]))
-'''
+HOLD = PORT_HOLDER
 
 ENV = {"HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_DISABLE_TELEMETRY": "1"}
 # what a short LoRA run on the tiny model needs beyond the user's flags
