@@ -118,7 +118,7 @@ LATER_BATCHES = {
     ("ac",): (42, 0.92, 1),  # gathered 2026-12-05 where users paste server logs (QwenLM's repositories, downstream apps, other model repositories, serving infrastructure): 35/42 on landing (the pack of 6f6d4f4), 39/42; HAMi's shim under NCCL's cuDeviceGet failure is one miss
     ("ad",): (26, 0.96, 1),  # gathered 2026-12-05 (ROCm, Intel, Apple Silicon/MLX, Vulkan, Windows; multi-node NCCL/MPI/NVSHMEM/Ray): 19/26 on landing (the pack of 3ecf444), 25/26; the miss is an inferred label
     ("ae",): (99, 0.95, 1),  # gathered 2026-12-05 by four gatherers (Ollama; vLLM V1/SGLang; llama.cpp/LM Studio/TRT-LLM/Triton; kernel/driver/NCCL/containers/fabric manager): 86/99 on landing (the pack of 795f704), 95/99; the misses are two inferred labels, an Ollama packaging without GPU runners and an I-quant 'invalid file magic' that reads as a damaged file
-    ("af",): (66, 0.83, 3),  # gathered 2026-12-05 (kernel/hardware; TRT-LLM/Triton/LMDeploy; SGLang/hub/ModelScope; multi-GPU Qwen on vLLM/Ollama): 49/66 on landing (the pack of 795f704), 55/66; five of the eleven misses are inferred labels, four hub timeouts cut before the hub's own frames
+    ("af",): (66, 0.86, 1),  # gathered 2026-12-05 (kernel/hardware; TRT-LLM/Triton/LMDeploy; SGLang/hub/ModelScope; multi-GPU Qwen on vLLM/Ollama): 49/66 on landing (the pack of 795f704), 57/66; five of the nine misses are inferred labels, three hub timeouts cut before the hub's own frames
 }
 
 
