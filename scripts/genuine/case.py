@@ -77,3 +77,8 @@ sock.bind(("0.0.0.0", int(sys.argv[1])))
 sock.listen(16)
 sys.exit(subprocess.call(sys.argv[2:]))
 '''
+
+
+# The environment of scenarios that must never reach a hub and stay on one CPU thread.
+OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_DISABLE_TELEMETRY": "1",
+               "OMP_NUM_THREADS": "1"}

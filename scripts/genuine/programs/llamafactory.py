@@ -17,7 +17,7 @@ modelscope, torchvision and deepspeed are left out (no case reaches the web UI, 
 
 from pathlib import Path
 
-from case import PORT_HOLDER, Case, Program, Release
+from case import OFFLINE_ENV, PORT_HOLDER, Case, Program, Release
 
 NEW = "0.9.5"
 
@@ -97,8 +97,7 @@ def _case(id: str, expect: list[str], *, note: str, config: str | None = None, c
         expect=expect,
         argv=["bash", "-c", BUILD + cmd],
         files=files,
-        env={"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_DISABLE_TELEMETRY": "1",
-             "OMP_NUM_THREADS": "1", **(env or {})},
+        env={**OFFLINE_ENV, **(env or {})},
         input="transformers",
         note=note,
         exit=exit,

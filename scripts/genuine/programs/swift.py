@@ -15,7 +15,7 @@ Release: 4.6.0, the newest on the index, with transformers 4.57.6 (it requires <
 import json
 from pathlib import Path
 
-from case import PORT_HOLDER, Case, Program, Release
+from case import OFFLINE_ENV, PORT_HOLDER, Case, Program, Release
 
 NEW = "4.6.0"
 
@@ -35,7 +35,7 @@ DATA = "".join(json.dumps(r) + "\n" for r in ROWS)
 # another server holds the port while `swift deploy` starts behind it
 HOLD = PORT_HOLDER
 
-ENV = {"HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_DISABLE_TELEMETRY": "1"}
+ENV = OFFLINE_ENV
 # what a short LoRA run on the tiny model needs beyond the user's flags
 SHORT = "--max_steps 2 --per_device_train_batch_size 2 --gradient_accumulation_steps 1 --output_dir out --report_to none"
 SFT = "exec {bin}/swift sft --model " + MODEL + " --dataset data/train.jsonl --tuner_type lora "

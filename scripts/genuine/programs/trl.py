@@ -12,7 +12,7 @@ Releases: 0.14.0, the oldest with today's API shape (processing_class, SFTConfig
 from dataclasses import replace
 from pathlib import Path
 
-from case import Case, Program, Release
+from case import OFFLINE_ENV, Case, Program, Release
 
 MAKE_TINY = (Path(__file__).resolve().parents[2] / "make_tiny_qwen.py").read_text()
 
@@ -59,8 +59,7 @@ def _case(id: str, expect: list[str], body: str, *, note: str, exit: str = "fail
         expect=expect,
         argv=["bash", "-c", BUILD + (argv or "exec {python} train.py")],
         files=files,
-        env={"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_DISABLE_TELEMETRY": "1",
-             "OMP_NUM_THREADS": "1", **(env or {})},
+        env={**OFFLINE_ENV, **(env or {})},
         input="transformers",
         note=note,
         exit=exit,
