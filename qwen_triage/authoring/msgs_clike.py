@@ -63,6 +63,19 @@ C_CONCAT_CALLS: dict[str, int] = {
     "TORCH_CHECK": 1, "TORCH_CHECK_VALUE": 1, "TORCH_CHECK_TYPE": 1, "TORCH_CHECK_INDEX": 1,
     "TORCH_CHECK_NOT_IMPLEMENTED": 1, "TORCH_INTERNAL_ASSERT": 1, "C10_THROW_ERROR": 1,
 }
+# Check and throw macros whose message is a printf format (TensorRT-LLM's, through fmtstr): name -> (index of
+# the format among the arguments, what the exception prints before it).
+C_PRINTF_CHECKS: dict[str, tuple[int, str]] = {
+    "TLLM_THROW": (0, "[TensorRT-LLM][ERROR] "),
+    "TLLM_CHECK_WITH_INFO": (1, "[TensorRT-LLM][ERROR] Assertion failed: "),
+    "TLLM_CHECK_DEBUG_WITH_INFO": (1, "[TensorRT-LLM][ERROR] Assertion failed: "),
+}
+# An error code among a call's first arguments, the message the argument after it (Triton's
+# ``Status(Status::Code::INVALID_ARG, "…")``, ``TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "…")``,
+# ``RETURN_ERROR_IF_FALSE(cond, TRITONSERVER_ERROR_INVALID_ARG, std::string("…") + x)``); or a log level
+# (``LOG_MESSAGE(TRITONSERVER_LOG_ERROR, (std::string("…") + x).c_str())``).
+_ERROR_CODE = re.compile(r"^(?:(?:\w+::)*Status::Code::[A-Z_]+|TRITONSERVER_ERROR_[A-Z_]+)$")
+_LOG_LEVEL_ARG = re.compile(r"^[A-Z0-9_]*LOG_(?:ERROR|WARN|WARNING|FATAL)$")
 # any macro or function whose name says error / warning level: LLAMA_LOG_ERROR, GGML_LOG_WARN, LOG_ERR,
 # SRV_ERR, SLT_WRN, ERROR, LOG_WARNING, gguf_log_error…
 _LEVEL_NAME = re.compile(r"^(?:[A-Z0-9_]*_)?(?:ERR|ERROR|WRN|WARN|WARNING|FATAL|CRIT|CRITICAL)$|^LOG_?(?:ERR|ERROR|WRN|WARN)"
@@ -279,6 +292,13 @@ def clike_templates(text: str, rel: str, *, go: bool = False) -> Iterator[Templa
                 paren = 0
             i += 1
             continue
+        if not go and t.kind == "id" and _LEVEL_NAME.search(t.text) and i + 1 < n \
+                and text[t.pos + len(t.text):toks[i + 1].pos].lstrip().startswith("<<"):
+            found = _stream_site(toks, i, rel, next((f for f in reversed(funcs) if f), ""), line_of)
+            if found is not None:
+                yield found
+            i += 1
+            continue
         if t.kind != "id" or i + 1 >= n or toks[i + 1].text != "(":
             i += 1
             continue
@@ -347,6 +367,23 @@ def _site(toks: list[_Tok], i: int, name: str, start: int, rel: str, function: s
         # a plain literal is the message itself; only a format call's literal holds conversions
         thrown: list[str | Field] = printf_parts(fmt, hints) if hints or not _format_arg(args[0]) else [fmt]
         return _make(rel, line, "throw", thrown, fmt, "", function)
+    if name in C_PRINTF_CHECKS:
+        k, prefix = C_PRINTF_CHECKS[name]
+        fmt_arg = _format_with_macros(args[k]) if len(args) > k else None
+        if fmt_arg is None:
+            return None
+        hints = [_hint(a) for a in args[k + 1:]]
+        for index, hint in fmt_arg[1]:
+            hints.insert(index, hint)
+        return _make(rel, line, "throw", printf_parts(fmt_arg[0], hints), fmt_arg[0], prefix, function)
+    for k, arg in enumerate(args[:3]):
+        code = "".join(t.text for t in arg) if all(t.kind == "id" or t.text == "::" for t in arg) else ""
+        if k + 1 < len(args) and (_ERROR_CODE.match(code) or (k == 0 and _LOG_LEVEL_ARG.match(code))):
+            said = _expr_parts(args[k + 1])
+            if not said:
+                return None
+            kind = "throw" if _ERROR_CODE.match(code) else "LOG_" + code.rsplit("LOG_", 1)[-1]
+            return _make(rel, line, kind, said, text_of(said), "", function)
     if name in C_CONCAT_CALLS:
         concat = _variadic_parts(args[C_CONCAT_CALLS[name]:])
         return _make(rel, line, "throw", concat, text_of(concat), "", function) if concat else None
@@ -368,8 +405,76 @@ def _site(toks: list[_Tok], i: int, name: str, start: int, rel: str, function: s
     return _make(rel, line, kind, printf_parts(fmt, hints), fmt, prefix, function)
 
 
-def _concat_parts(arg: list[_Tok]) -> list[str | Field] | None:
-    """``"text " + std::to_string(x) + " more"``: literals and the expressions between them."""
+def _stream_site(toks: list[_Tok], i: int, rel: str, function: str, line_of) -> Template | None:
+    """``LOG_ERROR << "text " << x << " more";`` (Triton's level streams): the literals up to the statement's end
+    as text (adjacent ones joined), each run of other tokens between them a field."""
+    parts: list[str | Field] = []
+    run: list[_Tok] = []
+    depth = 0
+    for t in toks[i + 1:i + 1 + MAX_ARG_TOKENS]:
+        if t.kind == "p" and t.text in "([{":
+            depth += 1
+        elif t.kind == "p" and t.text in ")]}":
+            depth -= 1
+            if depth < 0:
+                break
+        elif t.kind == "p" and t.text in ";{}" and depth == 0:
+            break
+        if _is_str(t) and depth == 0:
+            if run:
+                parts.append(Field("s", _hint(run)))
+                run = []
+            if parts and isinstance(parts[-1], str):
+                parts[-1] += _literal(t)
+            else:
+                parts.append(_literal(t))
+        else:
+            run.append(t)
+    else:
+        return None  # no statement end in budget: not read
+    if run:
+        parts.append(Field("s", _hint(run)))
+    if not any(isinstance(p, str) and p.strip() for p in parts):
+        return None
+    return _make(rel, line_of(toks[i].pos), toks[i].text, parts, text_of(parts), "", function)
+
+
+def _unwrap(arg: list[_Tok]) -> list[_Tok]:
+    """An expression without what only carries a message: ``( X )``, ``X.c_str()``, ``std::string( X )``."""
+    while len(arg) > 2:
+        if len(arg) > 4 and arg[-4].text == "." and arg[-3].text == "c_str" and arg[-2].text == "(" \
+                and arg[-1].text == ")":
+            arg = arg[:-4]
+            continue
+        start = 0
+        if arg[0].text == "std" and len(arg) > 4 and arg[1].text == "::" and arg[2].text == "string":
+            start = 3
+        elif arg[0].text == "string":
+            start = 1
+        if arg[start].text != "(" or arg[-1].text != ")":
+            break
+        depth = 0
+        for j, t in enumerate(arg[start:], start):  # the bracket at ``start`` closes at the end, not before
+            if t.kind == "p" and t.text in "([{":
+                depth += 1
+            elif t.kind == "p" and t.text in ")]}":
+                depth -= 1
+                if depth == 0 and j != len(arg) - 1:
+                    return arg
+        arg = arg[start + 1:-1]
+    return arg
+
+
+def _expr_parts(arg: list[_Tok]) -> list[str | Field] | None:
+    """A message argument: a literal (the message as written), else a concatenation of literals and values."""
+    lit = _format_arg(arg)
+    return [lit] if lit is not None else _concat_parts(arg)
+
+
+def _concat_parts(arg: list[_Tok], depth_left: int = 4) -> list[str | Field] | None:
+    """``"text " + std::to_string(x) + " more"``: literals and the expressions between them (a bracketed or
+    ``std::string(…)`` operand read the same way)."""
+    arg = _unwrap(arg)
     operands: list[list[_Tok]] = [[]]
     depth = 0
     for t in arg:
@@ -384,8 +489,12 @@ def _concat_parts(arg: list[_Tok]) -> list[str | Field] | None:
     parts: list[str | Field] = []
     for op in operands:
         lit = _format_arg(op)
+        inner_parts = _concat_parts(op, depth_left - 1) if lit is None and depth_left > 0 and len(_unwrap(op)) < len(op) \
+            else None
         if lit is not None:
             parts.append(lit)
+        elif inner_parts:
+            parts.extend(inner_parts)
         elif op:
             inner = _inner_format(op)
             parts.extend(printf_parts(*inner) if inner else [Field("s", _hint(op))])

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from qwen_triage.engine.compiled import CompiledPack
     from qwen_triage.rulepack.catalogue import TemplateEntry
     from qwen_triage.rulepack.catalogue_index import CatalogueIndex
-    from qwen_triage.rulepack.catalogue_map import Family
+    from qwen_triage.rulepack.catalogue_map import CatalogueMap, Family
     from qwen_triage.rulepack.spec import ClassSpec
 
 LOCATED_KINDS = ("exception", "error")  # what says something failed; stalls and relays are not printed lines
@@ -50,6 +50,7 @@ _ERRNO_HEAD = re.compile(r"^\[Errno -?\d{1,5}\]\s*")
 _INSTALLED = ("site-packages/", "dist-packages/", "/lib/python", "/lib64/python", "python.framework/")
 SCRIPT = "script"  # printed_by's program for an exception raised in code outside any installed package
 RULE_TIMEOUT = 0.05  # seconds per rule pattern tried on a classed line (read_by_rule)
+MAX_WRAPPERS = 3  # templates ending in `{any}` looked through for the message they pass on (_passed_on)
 
 
 @dataclass
@@ -106,12 +107,55 @@ def locate(items: Sequence[Item], compiled: CompiledPack, index: CatalogueIndex 
                 out.append(Located(item, placed))
             continue
         family = cmap.family_of(entry)
+        if class_of(entry, family) is None:
+            entry, family = _passed_on(entry, item.first.message, index, cmap) or (entry, family)
         printed_by = _printed_by(entry, family, index)
         finding = _finding(item, entry, family, printed_by, compiled.pack.classes) if _whole(entry, item) else None
         if finding is not None and read_by_rule(item.first.message, compiled):
             finding = None  # a rule read the line and did not take it (its `where` or its table said no)
         out.append(Located(item, printed_by, finding))
     return out
+
+
+def _passed_on(entry: TemplateEntry, message: str, index: CatalogueIndex,
+               cmap: CatalogueMap) -> tuple[TemplateEntry, Family | None] | None:
+    """The message a wrapper template passes on, where that one has a class and the wrapper has none.
+
+    A template ending in ``{any}`` (Triton's ``failed to load '{str}' version {int}: {any}``, a loader's
+    ``Failed to load model: {any}``) only prefixes what another call said; the logger's ``file.cc:123`` names the
+    wrapper's file, so the lookup finds the wrapper first. The text after its fixed part is looked up again, up to
+    MAX_WRAPPERS deep, with the wrapper's program as the hint; an error wrapper passes on an error, so a warning
+    or notice wrapper passes on nothing."""
+    from qwen_triage.rulepack.catalogue_index import Hints
+    from qwen_triage.rulepack.catalogue_map import may_diagnose
+
+    for _ in range(MAX_WRAPPERS):
+        if not entry.template.endswith("{any}") or not may_diagnose(entry):
+            return None
+        inner = _after_prefix(entry, message)
+        if not inner:
+            return None
+        found = index.lookup(inner, Hints(program=entry.program))
+        if found is None or found.template == entry.template:
+            return None
+        family = cmap.family_of(found)
+        if class_of(found, family) is not None:
+            return found, family
+        entry, message = found, inner
+    return None
+
+
+def _after_prefix(entry: TemplateEntry, message: str) -> str:
+    """What follows the fixed part of a template ending in ``{any}`` (its regex stops before the ``{any}``)."""
+    import regex
+
+    from qwen_triage.rulepack.catalogue_index import INT_FIELD, NUMBER_FIELD
+
+    try:  # as the index compiles it: an integer placeholder takes any number
+        m = regex.compile(entry.regex.replace(INT_FIELD, NUMBER_FIELD), regex.VERSION0).search(message, timeout=RULE_TIMEOUT)
+    except (regex.error, TimeoutError, RecursionError):
+        return ""
+    return message[m.end():].strip(" :-") if m else ""
 
 
 def _whole(entry: TemplateEntry, item: Item) -> bool:
@@ -133,18 +177,27 @@ def _structural(rule: Any) -> bool:
 def read_by_rule(message: str, compiled: CompiledPack) -> bool:
     """Whether a rule's pattern (not a veto) finds the line although no rule took it: a `where` that failed, a
     code its table leaves out (``[Errno 101] Network is unreachable`` stays listed by design). The pack has
-    read that line and declined it; the catalogue does not overrule it."""
+    read that line and declined it; the catalogue does not overrule it. One part of a rule's `all` set has not
+    read it: `hub.too-many-error-responses`' context part (`huggingface|modelscope|…`) finds any line naming the
+    hub; only every part of the set on the line is that rule's reading."""
     data = message.encode("utf-8", "replace").replace(b"\n", b" ") + b"\n"
     pids = {pid for found in compiled.prefilter.candidates(data).values() for pid in found}
     for pid in sorted(pids):
-        if not any(role != "unless" and not _structural(compiled.rules[ri].rule) for ri, role in compiled.users[pid]):
+        readers = [(ri, role) for ri, role in compiled.users[pid]
+                   if role != "unless" and not _structural(compiled.rules[ri].rule)]
+        if not readers or not _finds(compiled, pid, message):
             continue
-        try:
-            if compiled.regexes[pid].search(message, timeout=RULE_TIMEOUT) is not None:
-                return True
-        except TimeoutError:
-            continue
+        if any(role == "any" or all(_finds(compiled, q, message) for q in compiled.rules[ri].all_ids if q != pid)
+               for ri, role in readers):
+            return True
     return False
+
+
+def _finds(compiled: CompiledPack, pid: int, message: str) -> bool:
+    try:
+        return compiled.regexes[pid].search(message, timeout=RULE_TIMEOUT) is not None
+    except TimeoutError:
+        return False
 
 
 def by_frame(item: Item, index: CatalogueIndex) -> PrintedBy | None:

@@ -262,3 +262,45 @@ void Pair::handleRead() {
     import re
     pattern = re.compile(typed_regex(got["Connection closed by peer {peer_.str()}"].parts))
     assert pattern.search("Connection closed by peer [127.0.0.1]:18596. This is typically caused by a remote worker")
+
+
+def test_triton_status_streams_and_tensorrt_llm_checks() -> None:
+    """Triton's error codes (the message the argument after ``Status::Code::…`` / ``TRITONSERVER_ERROR_…``, through
+    ``std::string(…)``, brackets and ``.c_str()``), its ``LOG_ERROR << …`` streams and ``LOG_MESSAGE`` levels, and
+    TensorRT-LLM's printf-style TLLM_CHECK_WITH_INFO / TLLM_THROW."""
+    from qwen_triage.authoring.catalogue_build import kind_of
+    from qwen_triage.authoring.msg_template import render
+    from qwen_triage.authoring.msgs_clike import clike_templates
+
+    src = r'''
+Status ModelRepositoryManager::Poll() {
+  return Status(
+      Status::Code::INVALID_ARG, "must specify 'platform' or 'backend' for '" + config.name() + "'");
+  Status status(Status::Code::INTERNAL, "Model repository location is not set");
+  LOG_ERROR << "Failed to delete previously acquired location '" << location_ << "': " << status.AsString();
+  LOG_INFO << "loading: " << name;
+  return TRITONSERVER_ErrorNew(
+      TRITONSERVER_ERROR_INTERNAL,
+      (std::string("failed to allocate contiguous buffer for input '") + input_name + "'").c_str());
+  RETURN_ERROR_IF_FALSE(
+      false, TRITONSERVER_ERROR_INVALID_ARG, std::string("unexpected batch input kind '" + kind + "'"));
+  LOG_MESSAGE(TRITONSERVER_LOG_WARN, (std::string("Failed to stub: ") + err.what()).c_str());
+  LOG_MESSAGE(TRITONSERVER_LOG_INFO, "started");
+  TLLM_CHECK_WITH_INFO(headSize == 128, "Unsupported head size %d for %s", headSize, name.c_str());
+  TLLM_THROW("Unknown dtype %d", (int) dtype);
+}
+'''
+    got = {t.text: t for t in clike_templates(src, "src/model_repository_manager.cc")}
+    assert set(got) == {
+        "must specify 'platform' or 'backend' for '{config.name()}'", "Model repository location is not set",
+        "Failed to delete previously acquired location '{location_}': {status.AsString()}",
+        "failed to allocate contiguous buffer for input '{input_name}'", "unexpected batch input kind '{kind}'",
+        "Failed to stub: {err.what()}", "Unsupported head size %d for %s", "Unknown dtype %d"}
+    assert all(t.function == "Poll" for t in got.values())
+    kinds = {text: kind_of(t)[:2] for text, t in got.items()}
+    assert kinds["Model repository location is not set"] == ("raise", None)
+    assert kinds["Failed to delete previously acquired location '{location_}': {status.AsString()}"] == ("printf", "error")
+    assert kinds["Failed to stub: {err.what()}"] == ("printf", "warning")
+    assert render(got["Unknown dtype %d"]) == "[TensorRT-LLM][ERROR] Unknown dtype 4"
+    assert render(got["Unsupported head size %d for %s"]).startswith(
+        "[TensorRT-LLM][ERROR] Assertion failed: Unsupported head size 4 for ")

@@ -32,9 +32,21 @@ WARNED = TemplateEntry(
     words=["Zorbling", "buffers", "are", "deprecated", "and", "ignored"])
 
 
+# wrappers: a template ending in `{any}` prefixes what another call said (its regex stops before the `{any}`)
+WRAPPER = TemplateEntry(
+    program="vllm", releases=["0.11.0"], file="vllm/engine/stepper.py", function=None, kind="log", level="error",
+    template="Engine step failed for request {str}: {any}", regex=r"Engine\s+step\s+failed\s+for\s+request\s+(?:.+?):",
+    words=["Engine", "step", "failed", "for", "request"])
+WARNED_WRAPPER = TemplateEntry(
+    program="vllm", releases=["0.11.0"], file="vllm/engine/stepper.py", function=None, kind="log", level="warning",
+    template="Retrying the engine step after: {any}", regex=r"Retrying\s+the\s+engine\s+step\s+after:",
+    words=["Retrying", "the", "engine", "step", "after"])
+
+
 def index(tmp_path: Path) -> CatalogueIndex:
     (tmp_path / "rules" / "catalogue").mkdir(parents=True)
-    write_program(tmp_path / "rules" / "catalogue" / "vllm.jsonl.gz", [CONFIG, ELSEWHERE, WARNED, UNREACHABLE])
+    write_program(tmp_path / "rules" / "catalogue" / "vllm.jsonl.gz",
+                  [CONFIG, ELSEWHERE, WARNED, UNREACHABLE, WRAPPER, WARNED_WRAPPER])
     (tmp_path / "rules" / "catalogue" / "manifest.yaml").write_text(
         "builder: test\nbuilt: '2026-12-02'\nprograms:\n  vllm:\n    display: vLLM\n    releases:\n"
         "      - {version: 0.8.5, source: 'pypi:vllm==0.8.5'}\n      - {version: 0.11.0, source: 'pypi:vllm==0.11.0'}\n")
@@ -83,6 +95,30 @@ def test_an_unmapped_line_is_located_not_diagnosed(compiled, tmp_path: Path) -> 
     assert "printed by vLLM `vllm/worker/quux.py` (0.11.0)" in to_markdown(report).replace("\\", "")
 
 
+def test_a_wrapper_template_passes_on_the_message_it_prefixes(compiled, tmp_path: Path) -> None:
+    """The lookup finds the wrapper first (its words come first); it has no class, the message it passes on has."""
+    line = ("ERROR 11-29 10:00:04 [stepper.py:80] Engine step failed for request cmpl-1: "
+            "Frobnication level (7) exceeds the frobnicator's limit 3.\n")
+    cat = index(tmp_path)
+    report = scan(compiled, tmp_path, HEAD + line, cat)
+    (d,) = report.diagnoses
+    assert (d.class_, d.because, d.rule) == ("config.bad_argument", "catalogue", "catalogue.vllm-config-validation")
+    assert d.printed_by is not None and d.printed_by.file == "vllm/config/scheduler.py"
+    # what it wraps has no class: the wrapper is where the line was printed, nothing more
+    line = "ERROR 11-29 10:00:04 [stepper.py:80] Engine step failed for request cmpl-1: Quux engine stalled in phase x\n"
+    report = scan(compiled, tmp_path, HEAD + line, cat)
+    assert report.diagnoses == []
+    (u,) = report.unrecognised
+    assert u.printed_by is not None and u.printed_by.file == "vllm/engine/stepper.py"
+
+
+def test_a_warning_wrapper_passes_on_nothing(compiled, tmp_path: Path) -> None:
+    line = ("ERROR 11-29 10:00:04 [stepper.py:90] Retrying the engine step after: "
+            "Frobnication level (7) exceeds the frobnicator's limit 3.\n")
+    report = scan(compiled, tmp_path, HEAD + line, index(tmp_path))
+    assert report.diagnoses == []
+
+
 def test_a_warning_template_is_never_a_diagnosis_even_in_a_mapped_file(compiled, tmp_path: Path) -> None:
     line = "ERROR 11-29 10:00:04 [cache.py:80] Zorbling buffers are deprecated and ignored\n"
     report = scan(compiled, tmp_path, HEAD + line, index(tmp_path))
@@ -125,6 +161,18 @@ def test_a_line_a_rule_reads_and_declines_is_located_never_classed(compiled, tmp
     assert report.diagnoses == []
     (u,) = report.unrecognised
     assert u.printed_by is not None and u.printed_by.family == "network"
+
+
+def test_one_part_of_a_rules_all_set_has_not_read_the_line(compiled, tmp_path: Path) -> None:
+    """hub.too-many-error-responses reads `Too many 429 error responses` beside a line naming the hub: the hub's
+    name alone on a line is its context part, not its reading, so the catalogue still classes that line."""
+    from qwen_triage.engine import locate as locate_mod
+
+    assert locate_mod.read_by_rule("Too many 429 error responses from huggingface.co", compiled)
+    line = "ValueError: Frobnication level (7) exceeds the frobnicator's limit 3. (huggingface)"
+    assert not locate_mod.read_by_rule(line, compiled)
+    report = scan(compiled, tmp_path, HEAD + line + "\n", index(tmp_path))
+    assert [(d.class_, d.because) for d in report.diagnoses] == [("config.bad_argument", "catalogue")]
 
 
 def test_a_placed_line_of_a_class_a_rule_diagnosed_is_more_evidence_of_that_diagnosis(compiled, tmp_path: Path) -> None:

@@ -119,9 +119,13 @@ def test_lint_reports_hostile_pattern_and_missing_literal(tmp_path) -> None:
 
 
 def test_bundled_pack_lints_clean() -> None:
+    """`qwen-triage rules lint` on the bundled pack: no error. The robustness checks' variants (thousands of
+    re-rendered examples, the longest part of a lint) are left to
+    tests/authoring/lint/test_robustness.py, which runs them all under each prefilter and asserts more (no head
+    or drift miss either); running them here too only repeated that work (.ci/run relies on this suite)."""
     from qwen_triage.authoring.lint.run import lint_paths
 
-    errors = [str(p) for p in lint_paths([]) if p.level == "error"]
+    errors = [str(p) for p in lint_paths([], ignore=("robust",)) if p.level == "error"]
     assert errors == []
 
 
