@@ -325,37 +325,7 @@ def _site(toks: list[_Tok], i: int, name: str, start: int, rel: str, function: s
         return None
     prev = toks[start - 1].text if start > 0 else ""
     if go:
-        kind = GO_CALLS.get(name)
-        if kind is None:
-            return None
-        if kind == "fprintf":
-            if not _hint(args[0]).startswith("os.Stderr"):
-                return None
-            kind = "log"
-        if kind == "panic" and args and args[0] and args[0][0].kind == "id":
-            inner = _inner_format(args[0])
-            if inner is None:
-                return None
-            fmt, hints = inner
-        else:
-            got = _message(args)
-            if got is None:
-                concat = _concat_parts(args[0]) if name in ("errors.New", "panic") else None
-                if not concat:
-                    return None
-                return _make(rel, line, name, concat, text_of(concat), "panic: " if kind == "panic" else "", function)
-            fmt, hints = got
-        parts: list[str | Field] = printf_parts(fmt, hints, go=True) if kind == "panic" or name not in ("errors.New", "slog.Error", "slog.Warn",
-                                                                  "slog.ErrorContext", "slog.WarnContext",
-                                                                  "log.Fatal", "panic") else [fmt]
-        prefix, suffix = "", ""
-        if kind == "slog":
-            level = "ERROR" if "Error" in name else "WARN"
-            prefix = f'time=2026-12-01T10:00:00.000Z level={level} source={rel.rsplit("/", 1)[-1]}:{line} msg="'
-            suffix = '"'
-        elif kind == "panic":
-            prefix = "panic: "
-        return _make(rel, line, name, parts, fmt, prefix, function, suffix)
+        return _go_site(args, name, rel, line, function)
     if prev == "throw" or (prev == "new" and start > 1 and toks[start - 2].text == "throw"):
         if not _EXCEPTIONS.match(name):
             return None
@@ -403,6 +373,40 @@ def _site(toks: list[_Tok], i: int, name: str, start: int, rel: str, function: s
     fmt, hints = got
     prefix = prefix.replace("{file}", rel).replace("{line}", str(line))
     return _make(rel, line, kind, printf_parts(fmt, hints), fmt, prefix, function)
+
+
+def _go_site(args: list[list[_Tok]], name: str, rel: str, line: int, function: str) -> Template | None:
+    """A Go call's message: a logger (slog, log), an error value (errors.New, fmt.Errorf), a panic, stderr."""
+    kind = GO_CALLS.get(name)
+    if kind is None:
+        return None
+    if kind == "fprintf":
+        if not _hint(args[0]).startswith("os.Stderr"):
+            return None
+        kind = "log"
+    if kind == "panic" and args and args[0] and args[0][0].kind == "id":
+        inner = _inner_format(args[0])
+        if inner is None:
+            return None
+        fmt, hints = inner
+    else:
+        got = _message(args)
+        if got is None:
+            concat = _concat_parts(args[0]) if name in ("errors.New", "panic") else None
+            if not concat:
+                return None
+            return _make(rel, line, name, concat, text_of(concat), "panic: " if kind == "panic" else "", function)
+        fmt, hints = got
+    plain = ("errors.New", "slog.Error", "slog.Warn", "slog.ErrorContext", "slog.WarnContext", "log.Fatal", "panic")
+    parts: list[str | Field] = printf_parts(fmt, hints, go=True) if kind == "panic" or name not in plain else [fmt]
+    prefix, suffix = "", ""
+    if kind == "slog":
+        level = "ERROR" if "Error" in name else "WARN"
+        prefix = f'time=2026-12-01T10:00:00.000Z level={level} source={rel.rsplit("/", 1)[-1]}:{line} msg="'
+        suffix = '"'
+    elif kind == "panic":
+        prefix = "panic: "
+    return _make(rel, line, name, parts, fmt, prefix, function, suffix)
 
 
 def _stream_site(toks: list[_Tok], i: int, rel: str, function: str, line_of) -> Template | None:
