@@ -493,12 +493,13 @@ def _concat_parts(arg: list[_Tok], depth_left: int = 4) -> list[str | Field] | N
     parts: list[str | Field] = []
     for op in operands:
         lit = _format_arg(op)
-        inner_parts = _concat_parts(op, depth_left - 1) if lit is None and depth_left > 0 and len(_unwrap(op)) < len(op) \
-            else None
         if lit is not None:
             parts.append(lit)
-        elif inner_parts:
-            parts.extend(inner_parts)
+            continue
+        # a bracketed or `std::string(…)` operand: its own concatenation
+        nested = _concat_parts(op, depth_left - 1) if depth_left > 0 and len(_unwrap(op)) < len(op) else None
+        if nested:
+            parts.extend(nested)
         elif op:
             inner = _inner_format(op)
             parts.extend(printf_parts(*inner) if inner else [Field("s", _hint(op))])

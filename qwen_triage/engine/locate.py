@@ -149,10 +149,10 @@ def _after_prefix(entry: TemplateEntry, message: str) -> str:
     """What follows the fixed part of a template ending in ``{any}`` (its regex stops before the ``{any}``)."""
     import regex
 
-    from qwen_triage.rulepack.catalogue_index import INT_FIELD, NUMBER_FIELD
+    from qwen_triage.rulepack.catalogue_index import compile_template
 
-    try:  # as the index compiles it: an integer placeholder takes any number
-        m = regex.compile(entry.regex.replace(INT_FIELD, NUMBER_FIELD), regex.VERSION0).search(message, timeout=RULE_TIMEOUT)
+    try:
+        m = compile_template(entry.regex).search(message, timeout=RULE_TIMEOUT)
     except (regex.error, TimeoutError, RecursionError):
         return ""
     return message[m.end():].strip(" :-") if m else ""

@@ -94,13 +94,18 @@ class _Template:
             import regex
 
             try:
-                # an integer placeholder takes any number: `requiring {int} GPUs` prints `4.0` when the value was a
-                # float (the extractor types by name; Python prints whatever it got)
-                text = str(self.raw["regex"]).replace(INT_FIELD, NUMBER_FIELD)
-                self.compiled = regex.compile(text, regex.VERSION0)
+                self.compiled = compile_template(str(self.raw["regex"]))
             except (regex.error, TypeError, RecursionError):
                 self.compiled = False
         return self.compiled
+
+
+def compile_template(text: str) -> Any:
+    """A template's regex as lookups run it: an integer placeholder takes any number (`requiring {int} GPUs`
+    prints `4.0` when the value was a float: the extractor types by name; Python prints whatever it got)."""
+    import regex
+
+    return regex.compile(text.replace(INT_FIELD, NUMBER_FIELD), regex.VERSION0)
 
 
 class CatalogueIndex:
