@@ -12,6 +12,7 @@ Stdlib only: the harness runs under any python3.11+, the programs under their ve
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,18 @@ sock.bind(("0.0.0.0", int(sys.argv[1])))
 sock.listen(16)
 sys.exit(subprocess.call(sys.argv[2:]))
 '''
+
+
+# The script that writes the tiny random Qwen2 the model-loading scenarios use (``make_tiny_qwen.py DIR``); a case
+# ships it in its ``files`` and runs it in its work directory.
+MAKE_TINY = (Path(__file__).resolve().parents[1] / "make_tiny_qwen.py").read_text()
+
+
+def config_edit(**changes: object) -> str:
+    """Lines of a case's ``damage.py`` (where ``M`` is the tiny model's directory) that set keys of its config.json."""
+    return ("c = json.loads((M / 'config.json').read_text())\n"
+            + "".join(f"c[{k!r}] = {v!r}\n" for k, v in changes.items())
+            + "(M / 'config.json').write_text(json.dumps(c))")
 
 
 # The environment of scenarios that must never reach a hub and stay on one CPU thread.

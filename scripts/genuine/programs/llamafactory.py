@@ -15,13 +15,11 @@ pure-Python package, as it does where the library is not found); the text-only c
 modelscope, torchvision and deepspeed are left out (no case reaches the web UI, media or DeepSpeed itself).
 """
 
-from pathlib import Path
 
-from case import OFFLINE_ENV, PORT_HOLDER, Case, Program, Release
+from case import MAKE_TINY, OFFLINE_ENV, PORT_HOLDER, Case, Program, Release
 
 NEW = "0.9.5"
 
-MAKE_TINY = (Path(__file__).resolve().parents[2] / "make_tiny_qwen.py").read_text()
 
 # Build the tiny model quietly, then run the user's command: only the command's output is the case.
 BUILD = "{python} make_tiny_qwen.py {work}/tiny >/dev/null 2>&1 || { echo 'tiny model build failed'; exit 97; }; "

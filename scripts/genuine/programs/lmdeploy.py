@@ -19,11 +19,9 @@ The tiny Qwen2 model (random weights, about 1 MB) is written inside each case by
 """
 
 from dataclasses import replace
-from pathlib import Path
 
-from case import OFFLINE_ENV, PORT_HOLDER, Case, Program, Release
+from case import MAKE_TINY, OFFLINE_ENV, PORT_HOLDER, Case, Program, Release
 
-MAKE_TINY = (Path(__file__).resolve().parents[2] / "make_tiny_qwen.py").read_text()
 BUILD = "{python} make_tiny_qwen.py {work}/tiny >/dev/null 2>&1 && {python} damage.py && exec "
 ENV = {**OFFLINE_ENV, "CUDA_VISIBLE_DEVICES": ""}
 ENV_HOST = dict(OFFLINE_ENV)  # the host as it is: no GPU, CUDA_VISIBLE_DEVICES unset
@@ -32,12 +30,6 @@ ENV_HOST = dict(OFFLINE_ENV)  # the host as it is: no GPU, CUDA_VISIBLE_DEVICES 
 def _files(damage: str = "") -> dict[str, str]:
     return {"make_tiny_qwen.py": MAKE_TINY,
             "damage.py": "import json, pathlib\nM = pathlib.Path('{work}/tiny')\n" + damage + "\n"}
-
-
-def _config_edit(**changes) -> str:
-    return ("c = json.loads((M / 'config.json').read_text())\n"
-            + "".join(f"c[{k!r}] = {v!r}\n" for k, v in changes.items())
-            + "(M / 'config.json').write_text(json.dumps(c))")
 
 
 def _cli(id: str, expect: list[str], note: str, cmd: str, *, build: bool = False, damage: str = "",

@@ -18,9 +18,8 @@ flashinfer, sglang-kernel / sgl-kernel and the CUTLASS DSL, none of which runs h
   ``--help`` included, dies with an AttributeError (runtime.backend_mismatch).
 """
 
-from case import OFFLINE_ENV, PORT_HOLDER, Case, Program, Release
+from case import MAKE_TINY, OFFLINE_ENV, PORT_HOLDER, Case, Program, Release, config_edit
 
-MAKE_TINY = (__import__("pathlib").Path(__file__).resolve().parents[2] / "make_tiny_qwen.py").read_text()
 LAUNCH = "{python} -m sglang.launch_server"
 ENV = {**OFFLINE_ENV, "SGLANG_USE_CPU_ENGINE": "1"}
 NEW, OLD = "0.5.23", "0.4.10.post2"
@@ -49,12 +48,6 @@ def _launch(id: str, expect: list[str], note: str, args: str, *, releases=(NEW,)
     return Case(id=id, expect=expect, input="sglang-serve", env=ENV, note=note, releases=tuple(releases),
                 files=written, expect_by=dict(expect_by or {}), timeout=150,
                 argv=["bash", "-c", cmd + "exec " + prefix + LAUNCH + " " + args])
-
-
-def _config_edit(**changes) -> str:
-    return ("c = json.loads((M / 'config.json').read_text())\n"
-            + "".join(f"c[{k!r}] = {v!r}\n" for k, v in changes.items())
-            + "(M / 'config.json').write_text(json.dumps(c))")
 
 
 CASES = [
@@ -100,7 +93,7 @@ CASES = [
     _launch("arch-unsupported", ["runtime.backend_mismatch"],
             "config.json names an architecture SGLang does not have (Qwen9ForCausalLM); the launch stops at the"
             " missing torchvision before the model config is read",
-            "--model-path {work}/tiny", tiny=True, damage=_config_edit(architectures=["Qwen9ForCausalLM"])),
+            "--model-path {work}/tiny", tiny=True, damage=config_edit(architectures=["Qwen9ForCausalLM"])),
     _launch("tp-dp-offline-repo-id", ["runtime.backend_mismatch"],
             "--tp 3 --dp 2 with a hub repo id and HF_HUB_OFFLINE=1; the launch stops at the missing torchvision",
             "--model-path Qwen/Qwen2.5-0.5B-Instruct --tp 3 --dp 2"),

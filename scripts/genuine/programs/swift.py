@@ -13,13 +13,11 @@ Release: 4.6.0, the newest on the index, with transformers 4.57.6 (it requires <
 """
 
 import json
-from pathlib import Path
 
-from case import OFFLINE_ENV, PORT_HOLDER, Case, Program, Release
+from case import MAKE_TINY, OFFLINE_ENV, PORT_HOLDER, Case, Program, Release
 
 NEW = "4.6.0"
 
-MAKE_TINY = (Path(__file__).resolve().parents[2] / "make_tiny_qwen.py").read_text()
 MODEL = "models/Qwen2.5-0.5B-Instruct"
 
 # Build the tiny model quietly, then run the user's command: only the command's output is the case.

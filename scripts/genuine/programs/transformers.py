@@ -6,7 +6,7 @@ writes inside the case (no downloads); damage is done by the case's own script b
 
 from pathlib import Path
 
-from case import Case, Program, Release
+from case import MAKE_TINY, Case, Program, Release
 
 
 def _hub_module():
@@ -22,7 +22,6 @@ def _hub_module():
 HUB = _hub_module()
 FAKEHUB = HUB.FAKEHUB
 
-MAKE_TINY = (Path(__file__).resolve().parents[2] / "make_tiny_qwen.py").read_text()
 
 # Build the tiny model quietly, then run the user's script: only the script's output is the case.
 BUILD = "{python} make_tiny_qwen.py {work}/tiny {shards} >/dev/null 2>&1 || {{ echo 'tiny model build failed'; exit 97; }}; "

@@ -10,11 +10,8 @@ Releases: 0.14.0, the oldest with today's API shape (processing_class, SFTConfig
 """
 
 from dataclasses import replace
-from pathlib import Path
 
-from case import OFFLINE_ENV, Case, Program, Release
-
-MAKE_TINY = (Path(__file__).resolve().parents[2] / "make_tiny_qwen.py").read_text()
+from case import MAKE_TINY, OFFLINE_ENV, Case, Program, Release
 
 # Build the tiny model quietly, then run the user's script: only the script's output is the case.
 BUILD = "{python} make_tiny_qwen.py {work}/tiny >/dev/null 2>&1 || { echo 'tiny model build failed'; exit 97; }; "

@@ -13,14 +13,12 @@ TaskRunner (RayPPOTrainer._validate_config), which does not come up in time on t
 cases run on 0.9.1 only.
 """
 
-from pathlib import Path
 
-from case import OFFLINE_ENV, Case, Program, Release
+from case import MAKE_TINY, OFFLINE_ENV, Case, Program, Release
 
 NEW = "0.9.1"
 OLD = "0.5.0"
 
-MAKE_TINY = (Path(__file__).resolve().parents[2] / "make_tiny_qwen.py").read_text()
 
 # ./data/train.parquet, ./data/test.parquet (verl's RL prompt layout, as examples/data_preprocess/gsm8k.py writes
 # it) and ./data/sft.parquet (question / answer / messages)

@@ -25,11 +25,9 @@ The tiny Qwen2 model is written inside each case by ``make_tiny_qwen.py`` with t
 
 import json
 from dataclasses import replace
-from pathlib import Path
 
-from case import Case, Program, Release
+from case import MAKE_TINY, Case, Program, Release, config_edit
 
-MAKE_TINY = (Path(__file__).resolve().parents[2] / "make_tiny_qwen.py").read_text()
 SERVE = "{bin}/vllm serve %s --host 127.0.0.1 --port {port} --max-model-len 256 --enforce-eager --kv-cache-memory-bytes 64M"
 SERVE_NO_KV = SERVE.replace(" --kv-cache-memory-bytes 64M", "")
 BUILD = "{python} make_tiny_qwen.py {work}/tiny >/dev/null 2>&1 && {python} damage.py && exec "
@@ -49,12 +47,6 @@ def _case(id: str, expect: list[str], note: str, *, extra: str = "", damage: str
     cmd = (BUILD if build else "exec ") + (SERVE if kv else SERVE_NO_KV) % model + (" " + extra if extra else "")
     return Case(id=id, expect=expect, argv=["bash", "-c", cmd], files=written,
                 env={**ENV, **(env or {})}, input="vllm-serve", note=note, timeout=timeout, also=list(also or []))
-
-
-def _config_edit(**changes) -> str:
-    return ("c = json.loads((M / 'config.json').read_text())\n"
-            + "".join(f"c[{k!r}] = {v!r}\n" for k, v in changes.items())
-            + "(M / 'config.json').write_text(json.dumps(c))")
 
 
 # a two-shard checkpoint written from the tiny model's tensors, its index naming both; the second shard is never
@@ -173,19 +165,19 @@ CASES = [
           "config.json is there, no weight file is (vLLM's message is the one a folder of GGUF/.pt weights gets)",
           damage="(M / 'model.safetensors').unlink()"),
     _case("unknown-architecture", ["model.arch_unsupported"], "config.json names an architecture vLLM does not have",
-          damage=_config_edit(architectures=["Qwen9ForCausalLM"])),
+          damage=config_edit(architectures=["Qwen9ForCausalLM"])),
     _case("unknown-model-type", ["model.arch_unsupported"], "config.json names a model_type transformers does not know",
-          damage=_config_edit(model_type="qwen9_moe")),
+          damage=config_edit(model_type="qwen9_moe")),
     _case("trust-remote-code", ["model.arch_unsupported"],
           "a custom-code architecture (auto_map) served without --trust-remote-code",
-          damage=_config_edit(model_type="tinycustom", architectures=["TinyForCausalLM"],
+          damage=config_edit(model_type="tinycustom", architectures=["TinyForCausalLM"],
                               auto_map={"AutoConfig": "configuration_tiny.TinyConfig",
                                         "AutoModelForCausalLM": "modeling_tiny.TinyForCausalLM"})
           + "\n(M / 'configuration_tiny.py').write_text('from transformers import PretrainedConfig\\n"
             "class TinyConfig(PretrainedConfig):\\n    model_type = \"tinycustom\"\\n')"),
     _case("weights-shape-mismatch", ["model.weights_mismatch"],
           "config.json's intermediate_size (384) does not match the checkpoint's MLP weights (256)",
-          damage=_config_edit(intermediate_size=384)),
+          damage=config_edit(intermediate_size=384)),
     # (no tokenizer files is no failure for 0.32.0: its transformers 5 builds an empty tokenizer and the server
     # comes up, so there is no case for it)
     _case("offline-not-cached", ["download.incomplete"], "a hub model id, HF_HUB_OFFLINE=1 and an empty cache",
@@ -330,7 +322,7 @@ CASES_032 = [
     _case("rope-scaling-type-unknown", ["model.arch_unsupported"],
           "config.json's rope_scaling names a RoPE type this vLLM has no implementation for (a newer model's config);"
           " https://github.com/vllm-project/vllm/issues/6689",
-          damage=_config_edit(rope_scaling={"type": "dynamic2", "factor": 4.0})),
+          damage=config_edit(rope_scaling={"type": "dynamic2", "factor": 4.0})),
     _case("tokenizer-mode-unknown", ["config.bad_argument"],
           "--tokenizer-mode with a mode this release has not registered (deepseek_v33); "
           "https://github.com/vllm-project/vllm/issues/30933",
@@ -457,7 +449,7 @@ CASES_032B = [
           "--trust-remote-code on a model whose auto_map names configuration_tiny.py, a file the copy lacks (only"
           " the weights and config.json were copied); https://github.com/huggingface/transformers/issues/46165",
           extra="--trust-remote-code",
-          damage=_config_edit(model_type="tinycustom", architectures=["TinyForCausalLM"],
+          damage=config_edit(model_type="tinycustom", architectures=["TinyForCausalLM"],
                               auto_map={"AutoConfig": "configuration_tiny.TinyConfig",
                                         "AutoModelForCausalLM": "modeling_tiny.TinyForCausalLM"})),
     _healthy("limit-mm-per-prompt-text-model-healthy",
