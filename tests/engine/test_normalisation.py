@@ -125,6 +125,32 @@ CASES = [
         {"formats": ("talos-kern",), "program": "kernel", "level": "error", "host": "10.0.0.2",
          "message": "nvidia-nvswitch1: SXid (PCI:0000:aa:00.0): 24007"},
     ),
+    (  # a node's CRI log file (/var/log/pods/…/0.log): stamp, stream, full/partial tag, then the program's line
+        "2026-11-29T10:00:01.123456789Z stderr F (EngineCore_DP0 pid=270) ERROR 11-29 10:00:01 [core.py:946] boom",
+        {"formats": ("cri", "vllm-process", "vllm"), "level": "error", "pid": 270,
+         "timestamp": "2026-11-29T10:00:01.123456789Z", "message": "boom"},
+    ),
+    (  # a bare local stamp before a program's own format (a terminal's copy, `ts`, Python's asctime)
+        "2026-11-29 10:00:01,123 ERROR 11-29 10:00:01 [core.py:946] boom",
+        {"formats": ("timestamped", "vllm"), "level": "error", "timestamp": "2026-11-29 10:00:01,123",
+         "message": "boom"},
+    ),
+    (  # Go's log package
+        "2024/01/14 19:50:06 gpu.go:138: CUDA GPU is too old.",
+        {"formats": ("timestamped",), "timestamp": "2024/01/14 19:50:06", "message": "gpu.go:138: CUDA GPU is too old."},
+    ),
+    (  # bracketed, no zone (LM Studio's `[stamp][LEVEL]`); SGLang's `[stamp TP0]` is its own head and stays
+        "[2026-11-29 10:00:01][ERROR] Failed to load model",
+        {"formats": ("timestamped",), "message": "[ERROR] Failed to load model"},
+    ),
+    (
+        "[2026-11-29 10:00:01 TP0] Scheduler hit an exception",
+        {"formats": (), "message": "[2026-11-29 10:00:01 TP0] Scheduler hit an exception"},
+    ),
+    (  # a word that is not a stream after the stamp is the message
+        "2026-11-29T10:00:01Z stdoutput F x",
+        {"formats": ("timestamped",), "message": "stdoutput F x"},
+    ),
     ("Traceback (most recent call last):", {"formats": (), "message": "Traceback (most recent call last):"}),
     (
         "[2026-02-24T20:21:58Z] (EngineCore_DP0 pid=6940) ERROR 02-24 20:21:58 [core.py:946]     raise ValueError(",
