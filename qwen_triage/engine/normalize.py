@@ -85,21 +85,19 @@ DMESG_DECODE = _wrapper(r"(?P<facility>kern|user|mail|daemon|auth|syslog|lpr|new
                         r" *:(?P<level>emerg|alert|crit|err|warn|notice|info|debug) *: ",
                         r"(?:(?P<ts>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?) ",
                         r"|\[\s*(?P<uptime>\d+\.\d+)\] ?)?(?P<msg>.*)")
-# `kubectl logs --timestamps` and `docker logs -t`; and the CRI log files a node keeps (`/var/log/pods/…/0.log`,
-# `/var/log/containers/*.log`, what log shippers read): the stamp, the stream and the full / partial tag
-# (`2026-11-29T10:00:01.123456789Z stderr F …`, kubelet's cri logs format)
-RFC3339_PREFIX = _wrapper(r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) ",
-                          r"(?:(?P<stream>stdout|stderr) [FP] )?(?P<msg>.*)")
+# A stamp before the line: `kubectl logs --timestamps` and `docker logs -t` (RFC 3339), the CRI log files a node
+# keeps (`/var/log/pods/…/0.log`, what log shippers read: the stamp, the stream and the full / partial tag,
+# `2026-11-29T10:00:01.123456789Z stderr F …`), and a bare local date and time as a terminal's or a viewer's copy,
+# `ts`, a supervisor or Python's `asctime` put it (`2025-03-01 10:11:12,345 `, `2025/03/01 10:11:12 ` of Go's log
+# package): not the program's words, so a rule anchored where they start still reads them. Tried after the pipe
+# loggers, whose own stamp it would otherwise take.
+STAMP_PREFIX = _wrapper(r"(?P<ts>\d{4}([-/])\d\d\2\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?: ?(?:Z|UTC|[+-]\d\d:?\d\d))?) ",
+                        r"(?:(?P<stream>stdout|stderr) [FP] )?(?P<msg>.*)")
 # the same stamp in brackets: a CI runner's or a log shipper's ``[2026-02-24T20:21:58Z] `` before each line
 # (also with a space for the `T`, a comma before the fraction and no zone: an app's or a shipper's `[2025-03-01
 # 10:11:12] `, LM Studio's `[2025-03-01 10:11:12][ERROR]`; SGLang's `[… TP0]` holds more and stays the message's head)
 RFC3339_BRACKETED = _wrapper(r"\[(?P<ts>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\] ?",
                              r"(?P<msg>.*)")
-# a bare local date and time before the line, as a terminal's or a viewer's copy, `ts`, a supervisor or a
-# Python `asctime` put it (`2025-03-01 10:11:12 `, `2025-03-01 10:11:12,345 `, `2025/03/01 10:11:12 ` of Go's
-# log package): not the program's words, so a rule anchored where they start still reads them
-PLAIN_STAMP = _wrapper(r"(?P<ts>\d{4}([-/])\d\d\2\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?: ?(?:Z|UTC|[+-]\d\d:?\d\d))?) ",
-                       r"(?P<msg>.*)")
 # Python loggers that separate their fields with pipes: loguru's default (`2026-11-29 10:00:01.123 | ERROR    |
 # module:function:42 - msg`) and the `asctime | levelname | name | message` format of FastChat and the apps built
 # on it (QAnything, LLaVA) and of fairseq; the message keeps its own indentation (a traceback's source lines)
@@ -231,18 +229,14 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
         if m := JOURNALD_ISO.match(msg):
             _journald(rec, m, "journald-iso")
             return m["msg"]
-        if m := RFC3339_PREFIX.match(msg):
-            _set_ts(rec, m["ts"])
-            rec.formats += ("cri",) if m["stream"] else ("timestamped",)
-            return m["msg"]
         if "| " in msg[19:40] and (m := PIPE_LOGGER.match(msg)):
             _set_ts(rec, m["ts"])
             rec.level = level_name(m["level"]) or rec.level
             rec.formats += ("pipe-logger",)
             return m["msg"]
-        if m := PLAIN_STAMP.match(msg):
+        if m := STAMP_PREFIX.match(msg):
             _set_ts(rec, m["ts"])
-            rec.formats += ("timestamped",)
+            rec.formats += ("cri",) if m["stream"] else ("timestamped",)
             return m["msg"]
     if (c.isdigit() or (c == " " and msg[1:2].isdigit())) and (m := JOURNALD_SHORT_CJK.match(msg)):
         _journald(rec, m, "journald")
