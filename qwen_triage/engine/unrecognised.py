@@ -64,6 +64,9 @@ TRACE_GAP = 2000  # lines between two seen lines of one traceback (frames betwee
 DETAIL_LINES = 20  # indented lines under an exception that may be its detail
 MIN_LAST_WORDS = 3  # a last line of fewer words is a table's cell or a status word, not a failure said
 CONTINUED_GAP = 3  # lines of a logged message between two the collector sees (no signal in them: `You can inspect …`)
+# what a traceback the log ends inside is listed as, whatever line stands for it (its header, or the first line of
+# code of an error-level paste that starts inside it): the exception line is what is missing
+CUT_TRACEBACK = "Traceback (most recent call last): … the input ends before its exception line"
 MIN_CARRIED = 20  # characters of a diagnosed message another line must quote to carry it
 
 # The words that have always made a line an error line: a line with one of them and an error level, or one the
@@ -374,6 +377,9 @@ class _Trace:
     indent: int  # the header's indentation (then that of the line that ended it): its body is indented deeper
     open: bool = True  # inside the body: header seen, final line not yet
     header: LineRecord | None = None  # an error-level header: listed if the traceback never ends
+    # its `Traceback (most recent call last):` line, at any level (both prefilters pass it to the collector, unlike
+    # its frames and code, which the matcher may keep back): listed if the log ends inside the traceback
+    opener: LineRecord | None = None
     span: Span | None = None  # the latest line of its own, while its detail lines may follow
     details: bool = False  # that line ended a traceback: indented lines under it are its detail, not errors
     stamp: tuple[str, str] | None = None  # the timestamp and logger source of that line, where its logger gave both
@@ -592,7 +598,7 @@ class Collector:
             if trace is None or not chained:
                 if trace is not None:
                     self._expire(key, trace)
-                trace = _Trace(start=rec.line, last=rec.line, indent=indent)
+                trace = _Trace(start=rec.line, last=rec.line, indent=indent, opener=rec)
                 self._keep(key, trace)
             trace.open, trace.last, trace.span, trace.details = True, rec.line, None, False
             trace.indent = min(trace.indent, indent)
@@ -690,14 +696,17 @@ class Collector:
         """
         items = [i for i in self.items.values() if i.pending is None or i.pending.isdisjoint(fired)]
         # tracebacks that never ended (the log was cut inside one): when nothing else is to be said, an
-        # error-level header is the only sign of them (never silent); beside anything else it is noise
+        # error-level header is the only sign of them (never silent); beside anything else it is noise. So is the
+        # header, at any level, of the one a process was still in when its input ended: a pasted log cut before the
+        # exception line, listed as that, where its innermost frame seen was raised (Item.raised_in)
         cut_traces = [] if diagnosed or items else [
-            *self.unfinished, *(t for t in self.traces.values() if t.open and t.header)]
+            *self.unfinished, *(t for t in self.traces.values() if t.open and (t.header or t.opener))]
         cut: dict[str, Item] = {}
         for trace in cut_traces:
-            header = trace.header
-            assert header is not None
-            template = template_of(header.message)
+            header = trace.header or trace.opener
+            if header is None:
+                continue
+            template = CUT_TRACEBACK
             if template in cut:
                 cut[template].count += 1
             elif template not in self.items:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from qwen_triage.engine.scanner import Scanner
+from qwen_triage.engine.unrecognised import CUT_TRACEBACK
 from qwen_triage.inputs.file import open_source
 from qwen_triage.report.markdown import to_markdown
 from qwen_triage.report.model import Report, to_json
@@ -212,8 +213,8 @@ def test_an_exception_no_template_holds_is_placed_by_the_frame_that_raised_it(co
 
 def test_a_traceback_the_log_cuts_before_its_exception_is_placed_by_its_innermost_frame(compiled, tmp_path: Path) -> None:
     """A log pasted from the middle of a traceback to the middle of it (no header, no exception): its first line of
-    code stands for it, and the innermost frame shown is where it was raised; a frame outside the catalogue places
-    nothing."""
+    code stands for it, listed as a traceback the input ends inside, and the innermost frame shown is where it was
+    raised; a frame outside the catalogue places nothing."""
     def cut(inner: str) -> str:
         prefix = "(EngineCore pid=86) ERROR 06-01 13:18:12 [core.py:1341] "
         lines = ['  File "/usr/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 276, in add_lora',
@@ -228,7 +229,7 @@ def test_a_traceback_the_log_cuts_before_its_exception_is_placed_by_its_innermos
     report = scan(compiled, tmp_path, cut("vllm/worker/quux.py"), cat)
     assert report.diagnoses == []
     (u,) = report.unrecognised
-    assert u.kind == "error" and "return self.model_executor.add_lora" in u.template
+    assert u.kind == "error" and u.template == CUT_TRACEBACK and "return self.model_executor.add_lora" in u.evidence.text
     assert u.printed_by is not None and u.printed_by.template is None
     assert (u.printed_by.program, u.printed_by.file) == ("vllm", "vllm/worker/quux.py")
     report = scan(compiled, tmp_path, cut("quuxlib/loader.py"), cat)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from qwen_triage.engine.unrecognised import CUT_TRACEBACK
 from tests.conftest import ROOT
 
 P = "(EngineCore_0 pid=7) ERROR 11-29 10:00:01 [core.py:700] "  # vLLM's prefix, on every line of a traceback
@@ -86,11 +87,35 @@ def test_an_open_traceback_with_nothing_after_it_is_still_reported(tmp_path: Pat
     log = tmp_path / "cut.log"
     log.write_text("".join(QUUX_LOG.splitlines(keepends=True)[:8]))
     (item,) = [u for u in scan_json(str(log))["unrecognised"] if u["kind"] != "relay"]
-    assert item["template"] == "Traceback (most recent call last):" and item["evidence"]["line"] == 3
+    assert item["template"] == CUT_TRACEBACK and item["evidence"]["line"] == 3
     # beside a diagnosis (or any other error to list) the header of a cut traceback is noise
     log.write_text(f"(VllmWorker rank=0 pid=9) ERROR 11-29 10:00:00 [x.py:1] ValueError: {HEADS}\n" + log.read_text())
     report = scan_json(str(log))
     assert [d["class"] for d in report["diagnoses"]] == ["config.tp_indivisible"] and report["unrecognised"] == []
+
+
+def test_a_traceback_at_no_level_that_the_input_ends_inside_is_never_silent(tmp_path: Path) -> None:
+    """A paste that stops inside a traceback printed with no level on its lines (vLLM's API server process prints
+    its traceback bare): its header stands for it, listed as a traceback the input ends inside, instead of an empty
+    report; once the exception line is there, that is what is listed. Both prefilters say the same."""
+    frames = [
+        "Traceback (most recent call last):",
+        '  File "/usr/local/lib/python3.12/dist-packages/vllm/entrypoints/openai/api_server.py", line 180, in build',
+        "    async with build_async_engine_client_from_engine_args(",
+        "               ^^^^^^^^^^^^^^^^^^^^^^^^^^",
+        '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/utils.py", line 732, in launch_core_engines',
+        "    wait_for_engine_startup(",
+    ]
+    log = tmp_path / "cut.log"
+    log.write_text("".join(f"(APIServer pid=7) {line}\n" for line in frames))
+    for engine in ("hyperscan", "literal"):
+        report = scan_json("--engine", engine, str(log))
+        assert report["diagnoses"] == []
+        (item,) = report["unrecognised"]
+        assert item["template"] == CUT_TRACEBACK and item["kind"] == "error" and item["evidence"]["line"] == 1
+    log.write_text(log.read_text() + "(APIServer pid=7) quux.QuuxError: quux table emb is not aligned to 64 bytes\n")
+    assert [u["template"] for u in scan_json(str(log))["unrecognised"]] == [
+        "quux.QuuxError: quux table emb is not aligned to <N> bytes"]
 
 
 def test_the_readme_example_lists_no_wrapper_of_its_diagnosis() -> None:
