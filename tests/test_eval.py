@@ -150,6 +150,8 @@ WORDING_BARS = {
     # the third wave (session 26), by program (166 of 206 read right before any rule was touched)
     "vllm-v1": (24, 24), "training": (28, 28), "wrappers-containers": (38, 38), "ollama-engine-pulls": (44, 44),
     "kernel-node": (45, 44), "trtllm-triton-2": (15, 15), "llamacpp-tgi": (17, 17), "sglang-lmdeploy-2": (15, 15),
+    # its late fourth wave (42 of 58 read right before any rule was touched)
+    "nccl-dist-2": (20, 16), "ollama-classic": (18, 17), "vllm-v0-platforms": (20, 20),
 }
 
 
