@@ -701,17 +701,11 @@ class Collector:
         # exception line, listed as that, where its innermost frame seen was raised (Item.raised_in)
         cut_traces = [] if diagnosed or items else [
             *self.unfinished, *(t for t in self.traces.values() if t.open and (t.header or t.opener))]
-        cut: dict[str, Item] = {}
-        for trace in cut_traces:
-            header = trace.header or trace.opener
-            if header is None:
-                continue
-            template = CUT_TRACEBACK
-            if template in cut:
-                cut[template].count += 1
-            elif template not in self.items:
-                cut[template] = Item(template, "error", 1, header, header.program, raised_in=trace.frame)
-        items += cut.values()
+        if cut_traces and CUT_TRACEBACK not in self.items:  # one item, however many processes were cut
+            first = cut_traces[0]
+            head = first.header or first.opener
+            assert head is not None
+            items.append(Item(CUT_TRACEBACK, "error", len(cut_traces), head, head.program, raised_in=first.frame))
         if diagnosed:
             items = [i for i in items if not i.weak and not i.carries(diagnosed)]
         if relayed:
