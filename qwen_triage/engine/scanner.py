@@ -23,10 +23,13 @@ if TYPE_CHECKING:
     from qwen_triage.engine.check_finding import CheckFinding
     from qwen_triage.engine.correlate import Correlator
     from qwen_triage.engine.locate import Located
+    from qwen_triage.engine.records import LineRecord
     from qwen_triage.report.model import Diagnosis, Hang, Observation, PrintedBy, Report
     from qwen_triage.rulepack.catalogue_index import CatalogueIndex
 
 MAX_UNRECOGNISED = 50  # templates listed in a report; the rest are counted in a note
+# an input's last lines with words the collector is given: a traceback's frame, its code and its carets, and one more
+TAIL_LINES = 4
 
 
 def cache_dir() -> Path:
@@ -139,10 +142,16 @@ class Scanner:
         if source.kind != TEXT:
             return
         data = last.data.rstrip()
-        if data:
-            start = data.rfind(b"\n") + 1
-            self.unrecognised.ended(record_of(last, data.count(b"\n", 0, start), data[start:], source.name,
-                                              source.index))
+        tail: list[LineRecord] = []  # its last lines with words, the last first
+        end = len(data)
+        while end > 0 and len(tail) < TAIL_LINES:
+            start = data.rfind(b"\n", 0, end) + 1
+            if data[start:end].strip():
+                tail.append(record_of(last, data.count(b"\n", 0, start), data[start:end], source.name,
+                                      source.index))
+            end = start - 1
+        if tail:
+            self.unrecognised.ended(tail[0], tail[1:])
 
     def _flight(self, source: Source, data: bytes) -> None:
         """A Flight Recorder dump (engine.flight): its rank's place goes to the hang analysis, or a note says why

@@ -435,6 +435,8 @@ class Collector:
     traces: dict[Key, _Trace] = field(default_factory=dict)  # process -> its latest traceback
     unfinished: list[_Trace] = field(default_factory=list)  # tracebacks that never ended, with an error-level header
     last_lines: dict[int, LineRecord] = field(default_factory=dict)  # input -> its last line with words (ended)
+    # input -> the frame line of the traceback its last lines are inside (ended): a paste cut before the header too
+    cut_frames: dict[int, LineRecord] = field(default_factory=dict)
     last_added: tuple[Key, int, str] | None = None  # the latest line listed: its process, line and template
 
     def heartbeat(self, rec: LineRecord, stage_before: Callable[[], str | None]) -> None:
@@ -515,9 +517,28 @@ class Collector:
         self.add(kind, stripped, rec, raised_by=rec.raised_by, exception=exception, span=span,
                  weak=not loud or parts_of is not None, pending=parts_of)
 
-    def ended(self, rec: LineRecord) -> None:
-        """An input's last line with words: where a program died without marking its error, its last words."""
+    def ended(self, rec: LineRecord, before: Sequence[LineRecord] = ()) -> None:
+        """An input's last line with words: where a program died without marking its error, its last words.
+
+        ``before``: the few lines with words above it, nearest first. When the last line is a traceback's frame,
+        code or carets and a frame line lies among them with no exception line between, the input ends inside a
+        traceback, whatever was seen of its header (a paste that starts inside it, a header the prefilter never
+        passed on): read from the input's last lines, not from the matcher's candidates, so both prefilters and a
+        scan split in parts say the same."""
         self.last_lines[rec.source_index] = rec
+        message = rec.message
+        if is_exception_line(message) or not message.strip():
+            return
+        frame = rec if frame_file(message) is not None else None
+        for above in before:
+            if frame is not None:
+                break
+            if is_exception_line(above.message):
+                return
+            if frame_file(above.message) is not None:
+                frame = above
+        if frame is not None and (frame is rec or is_structure(message) or is_quoted_code(rec, message, True)):
+            self.cut_frames[rec.source_index] = frame
 
     def last_words(self) -> list[Item]:
         """Each input's last line, when it says something failed (a failure's words, no level that says otherwise,
@@ -706,6 +727,12 @@ class Collector:
             head = first.header or first.opener
             assert head is not None
             items.append(Item(CUT_TRACEBACK, "error", len(cut_traces), head, head.program, raised_in=first.frame))
+        elif not (diagnosed or items) and self.cut_frames and CUT_TRACEBACK not in self.items:
+            # no header of it was seen, but the input's last lines are inside a traceback (ended): the same item,
+            # its evidence the innermost frame the input shows
+            frames = list(self.cut_frames.values())
+            items.append(Item(CUT_TRACEBACK, "error", len(frames), frames[0], frames[0].program,
+                              raised_in=frame_file(frames[0].message)))
         if diagnosed:
             items = [i for i in items if not i.weak and not i.carries(diagnosed)]
         if relayed:

@@ -118,6 +118,35 @@ def test_a_traceback_at_no_level_that_the_input_ends_inside_is_never_silent(tmp_
         "quux.QuuxError: quux table emb is not aligned to <N> bytes"]
 
 
+def test_a_paste_that_starts_and_ends_inside_a_traceback_is_never_silent(tmp_path: Path) -> None:
+    """A paste with no header at all (it starts inside the traceback and stops before its exception line) is read
+    from the input's last lines: its frame, code and carets say the input ends inside a traceback, placed at the
+    innermost frame shown, under both prefilters. Code-like last lines with no frame above them (a printed
+    configuration) say nothing, nor does a traceback whose exception line the input shows."""
+    frames = [
+        '  File "/usr/local/lib/python3.12/dist-packages/vllm/entrypoints/openai/api_server.py", line 1884, in run',
+        "    await run_server_worker(listen_address, sock, args, **uvicorn_kwargs)",
+        '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/utils.py", line 732, in launch_core_engines',
+        "    wait_for_engine_startup(",
+        "    ^^^^^^^^^^^^^^^^^^^^^^^^",
+    ]
+    log = tmp_path / "cut.log"
+    log.write_text("".join(f"(APIServer pid=7) {line}\n" for line in frames))
+    for engine in ("hyperscan", "literal"):
+        report = scan_json("--engine", engine, str(log))
+        assert report["diagnoses"] == []
+        (item,) = report["unrecognised"]
+        assert item["template"] == CUT_TRACEBACK and item["kind"] == "error" and item["evidence"]["line"] == 3
+        assert item["printed_by"]["file"] == "vllm/v1/engine/utils.py"
+    config = tmp_path / "config.log"
+    config.write_text("INFO 11-29 10:00:00 [config.py:1] engine config:\n    max_model_len = 4096\n"
+                      "    tensor_parallel_size = 2\n")
+    assert scan_json(str(config))["unrecognised"] == []
+    log.write_text(log.read_text() + "(APIServer pid=7) quux.QuuxError: quux table emb is not aligned to 64 bytes\n")
+    assert [u["template"] for u in scan_json(str(log))["unrecognised"]] == [
+        "quux.QuuxError: quux table emb is not aligned to <N> bytes"]
+
+
 def test_the_readme_example_lists_no_wrapper_of_its_diagnosis() -> None:
     report = scan_json(str(ROOT / "fixtures" / "logs" / "examples" / "qwen32b-tp6-vllm.log"))
     assert [d["class"] for d in report["diagnoses"]] == ["config.tp_indivisible"]
