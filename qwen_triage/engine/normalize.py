@@ -180,6 +180,7 @@ WRAPPER_SAMPLES: tuple[tuple[str, str], ...] = (
     ("vllm", "INFO 11-29 10:00:01 config.py:1401] {}"),  # before 0.7
     ("nccl", "node1:1234:5678 [3] {}"),  # only around NCCL's own `NCCL WARN …` lines
     ("mpi", "[1,0]<stderr>:{}"),
+    ("subprocess-tee", "stderr: {}"),  # accelerate test, transformers' and DeepSpeed's execute_subprocess_async
     ("torch-rank", "[rank3]:{}"),
     ("torch-rank", "[default0]:{}"),
     ("glog", "[W1129 10:00:01.123456 1234 ProcessGroupNCCL.cpp:1234] {}"),
@@ -259,6 +260,11 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
         return m["msg"]
     if c == "[":
         return _strip_bracketed(rec, msg)
+    if c == "s" and msg.startswith(("stderr: ", "stdout: ")):
+        # the test helpers of transformers, accelerate and DeepSpeed (`accelerate test`, execute_subprocess_async)
+        # relay a child's lines as `print(label, line)`: the line, its indentation kept, after the stream's label
+        rec.formats += ("subprocess-tee",)
+        return msg[8:]
     if c == "t" and (m := OLLAMA_LOGFMT.match(msg)):
         return _logfmt(rec, m)
     if c == "(":

@@ -383,7 +383,6 @@ class _Trace:
     span: Span | None = None  # the latest line of its own, while its detail lines may follow
     details: bool = False  # that line ended a traceback: indented lines under it are its detail, not errors
     stamp: tuple[str, str] | None = None  # the timestamp and logger source of that line, where its logger gave both
-    frame: str | None = None  # the file of the latest frame seen in its body: the innermost, where it was raised
     # the exceptions before it in its chain (`During handling of the above exception …`): the exception that ends
     # the chain was raised while handling them, and its span is theirs too (a diagnosis of it holds them)
     chained: list[Span] = field(default_factory=list)
@@ -580,10 +579,10 @@ class Collector:
 
     def _frame(self, rec: LineRecord, file: str) -> None:
         """A traceback's frame line (the matcher's `frame` signal): structure, never an error; inside a traceback
-        the collector follows, the latest one is where it was raised, should the log end before its exception."""
+        the collector follows, it is a line of it (where a cut one was raised is read from the input's end: ended)."""
         trace = self._current(key_of(rec), rec)
         if trace is not None and trace.open:
-            trace.last, trace.frame = rec.line, file
+            trace.last = rec.line
 
     def _quoted_code(self, rec: LineRecord, message: str) -> bool:
         """A traceback's source line (or cut frame) is its body: where no header was seen (the log starts inside
@@ -726,7 +725,11 @@ class Collector:
             first = cut_traces[0]
             head = first.header or first.opener
             assert head is not None
-            items.append(Item(CUT_TRACEBACK, "error", len(cut_traces), head, head.program, raised_in=first.frame))
+            # where it was raised: the innermost frame among the input's last lines, when they are this traceback's
+            # (the frames themselves reach the collector under one prefilter only: the matcher keeps them back)
+            end = self.cut_frames.get(head.source_index)
+            raised_in = frame_file(end.message) if end is not None and end.line >= head.line else None
+            items.append(Item(CUT_TRACEBACK, "error", len(cut_traces), head, head.program, raised_in=raised_in))
         elif not (diagnosed or items) and self.cut_frames and CUT_TRACEBACK not in self.items:
             # no header of it was seen, but the input's last lines are inside a traceback (ended): the same item,
             # its evidence the innermost frame the input shows

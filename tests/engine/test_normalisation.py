@@ -117,6 +117,11 @@ CASES = [
         {"formats": ("mpi", "nccl"), "rank": 0, "gpu": 0, "pid": 29878, "message": "NCCL INFO Bootstrap : Using eno1:10.0.0.3<0>"},
     ),
     (
+        "stderr:     self.state = AcceleratorState(fp16=fp16, cpu=cpu, _from_accelerator=True)",
+        {"formats": ("subprocess-tee",),
+         "message": "    self.state = AcceleratorState(fp16=fp16, cpu=cpu, _from_accelerator=True)"},
+    ),
+    (
         "(pid=909608) z-pc:909608:909608 [0] NCCL INFO NET/IB : No device found.",
         {"formats": ("ray", "nccl"), "pid": 909608, "message": "NCCL INFO NET/IB : No device found."},
     ),
