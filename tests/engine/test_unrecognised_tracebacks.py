@@ -94,57 +94,49 @@ def test_an_open_traceback_with_nothing_after_it_is_still_reported(tmp_path: Pat
     assert [d["class"] for d in report["diagnoses"]] == ["config.tp_indivisible"] and report["unrecognised"] == []
 
 
-def test_a_traceback_at_no_level_that_the_input_ends_inside_is_never_silent(tmp_path: Path) -> None:
-    """A paste that stops inside a traceback printed with no level on its lines (vLLM's API server process prints
-    its traceback bare): its header stands for it, listed as a traceback the input ends inside, instead of an empty
-    report; once the exception line is there, that is what is listed. Both prefilters say the same."""
-    frames = [
-        "Traceback (most recent call last):",
-        '  File "/usr/local/lib/python3.12/dist-packages/vllm/entrypoints/openai/api_server.py", line 180, in build',
-        "    async with build_async_engine_client_from_engine_args(",
-        "               ^^^^^^^^^^^^^^^^^^^^^^^^^^",
-        '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/utils.py", line 732, in launch_core_engines',
-        "    wait_for_engine_startup(",
-    ]
+_CUT_FRAMES = [
+    '  File "/usr/local/lib/python3.12/dist-packages/vllm/entrypoints/openai/api_server.py", line 180, in build',
+    "    async with build_async_engine_client_from_engine_args(",
+    "               ^^^^^^^^^^^^^^^^^^^^^^^^^^",
+    '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/utils.py", line 732, in launch_core_engines',
+    "    wait_for_engine_startup(",
+]
+
+
+@pytest.mark.parametrize(("lines", "evidence_line"), [
+    # the header, printed with no level (vLLM's API server process prints its traceback bare), stands for it
+    (["Traceback (most recent call last):", *_CUT_FRAMES], 1),
+    # no header at all (the paste starts inside the traceback): the innermost frame among the last lines does
+    (_CUT_FRAMES[3:] + ["    ^^^^^^^^^^^^^^^^^^^^^^^^"], 1),
+    (_CUT_FRAMES + ["    ^^^^^^^^^^^^^^^^^^^^^^^^"], 4),
+], ids=["header", "no-header-short", "no-header"])
+def test_a_traceback_the_input_ends_inside_is_never_silent(tmp_path: Path, lines: list[str],
+                                                           evidence_line: int) -> None:
+    """A paste that stops inside a traceback is listed as a traceback the input ends inside, placed at the innermost
+    frame it shows (read from the input's last lines), instead of an empty report, whether or not its header was
+    seen and at whatever level; once the exception line is there, that is what is listed. Both prefilters say the
+    same."""
     log = tmp_path / "cut.log"
-    log.write_text("".join(f"(APIServer pid=7) {line}\n" for line in frames))
+    log.write_text("".join(f"(APIServer pid=7) {line}\n" for line in lines))
     for engine in ("hyperscan", "literal"):
         report = scan_json("--engine", engine, str(log))
         assert report["diagnoses"] == []
         (item,) = report["unrecognised"]
-        assert item["template"] == CUT_TRACEBACK and item["kind"] == "error" and item["evidence"]["line"] == 1
+        assert item["template"] == CUT_TRACEBACK and item["kind"] == "error"
+        assert item["evidence"]["line"] == evidence_line
+        assert item["printed_by"]["file"] == "vllm/v1/engine/utils.py"
     log.write_text(log.read_text() + "(APIServer pid=7) quux.QuuxError: quux table emb is not aligned to 64 bytes\n")
     assert [u["template"] for u in scan_json(str(log))["unrecognised"]] == [
         "quux.QuuxError: quux table emb is not aligned to <N> bytes"]
 
 
-def test_a_paste_that_starts_and_ends_inside_a_traceback_is_never_silent(tmp_path: Path) -> None:
-    """A paste with no header at all (it starts inside the traceback and stops before its exception line) is read
-    from the input's last lines: its frame, code and carets say the input ends inside a traceback, placed at the
-    innermost frame shown, under both prefilters. Code-like last lines with no frame above them (a printed
-    configuration) say nothing, nor does a traceback whose exception line the input shows."""
-    frames = [
-        '  File "/usr/local/lib/python3.12/dist-packages/vllm/entrypoints/openai/api_server.py", line 1884, in run',
-        "    await run_server_worker(listen_address, sock, args, **uvicorn_kwargs)",
-        '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/utils.py", line 732, in launch_core_engines',
-        "    wait_for_engine_startup(",
-        "    ^^^^^^^^^^^^^^^^^^^^^^^^",
-    ]
-    log = tmp_path / "cut.log"
-    log.write_text("".join(f"(APIServer pid=7) {line}\n" for line in frames))
-    for engine in ("hyperscan", "literal"):
-        report = scan_json("--engine", engine, str(log))
-        assert report["diagnoses"] == []
-        (item,) = report["unrecognised"]
-        assert item["template"] == CUT_TRACEBACK and item["kind"] == "error" and item["evidence"]["line"] == 3
-        assert item["printed_by"]["file"] == "vllm/v1/engine/utils.py"
+def test_code_like_last_lines_with_no_frame_above_them_say_nothing(tmp_path: Path) -> None:
+    """A printed configuration ends in indented assignments, as a traceback's code does: with no frame among the
+    last lines, it is no traceback the input ends inside."""
     config = tmp_path / "config.log"
     config.write_text("INFO 11-29 10:00:00 [config.py:1] engine config:\n    max_model_len = 4096\n"
                       "    tensor_parallel_size = 2\n")
     assert scan_json(str(config))["unrecognised"] == []
-    log.write_text(log.read_text() + "(APIServer pid=7) quux.QuuxError: quux table emb is not aligned to 64 bytes\n")
-    assert [u["template"] for u in scan_json(str(log))["unrecognised"]] == [
-        "quux.QuuxError: quux table emb is not aligned to <N> bytes"]
 
 
 def test_the_readme_example_lists_no_wrapper_of_its_diagnosis() -> None:
