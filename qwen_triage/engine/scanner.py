@@ -143,13 +143,12 @@ class Scanner:
             return
         data = last.data.rstrip()
         tail: list[LineRecord] = []  # its last lines with words, the last first
-        end = len(data)
+        end, index = len(data), data.count(b"\n")  # the block's last line, and its index in the block
         while end > 0 and len(tail) < TAIL_LINES:
             start = data.rfind(b"\n", 0, end) + 1
             if data[start:end].strip():
-                tail.append(record_of(last, data.count(b"\n", 0, start), data[start:end], source.name,
-                                      source.index))
-            end = start - 1
+                tail.append(record_of(last, index, data[start:end], source.name, source.index))
+            end, index = start - 1, index - 1
         if tail:
             self.unrecognised.ended(tail[0], tail[1:])
 

@@ -529,13 +529,12 @@ class Collector:
         if is_exception_line(message) or not message.strip():
             return
         frame = rec if frame_file(message) is not None else None
-        for above in before:
-            if frame is not None:
-                break
+        for above in () if frame is not None else before:
             if is_exception_line(above.message):
                 return
             if frame_file(above.message) is not None:
                 frame = above
+                break
         if frame is not None and (frame is rec or is_structure(message) or is_quoted_code(rec, message, True)):
             self.cut_frames[rec.source_index] = frame
 
@@ -719,23 +718,19 @@ class Collector:
         # error-level header is the only sign of them (never silent); beside anything else it is noise. So is the
         # header, at any level, of the one a process was still in when its input ended: a pasted log cut before the
         # exception line, listed as that, where its innermost frame seen was raised (Item.raised_in)
-        cut_traces = [] if diagnosed or items else [
-            *self.unfinished, *(t for t in self.traces.values() if t.open and (t.header or t.opener))]
-        if cut_traces and CUT_TRACEBACK not in self.items:  # one item, however many processes were cut
-            first = cut_traces[0]
-            head = first.header or first.opener
-            assert head is not None
-            # where it was raised: the innermost frame among the input's last lines, when they are this traceback's
-            # (the frames themselves reach the collector under one prefilter only: the matcher keeps them back)
-            end = self.cut_frames.get(head.source_index)
-            raised_in = frame_file(end.message) if end is not None and end.line >= head.line else None
-            items.append(Item(CUT_TRACEBACK, "error", len(cut_traces), head, head.program, raised_in=raised_in))
-        elif not (diagnosed or items) and self.cut_frames and CUT_TRACEBACK not in self.items:
-            # no header of it was seen, but the input's last lines are inside a traceback (ended): the same item,
-            # its evidence the innermost frame the input shows
-            frames = list(self.cut_frames.values())
-            items.append(Item(CUT_TRACEBACK, "error", len(frames), frames[0], frames[0].program,
-                              raised_in=frame_file(frames[0].message)))
+        # Where no header of one was seen but an input's last lines are inside a traceback (ended), its innermost
+        # frame there stands for it. One item, however many processes were cut.
+        if not (diagnosed or items) and CUT_TRACEBACK not in self.items:
+            heads = [head for t in (*self.unfinished, *self.traces.values())
+                     if t.open and (head := t.header or t.opener) is not None] or list(self.cut_frames.values())
+            if heads:
+                head = heads[0]
+                # where it was raised: the innermost frame among the input's last lines, when they are this
+                # traceback's (the frames themselves reach the collector under one prefilter only: the matcher
+                # keeps them back)
+                end = self.cut_frames.get(head.source_index)
+                raised_in = frame_file(end.message) if end is not None and end.line >= head.line else None
+                items.append(Item(CUT_TRACEBACK, "error", len(heads), head, head.program, raised_in=raised_in))
         if diagnosed:
             items = [i for i in items if not i.weak and not i.carries(diagnosed)]
         if relayed:
