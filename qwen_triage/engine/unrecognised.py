@@ -67,6 +67,10 @@ CONTINUED_GAP = 3  # lines of a logged message between two the collector sees (n
 # what a traceback the log ends inside is listed as, whatever line stands for it (its header, or the first line of
 # code of an error-level paste that starts inside it): the exception line is what is missing
 CUT_TRACEBACK = "Traceback (most recent call last): … the input ends before its exception line"
+# ... and what a native stack the input ends in is listed as: a process that aborted or crashed printed its frames
+# (glibc's backtrace_symbols, ggml's abort, c10's `frame #N`, gdb's `#N 0x…`), and its error line is not there
+NATIVE_BACKTRACE = "native backtrace … the input ends in a process's crash stack, without its error line"
+MIN_NATIVE_FRAMES = 2  # of the input's last lines with words, frames of a native stack: one alone is a quoted line
 MIN_CARRIED = 20  # characters of a diagnosed message another line must quote to carry it
 
 # The words that have always made a line an error line: a line with one of them and an error level, or one the
@@ -130,6 +134,10 @@ _FAILURE_WORDS = lazy(
 # a native backtrace's frame (torch's c10 "frame #3: <unknown function> + 0x…", gdb's / glibc's "#3 0x… in f", the
 # kernel's "[<…>] f+0x…/0x…"): the structure of a crash report, not what failed
 _BACKTRACE = lazy(r"^(?:frame #\d+: |#\d+\s+0x[0-9a-fA-F]+ |\[<[0-9a-fA-F]+>\] |\? [\w.]+\+0x)")
+# a frame of a native stack a process prints of itself as it dies: glibc's backtrace_symbols (`/usr/lib/libllama.so
+# (llama_decode+0xc)[0x7f15…]`, `/usr/bin/llama-server[0x40107e]`), c10's `frame #3: …`, gdb's `#3  0x… in …`
+_NATIVE_FRAME = lazy(r"^(?:\S{1,500}\((?:[^()\s]{0,500}\+0x[0-9a-fA-F]{1,16})?\)\s?\[0x[0-9a-fA-F]{1,16}\]|\S{1,500}\[0x[0-9a-fA-F]{1,16}\]"
+                     r"|frame #\d{1,4}: |#\d{1,4}\s+0x[0-9a-fA-F]{1,16} in )")
 _QUIET = ("debug", "info", "notice", "warning")  # levels a logger gives lines that are no failure
 _QUIET_HEAD = lazy(r"^\W{0,3}(?:INFO|DEBUG|TRACE|NOTICE|WARN(?:ING)?|[Ii]nfo|[Dd]ebug|[Ww]arn(?:ing)?)\b")  # ... in words
 # a timestamp a pipe put before the line (Docker Desktop's `2024-02-09 17:32:34 `): the exception line is what follows
@@ -436,6 +444,8 @@ class Collector:
     last_lines: dict[int, LineRecord] = field(default_factory=dict)  # input -> its last line with words (ended)
     # input -> the frame line of the traceback its last lines are inside (ended): a paste cut before the header too
     cut_frames: dict[int, LineRecord] = field(default_factory=dict)
+    # input -> the first frame of the native stack its last lines are (ended): a process died printing it
+    native_ends: dict[int, LineRecord] = field(default_factory=dict)
     last_added: tuple[Key, int, str] | None = None  # the latest line listed: its process, line and template
 
     def heartbeat(self, rec: LineRecord, stage_before: Callable[[], str | None]) -> None:
@@ -527,6 +537,15 @@ class Collector:
         self.last_lines[rec.source_index] = rec
         message = rec.message
         if is_exception_line(message) or not message.strip():
+            return
+        if _NATIVE_FRAME.match(message.strip()):
+            frames = [rec]
+            for above in before:
+                if not _NATIVE_FRAME.match(above.message.strip()):
+                    break
+                frames.append(above)
+            if len(frames) >= MIN_NATIVE_FRAMES:
+                self.native_ends[rec.source_index] = frames[-1]
             return
         frame = rec if frame_file(message) is not None else None
         for above in () if frame is not None else before:
@@ -731,6 +750,10 @@ class Collector:
                 end = self.cut_frames.get(head.source_index)
                 raised_in = frame_file(end.message) if end is not None and end.line >= head.line else None
                 items.append(Item(CUT_TRACEBACK, "error", len(heads), head, head.program, raised_in=raised_in))
+            elif self.native_ends and NATIVE_BACKTRACE not in self.items:
+                # no traceback either: an input that ends in a native stack ends where its process died
+                stacks = sorted(self.native_ends.values(), key=lambda r: (r.source_index, r.line))
+                items.append(Item(NATIVE_BACKTRACE, "error", len(stacks), stacks[0], stacks[0].program))
         if diagnosed:
             items = [i for i in items if not i.weak and not i.carries(diagnosed)]
         if relayed:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from qwen_triage.engine.unrecognised import CUT_TRACEBACK
+from qwen_triage.engine.unrecognised import CUT_TRACEBACK, NATIVE_BACKTRACE
 from tests.conftest import ROOT
 
 P = "(EngineCore_0 pid=7) ERROR 11-29 10:00:01 [core.py:700] "  # vLLM's prefix, on every line of a traceback
@@ -225,6 +225,36 @@ def test_detail_lines_under_an_exception_belong_to_it_and_a_line_of_its_own_ends
     (item,) = report["unrecognised"]
     assert item["exception"] == "ValidationError" and item["evidence"]["line"] == 1
     assert "frobnicator" not in json.dumps(report["unrecognised"])
+
+
+# A process that aborts prints its own native stack (glibc's backtrace_symbols, as llama.cpp's ggml_abort does), and a
+# paste may stop there, its error line above the part copied.
+_NATIVE_STACK = [
+    "/opt/quux/lib/libquux.so.0(_ZN4quux6decodeERK5batch+0x36f)[0x7f1516261dcf]",
+    "/opt/quux/lib/libquux.so.0(quux_decode+0xc)[0x7f151626352c]",
+    "/lib/x86_64-linux-gnu/libc.so.6(+0x29d90)[0x7f1515b49d90]",
+    "/lib/x86_64-linux-gnu/libc.so.6(__libc_start_main+0x80)[0x7f1515b49e40]",
+    "/opt/quux/bin/quux-server[0x40107e]",
+]
+
+
+@pytest.mark.parametrize("engine", ["hyperscan", "literal"])
+def test_an_input_that_ends_in_a_native_stack_is_never_silent(tmp_path: Path, engine: str) -> None:
+    """The input's last lines are frames of a native stack: the process died there, and that is listed (placed at
+    the first frame among the last lines) where nothing else is said; one frame-like last line alone is not a
+    stack, and beside a diagnosis the stack is the diagnosed failure's."""
+    log = tmp_path / "stack.log"
+    head = "Jun 05 09:22:29 host1 quux[2062701]: "
+    log.write_text("".join(f"{head}{line}\n" for line in ["quux-server starting, 2 devices", *_NATIVE_STACK]))
+    report = scan_json("--engine", engine, str(log))
+    assert report["diagnoses"] == []
+    (item,) = report["unrecognised"]
+    assert (item["template"], item["kind"], item["evidence"]["line"]) == (NATIVE_BACKTRACE, "error", 3)
+    log.write_text(f"{head}quux-server starting, 2 devices\n{head}{_NATIVE_STACK[-1]}\n")
+    assert scan_json("--engine", engine, str(log))["unrecognised"] == []
+    log.write_text(f"{head}ValueError: {HEADS}\n" + "".join(f"{head}{line}\n" for line in _NATIVE_STACK))
+    report = scan_json("--engine", engine, str(log))
+    assert [d["class"] for d in report["diagnoses"]] == ["config.tp_indivisible"] and report["unrecognised"] == []
 
 
 # The same traceback as QUUX_LOG's engine core, as logs cut it (issue 27): its source lines are its body, never
