@@ -44,9 +44,10 @@ def _duplicate_pattern(check: Check, ctx: LintContext) -> Iterator[Problem]:
 
 def speaks_over(a: LoadedRule, b: LoadedRule, order: dict[str, int]) -> bool:
     """Whether ``a``'s finding speaks for a class group that ``b``'s is in: the correlator keeps the most
-    severe finding, then the one with more facts, then the first (pack order)."""
-    ka = (a.rule.severity.rank, -len(a.rule.extract), order[a.rule.id])
-    kb = (b.rule.severity.rank, -len(b.rule.extract), order[b.rule.id])
+    severe finding, a sentence rule's before a structure rule's (``floor``), then the one with more facts, then the
+    first (pack order)."""
+    ka = (a.rule.severity.rank, a.rule.floor, -len(a.rule.extract), order[a.rule.id])
+    kb = (b.rule.severity.rank, b.rule.floor, -len(b.rule.extract), order[b.rule.id])
     return ka < kb
 
 

@@ -52,6 +52,20 @@ def test_not_shadowed_when_it_speaks_itself_or_is_another_class(tmp_path: Path) 
     assert _found(rules_dir(tmp_path / "b", other, rule("local.narrow"))) == []
 
 
+def test_a_structure_rule_never_shadows_a_sentence_rule_of_its_class(tmp_path: Path) -> None:
+    """The correlator lets a sentence rule speak before an as severe structure rule (``floor``) of its class, even
+    one loaded first: such a floor firing on every example of a sentence rule speaks over nothing."""
+    wide = rule("local.wide", match="any: ['frobnicate failed']", example="frobnicate failed",
+                extra="    floor: true\n")
+    # the sentence rule reads one line of its example, the structure rule the next (a floor yields on a line a
+    # sentence rule reads, so only another line of the example shows the two side by side)
+    narrow = rule("local.narrow", match="any: ['frobnication broke']").replace(
+        "match: ['frobnicate failed badly']", 'match: ["frobnication broke\\nfrobnicate failed"]')
+    assert _found(rules_dir(tmp_path / "a", wide, narrow)) == []
+    sentence = wide.replace("    floor: true\n", "")
+    assert _found(rules_dir(tmp_path / "b", sentence, narrow)) == [("overlap-shadowed", "local.narrow")]
+
+
 def test_not_shadowed_when_one_example_escapes_the_wider_rule(tmp_path: Path) -> None:
     wide = rule("local.wide", severity="critical", match="any: ['frobnicate failed']", example="frobnicate failed")
     narrow = rule("local.narrow", match="any: ['frobnicate failed badly', 'frobnication broke']").replace(
