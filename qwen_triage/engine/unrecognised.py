@@ -752,7 +752,7 @@ class Collector:
                 items.append(Item(CUT_TRACEBACK, "error", len(heads), head, head.program, raised_in=raised_in))
             elif self.native_ends and NATIVE_BACKTRACE not in self.items:
                 # no traceback either: an input that ends in a native stack ends where its process died
-                stacks = sorted(self.native_ends.values(), key=lambda r: (r.source_index, r.line))
+                stacks = list(self.native_ends.values())  # in the order the inputs ended, as cut_frames
                 items.append(Item(NATIVE_BACKTRACE, "error", len(stacks), stacks[0], stacks[0].program))
         if diagnosed:
             items = [i for i in items if not i.weak and not i.carries(diagnosed)]
