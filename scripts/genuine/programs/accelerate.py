@@ -100,6 +100,7 @@ PROGRAM = Program(
     releases=[
         Release(label="0.34.2", requirements=["torch==2.13.0", "accelerate==0.34.2", "numpy<2"]),
         Release(label="1.15.0", requirements=["torch==2.13.0", "accelerate==1.15.0", "numpy"]),
+        Release(label="1.16.0", requirements=["torch==2.13.0", "accelerate==1.16.0", "numpy"]),
     ],
     cases=[
         # --- healthy starts with their usual warnings --------------------------------------------------

@@ -695,6 +695,7 @@ PROGRAM = Program(
     releases=[
         Release(label="2.13.0", requirements=["torch==2.13.0", "numpy"]),
         Release(label="2.14.1", requirements=["torch==2.14.1", "numpy"]),
+        Release(label="2.15.0", requirements=["torch==2.15.0", "numpy"]),
     ],
     cases=[
         # --- healthy starts with their usual warnings --------------------------------------------------

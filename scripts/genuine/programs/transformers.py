@@ -194,7 +194,7 @@ CASES = [
         "model = AutoModelForCausalLM.from_pretrained('{work}/tiny', attn_implementation='flash_attention_2')\n",
         note="attn_implementation='flash_attention_2' where flash-attn is not installed (and no GPU); 4.46.3 loads"
         " the model without a word on a CPU-only torch, so the case is 5.x only",
-        releases=("5.24.0",),
+        releases=("5.24.0", "5.25.0"),
     ),
     _script_case(
         "tokenizer-files-missing",
@@ -436,7 +436,7 @@ CASES = [
         " offload_folder='{work}/offload')\n"
         "print(model.generate(torch.tensor([[1, 2, 3]]), max_new_tokens=2, do_sample=False).tolist())\n",
         exit="ok",
-        releases=("5.24.0",),
+        releases=("5.24.0", "5.25.0"),
         note="healthy: device_map='auto' with a max_memory smaller than the model, so weights go to disk offload"
         " (the 'offloaded to the disk' / meta-device warnings are expected); users meet the same words before the"
         " offload_folder error of https://github.com/haotian-liu/LLaVA/issues/1728 (4.46.3 with accelerate 1.15 fails"
@@ -552,7 +552,7 @@ CASES += [
         "from transformers import TrainingArguments\n"
         "args = TrainingArguments(output_dir='{work}/out', evaluation_strategy='steps', report_to=[], use_cpu=True)\n",
         model=False,
-        releases=("5.24.0",),
+        releases=("5.24.0", "5.25.0"),
         note="a pre-4.46 script passes evaluation_strategy (renamed eval_strategy, removed in 5.x); "
         "https://github.com/huggingface/transformers/issues/33851",
     ),
@@ -564,7 +564,7 @@ CASES += [
         "model = AutoModelForCausalLM.from_pretrained('{work}/tiny')\n"
         "args = TrainingArguments(output_dir='{work}/out', report_to=[], use_cpu=True)\n"
         "Trainer(model=model, args=args, tokenizer=tok)\n",
-        releases=("5.24.0",),
+        releases=("5.24.0", "5.25.0"),
         note="Trainer(tokenizer=...) of a 4.x script on 5.x (processing_class since 4.46)",
     ),
     _script_case(
@@ -572,7 +572,7 @@ CASES += [
         ["config.bad_argument"],
         "from transformers import AutoModelForCausalLM\n"
         "model = AutoModelForCausalLM.from_pretrained('{work}/tiny', attn_implementation='flash_attn_2')\n",
-        releases=("5.24.0",),
+        releases=("5.24.0", "5.25.0"),
         note="attn_implementation with a value transformers does not know (flash_attn_2 for flash_attention_2); 4.46"
         " lets it through to a bare KeyError in the model class (not recorded: nothing stable to key on)",
     ),
@@ -660,6 +660,7 @@ PROGRAM = Program(
         # transformers first: its version names the program (program: transformers X)
         Release(label="4.46.3", requirements=["transformers==4.46.3", "torch==2.13.0", "accelerate==1.15.0"]),
         Release(label="5.24.0", requirements=["transformers==5.24.0", "torch==2.13.0", "accelerate==1.15.0"]),
+        Release(label="5.25.0", requirements=["transformers==5.25.0", "torch==2.13.0", "accelerate==1.15.0"]),
     ],
     cases=CASES,
 )
