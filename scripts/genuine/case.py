@@ -85,6 +85,21 @@ sys.exit(subprocess.call(sys.argv[2:]))
 MAKE_TINY = (Path(__file__).resolve().parents[1] / "make_tiny_qwen.py").read_text()
 
 
+# Build the tiny model quietly, then run the user's command (a shell line continues it): only the command's output
+# is the case, and a failed build exits 97, which no scenario expects.
+BUILD_TINY = "{python} make_tiny_qwen.py {work}/tiny >/dev/null 2>&1 || { echo 'tiny model build failed'; exit 97; }; "
+
+
+def damage_script(damage: str = "") -> str:
+    """A case's ``damage.py``: ``damage`` (e.g. ``config_edit``'s lines) run with ``M``, the tiny model's directory."""
+    return "import json, pathlib\nM = pathlib.Path('{work}/tiny')\n" + damage + "\n"
+
+
+def tiny_files(damage: str = "") -> dict[str, str]:
+    """The files of a case that builds the tiny model and then damages it: ``make_tiny_qwen.py`` and ``damage.py``."""
+    return {"make_tiny_qwen.py": MAKE_TINY, "damage.py": damage_script(damage)}
+
+
 def config_edit(**changes: object) -> str:
     """Lines of a case's ``damage.py`` (where ``M`` is the tiny model's directory) that set keys of its config.json."""
     return ("c = json.loads((M / 'config.json').read_text())\n"
@@ -95,3 +110,6 @@ def config_edit(**changes: object) -> str:
 # The environment of scenarios that must never reach a hub and stay on one CPU thread.
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_DISABLE_TELEMETRY": "1",
                "OMP_NUM_THREADS": "1"}
+
+# torchrun's rendezvous on this host only, at the case's free port
+TORCHRUN_LOCAL = ["--master-addr", "127.0.0.1", "--master-port", "{port}"]

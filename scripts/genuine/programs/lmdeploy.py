@@ -20,23 +20,18 @@ The tiny Qwen2 model (random weights, about 1 MB) is written inside each case by
 
 from dataclasses import replace
 
-from case import MAKE_TINY, OFFLINE_ENV, PORT_HOLDER, Case, Program, Release
+from case import OFFLINE_ENV, PORT_HOLDER, Case, Program, Release, tiny_files
 
 BUILD = "{python} make_tiny_qwen.py {work}/tiny >/dev/null 2>&1 && {python} damage.py && exec "
 ENV = {**OFFLINE_ENV, "CUDA_VISIBLE_DEVICES": ""}
 ENV_HOST = dict(OFFLINE_ENV)  # the host as it is: no GPU, CUDA_VISIBLE_DEVICES unset
 
 
-def _files(damage: str = "") -> dict[str, str]:
-    return {"make_tiny_qwen.py": MAKE_TINY,
-            "damage.py": "import json, pathlib\nM = pathlib.Path('{work}/tiny')\n" + damage + "\n"}
-
-
 def _cli(id: str, expect: list[str], note: str, cmd: str, *, build: bool = False, damage: str = "",
          env: dict | None = None, exit: str = "fail", timeout: float = 180, releases=None, input: str = "lmdeploy-cli",
          files: dict | None = None) -> Case:
     """One ``lmdeploy ...`` command line; with ``build`` the tiny model is written (then damaged) first."""
-    written = {**(_files(damage) if build else {}), **(files or {})}
+    written = {**(tiny_files(damage) if build else {}), **(files or {})}
     line = (BUILD if build else "exec ") + "{bin}/lmdeploy " + cmd
     return Case(id=id, expect=expect, argv=["bash", "-c", line], files=written, env={**ENV, **(env or {})},
                 input=input, note=note, timeout=timeout, exit=exit, releases=releases)

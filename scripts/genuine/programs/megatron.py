@@ -8,7 +8,7 @@ tiny config, TP=1 on two gloo ranks torn down again, a tiny ``GPTModel`` from th
 warnings megatron-core prints without Transformer Engine / Apex. Nothing is downloaded.
 """
 
-from case import OFFLINE_ENV, Case, Program, Release
+from case import OFFLINE_ENV, TORCHRUN_LOCAL, Case, Program, Release
 
 NEW = "0.16.1"
 
@@ -78,7 +78,6 @@ dist.destroy_process_group()
 
 FILES = {"cfg.py": CFG, "ps.py": PS}
 ENV = dict(OFFLINE_ENV)
-LOCAL = ["--master-addr", "127.0.0.1", "--master-port", "{port}"]
 
 
 def _cfg(id, expect, mode, note, exit="fail"):
@@ -89,7 +88,7 @@ def _cfg(id, expect, mode, note, exit="fail"):
 
 def _ranks(id, expect, mode, note, exit="fail"):
     """torchrun of two local gloo ranks running ``ps.py MODE``."""
-    return Case(id=id, expect=expect, argv=["{bin}/torchrun", "--nproc-per-node", "2", *LOCAL, "ps.py", mode],
+    return Case(id=id, expect=expect, argv=["{bin}/torchrun", "--nproc-per-node", "2", *TORCHRUN_LOCAL, "ps.py", mode],
                 files=FILES, env=dict(ENV), input="torchrun", note=note, exit=exit, timeout=120)
 
 

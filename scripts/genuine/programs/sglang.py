@@ -18,7 +18,7 @@ flashinfer, sglang-kernel / sgl-kernel and the CUTLASS DSL, none of which runs h
   ``--help`` included, dies with an AttributeError (runtime.backend_mismatch).
 """
 
-from case import MAKE_TINY, OFFLINE_ENV, PORT_HOLDER, Case, Program, Release, config_edit
+from case import OFFLINE_ENV, PORT_HOLDER, Case, Program, Release, config_edit, tiny_files
 
 LAUNCH = "{python} -m sglang.launch_server"
 ENV = {**OFFLINE_ENV, "SGLANG_USE_CPU_ENGINE": "1"}
@@ -42,8 +42,7 @@ def _launch(id: str, expect: list[str], note: str, args: str, *, releases=(NEW,)
     written = dict(files or {})
     cmd = ""
     if tiny:
-        written["make_tiny_qwen.py"] = MAKE_TINY
-        written["damage.py"] = "import json, pathlib\nM = pathlib.Path('{work}/tiny')\n" + damage + "\n"
+        written.update(tiny_files(damage))
         cmd = "{python} make_tiny_qwen.py {work}/tiny >/dev/null 2>&1 && {python} damage.py && "
     return Case(id=id, expect=expect, input="sglang-serve", env=ENV, note=note, releases=tuple(releases),
                 files=written, expect_by=dict(expect_by or {}), timeout=150,

@@ -5,7 +5,7 @@ wait has a short timeout, so one case takes seconds on two shared CPU cores. The
 smallest programs that reach each failure the way a training script does.
 """
 
-from case import Case, Program, Release
+from case import TORCHRUN_LOCAL, Case, Program, Release
 
 # one worker script for every torchrun case: argv[1] says which failure it walks into
 WORKER = '''\
@@ -367,7 +367,6 @@ dist.destroy_process_group()
 TFILES = {"train.py": TRAIN, "save_cuda.py": SAVE_CUDA, "load.py": LOAD, "oldargs.py": OLDARGS,
           "newargs.py": NEWARGS}
 TORCHRUN = "{bin}/torchrun"
-LOCAL = ["--master-addr", "127.0.0.1", "--master-port", "{port}"]
 
 
 def torchrun(*args: str, launcher: list[str] | None = None) -> list[str]:
@@ -377,7 +376,7 @@ def torchrun(*args: str, launcher: list[str] | None = None) -> list[str]:
 def _ranks(id: str, expect: list[str], mode: str, note: str, flags: tuple[str, ...] = (), exit: str = "fail",
            timeout: float = 90) -> Case:
     """torchrun of two local gloo ranks whose worker walks into ``mode``."""
-    return Case(id=id, expect=expect, argv=torchrun("--nproc-per-node", "2", *flags, *LOCAL, "worker.py", mode),
+    return Case(id=id, expect=expect, argv=torchrun("--nproc-per-node", "2", *flags, *TORCHRUN_LOCAL, "worker.py", mode),
                 files=FILES, input="torchrun", exit=exit, timeout=timeout, note=note)
 
 
@@ -390,7 +389,7 @@ def _store(id: str, expect: list[str], mode: str, note: str, launcher: list[str]
 
 def _train(id: str, expect: list[str], mode: str, note: str, exit: str = "fail", timeout: float = 90) -> Case:
     """torchrun of two local gloo ranks running ``train.py MODE``."""
-    return Case(id=id, expect=expect, argv=torchrun("--nproc-per-node", "2", *LOCAL, "train.py", mode),
+    return Case(id=id, expect=expect, argv=torchrun("--nproc-per-node", "2", *TORCHRUN_LOCAL, "train.py", mode),
                 files=TFILES, input="torchrun", exit=exit, timeout=timeout, note=note)
 
 
@@ -608,7 +607,7 @@ D2FILES = {"dist2.py": DIST2, "solo.py": SOLO}
 def _dist2(id: str, expect: list[str], mode: str, note: str, flags: tuple[str, ...] = (), env: dict | None = None,
            exit: str = "fail", timeout: float = 90, expect_by: dict | None = None) -> Case:
     """torchrun of two local gloo ranks running ``dist2.py MODE``."""
-    return Case(id=id, expect=expect, argv=torchrun("--nproc-per-node", "2", *flags, *LOCAL, "dist2.py", mode),
+    return Case(id=id, expect=expect, argv=torchrun("--nproc-per-node", "2", *flags, *TORCHRUN_LOCAL, "dist2.py", mode),
                 files=D2FILES, env=dict(env or {}), input="torchrun", exit=exit, timeout=timeout, note=note,
                 expect_by=dict(expect_by or {}))
 
@@ -685,7 +684,7 @@ D3FILES = {"dist3.py": DIST3, "two_agents.sh": TWO_AGENTS}
 def _dist3(id: str, expect: list[str], mode: str, note: str, flags: tuple[str, ...] = (), env: dict | None = None,
            exit: str = "fail", timeout: float = 90) -> Case:
     """torchrun of two local gloo ranks running ``dist3.py MODE``."""
-    return Case(id=id, expect=expect, argv=torchrun("--nproc-per-node", "2", *flags, *LOCAL, "dist3.py", mode),
+    return Case(id=id, expect=expect, argv=torchrun("--nproc-per-node", "2", *flags, *TORCHRUN_LOCAL, "dist3.py", mode),
                 files=D3FILES, env=dict(env or {}), input="torchrun", exit=exit, timeout=timeout, note=note)
 
 
@@ -702,7 +701,7 @@ PROGRAM = Program(
         Case(
             id="torchrun-gloo-allreduce-ok",
             expect=[],
-            argv=torchrun("--nproc-per-node", "2", *LOCAL, "worker.py", "allreduce"),
+            argv=torchrun("--nproc-per-node", "2", *TORCHRUN_LOCAL, "worker.py", "allreduce"),
             files=FILES,
             input="torchrun",
             exit="ok",
@@ -763,7 +762,7 @@ PROGRAM = Program(
             id="torchrun-static-rdzv-timeout",
             expect=["dist.rendezvous_failed"],
             argv=torchrun(
-                "--nnodes", "2", "--node-rank", "0", "--nproc-per-node", "1", *LOCAL,
+                "--nnodes", "2", "--node-rank", "0", "--nproc-per-node", "1", *TORCHRUN_LOCAL,
                 "--rdzv-conf", "timeout=8", "worker.py", "allreduce",
             ),
             files=FILES,
@@ -775,7 +774,7 @@ PROGRAM = Program(
             id="torchrun-static-node1-no-master",
             expect=["dist.rendezvous_failed"],
             argv=torchrun(
-                "--nnodes", "2", "--node-rank", "1", "--nproc-per-node", "1", *LOCAL,
+                "--nnodes", "2", "--node-rank", "1", "--nproc-per-node", "1", *TORCHRUN_LOCAL,
                 "--rdzv-conf", "timeout=8", "worker.py", "allreduce",
             ),
             files=FILES,
@@ -803,7 +802,7 @@ PROGRAM = Program(
         Case(
             id="torchrun-master-port-in-use",
             expect=["server.port_in_use"],
-            argv=["{python}", "hold.py", "{port}", TORCHRUN, "--nproc-per-node", "2", *LOCAL, "worker.py", "allreduce"],
+            argv=["{python}", "hold.py", "{port}", TORCHRUN, "--nproc-per-node", "2", *TORCHRUN_LOCAL, "worker.py", "allreduce"],
             files=FILES,
             input="torchrun",
             timeout=90,
@@ -861,7 +860,7 @@ PROGRAM = Program(
         Case(
             id="torchrun-nccl-without-gpu",
             expect=["runtime.no_gpu_visible"],
-            argv=torchrun("--nproc-per-node", "2", *LOCAL, "worker.py", "nccl"),
+            argv=torchrun("--nproc-per-node", "2", *TORCHRUN_LOCAL, "worker.py", "nccl"),
             files=FILES,
             input="torchrun",
             timeout=90,
@@ -872,7 +871,7 @@ PROGRAM = Program(
         Case(
             id="torchrun-set-device-without-gpu",
             expect=["runtime.no_gpu_visible"],
-            argv=torchrun("--nproc-per-node", "2", *LOCAL, "worker.py", "cuda-device"),
+            argv=torchrun("--nproc-per-node", "2", *TORCHRUN_LOCAL, "worker.py", "cuda-device"),
             files=FILES,
             input="torchrun",
             timeout=90,
@@ -882,7 +881,7 @@ PROGRAM = Program(
         Case(
             id="torchrun-nproc-gpu-without-gpu",
             expect=["runtime.no_gpu_visible"],
-            argv=torchrun("--nproc-per-node", "gpu", *LOCAL, "worker.py", "allreduce"),
+            argv=torchrun("--nproc-per-node", "gpu", *TORCHRUN_LOCAL, "worker.py", "allreduce"),
             files=FILES,
             input="torchrun",
             timeout=60,
@@ -892,7 +891,7 @@ PROGRAM = Program(
         Case(
             id="torchrun-worker-sigkill",
             expect=["memory.host_oom"],
-            argv=torchrun("--nproc-per-node", "2", *LOCAL, "worker.py", "sigkill"),
+            argv=torchrun("--nproc-per-node", "2", *TORCHRUN_LOCAL, "worker.py", "sigkill"),
             files=FILES,
             input="torchrun",
             timeout=90,
@@ -901,7 +900,7 @@ PROGRAM = Program(
         Case(
             id="torchrun-worker-sigsegv",
             expect=["process.segfault"],
-            argv=torchrun("--nproc-per-node", "2", *LOCAL, "worker.py", "sigsegv"),
+            argv=torchrun("--nproc-per-node", "2", *TORCHRUN_LOCAL, "worker.py", "sigsegv"),
             files=FILES,
             input="torchrun",
             timeout=90,
@@ -910,7 +909,7 @@ PROGRAM = Program(
         Case(
             id="torchrun-gloo-collective-timeout",
             expect=["nccl.timeout"],
-            argv=torchrun("--nproc-per-node", "2", *LOCAL, "worker.py", "gloo-timeout"),
+            argv=torchrun("--nproc-per-node", "2", *TORCHRUN_LOCAL, "worker.py", "gloo-timeout"),
             files=FILES,
             input="torchrun",
             timeout=90,
@@ -919,7 +918,7 @@ PROGRAM = Program(
         Case(
             id="torchrun-monitored-barrier-timeout",
             expect=["nccl.timeout"],
-            argv=torchrun("--nproc-per-node", "2", *LOCAL, "worker.py", "monitored-barrier"),
+            argv=torchrun("--nproc-per-node", "2", *TORCHRUN_LOCAL, "worker.py", "monitored-barrier"),
             files=FILES,
             input="torchrun",
             timeout=90,
@@ -928,7 +927,7 @@ PROGRAM = Program(
         Case(
             id="torchrun-gloo-bad-ifname",
             expect=["nccl.network"],
-            argv=torchrun("--nproc-per-node", "2", *LOCAL, "worker.py", "allreduce"),
+            argv=torchrun("--nproc-per-node", "2", *TORCHRUN_LOCAL, "worker.py", "allreduce"),
             env={"GLOO_SOCKET_IFNAME": "eth9"},
             files=FILES,
             input="torchrun",
@@ -1052,7 +1051,7 @@ PROGRAM = Program(
         Case(
             id="launch-old-local-rank-argument",
             expect=["config.bad_argument"],
-            argv=["{python}", "-m", "torch.distributed.launch", "--nproc-per-node", "2", *LOCAL, "oldargs.py"],
+            argv=["{python}", "-m", "torch.distributed.launch", "--nproc-per-node", "2", *TORCHRUN_LOCAL, "oldargs.py"],
             files=TFILES,
             input="torchrun",
             timeout=90,
@@ -1062,7 +1061,7 @@ PROGRAM = Program(
         Case(
             id="launch-deprecated-ok",
             expect=[],
-            argv=["{python}", "-m", "torch.distributed.launch", "--nproc-per-node", "2", *LOCAL, "newargs.py"],
+            argv=["{python}", "-m", "torch.distributed.launch", "--nproc-per-node", "2", *TORCHRUN_LOCAL, "newargs.py"],
             files=TFILES,
             input="torchrun",
             exit="ok",
@@ -1073,7 +1072,7 @@ PROGRAM = Program(
         Case(
             id="torchrun-script-missing",
             expect=["config.bad_argument"],
-            argv=torchrun("--nproc-per-node", "2", *LOCAL, "trian.py"),
+            argv=torchrun("--nproc-per-node", "2", *TORCHRUN_LOCAL, "trian.py"),
             files=TFILES,
             input="torchrun",
             timeout=60,
@@ -1083,7 +1082,7 @@ PROGRAM = Program(
         Case(
             id="torchrun-nproc-per-node-invalid",
             expect=["config.bad_argument"],
-            argv=torchrun("--nproc-per-node", "two", *LOCAL, "train.py", "fsdp-ok"),
+            argv=torchrun("--nproc-per-node", "two", *TORCHRUN_LOCAL, "train.py", "fsdp-ok"),
             files=TFILES,
             input="torchrun",
             timeout=60,

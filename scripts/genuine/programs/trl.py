@@ -11,10 +11,7 @@ Releases: 0.14.0, the oldest with today's API shape (processing_class, SFTConfig
 
 from dataclasses import replace
 
-from case import MAKE_TINY, OFFLINE_ENV, Case, Program, Release
-
-# Build the tiny model quietly, then run the user's script: only the script's output is the case.
-BUILD = "{python} make_tiny_qwen.py {work}/tiny >/dev/null 2>&1 || { echo 'tiny model build failed'; exit 97; }; "
+from case import BUILD_TINY, MAKE_TINY, OFFLINE_ENV, Case, Program, Release
 
 # What every script starts with: the tiny model and its tokenizer, loaded in float32 on either transformers line.
 COMMON = """\
@@ -54,7 +51,7 @@ def _case(id: str, expect: list[str], body: str, *, note: str, exit: str = "fail
     return Case(
         id=id,
         expect=expect,
-        argv=["bash", "-c", BUILD + (argv or "exec {python} train.py")],
+        argv=["bash", "-c", BUILD_TINY + (argv or "exec {python} train.py")],
         files=files,
         env={**OFFLINE_ENV, **(env or {})},
         input="transformers",

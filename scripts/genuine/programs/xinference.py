@@ -32,7 +32,7 @@ id), and a longer id pushes that path past the 107 bytes of AF_UNIX ("OSError: A
 cluster then fails to start).
 """
 
-from case import MAKE_TINY, OFFLINE_ENV, PORT_HOLDER, Case, Program, Release, config_edit
+from case import OFFLINE_ENV, PORT_HOLDER, Case, Program, Release, config_edit, tiny_files
 
 NEW = "4.1.0"
 
@@ -52,17 +52,12 @@ TINY = "{python} make_tiny_qwen.py {work}/tiny >/dev/null 2>&1 && {python} damag
 LLM = "-n qwen2.5-instruct -en transformers -s 0_5 -f pytorch"
 
 
-def _files(damage: str = "") -> dict[str, str]:
-    return {"make_tiny_qwen.py": MAKE_TINY,
-            "damage.py": "import json, pathlib\nM = pathlib.Path('{work}/tiny')\n" + damage + "\n"}
-
-
 def _served(id: str, expect: list[str], note: str, client: str, *, tiny: bool = False, damage: str = "",
             exit: str = "fail") -> Case:
     """``xinference-local`` started, one ``xinference`` client command (or script) run against it, the server
     stopped. ``client`` is a shell fragment that leaves its status in ``$rc``."""
     return Case(id=id, expect=expect, input="mixed", env=ENV, note=note, timeout=300, exit=exit,
-                files=_files(damage) if tiny else {},
+                files=tiny_files(damage) if tiny else {},
                 argv=["bash", "-c", (TINY if tiny else "") + START + client + STOP])
 
 
