@@ -144,6 +144,14 @@ CASES = [
           "healthy: --model-control-mode=explicit --load-model=add (only that model loaded at start), ready, stopped",
           serve_then_stop("--model-repository=repo --model-control-mode=explicit --load-model=add"),
           files=repo(), exit="ok"),
+    _case("verbose-healthy", [],
+          "healthy: --log-verbose=1 (the backend's, the stub's and the request path's own lines), answering an "
+          "inference and a request with the wrong shape (refused to the client, the server goes on), stopped",
+          serve_then_stop("--model-repository=repo --log-verbose=1",
+                          infer=INFER.format(model="add", tensor="INPUT0") + "; "
+                          + INFER.format(model="add", tensor="INPUT0").replace("-sf -o /dev/null", "-s -o /dev/null")
+                          .replace("[1, 4]", "[1, 3]").replace("[1, 2, 3, 4]", "[1, 2, 3]")),
+          files=repo(), exit="ok"),
     _case("help-healthy", [], "healthy: tritonserver --help (the usage text; it exits 1)",
           "exec tritonserver --help", exit="any"),
     # --- the model repository ---------------------------------------------------------------------------------------
