@@ -23,7 +23,8 @@ with no other run; the shared-memory case also mounts a 64 MB tmpfs on /dev/shm 
 
 from case import PORT_HOLDER, Case, Program, Release
 
-NEW = "0.7.0"  # nvidia-pytriton; its tritonserver is 2.51.0
+OLD = "0.5.2"  # nvidia-pytriton; its tritonserver is 2.42.0 (March 2024, the pack's horizon)
+NEW = "0.7.0"  # its tritonserver is 2.51.0
 
 # The after-step: the Python backend (with this Python's stub) in <venv>/backends/python, every stub under
 # <venv>/python_backend_stubs, and the tritonserver wrapper in <venv>/bin.
@@ -196,10 +197,10 @@ CASES = [
           "model.py imports transformers, which the server's Python environment does not have",
           SERVE, files=repo(model_py="import transformers\n" + MODEL_PY)),
     _case("stub-python-mismatch", ["runtime.backend_mismatch"],
-          "a backend directory whose triton_python_backend_stub was built for Python 3.12 (libpython3.12 is not on "
+          "a backend directory whose triton_python_backend_stub was built for Python 3.10 (libpython3.10 is not on "
           "this host): the stub cannot start and the server waits for it for ever (killed by the harness)",
           "mkdir -p be/python && cp {bin}/../backends/python/*.py {bin}/../backends/python/*.so be/python/ && "
-          "ln -s {bin}/../python_backend_stubs/3.12/triton_python_backend_stub be/python/ && "
+          "ln -s {bin}/../python_backend_stubs/3.10/triton_python_backend_stub be/python/ && "
           + SERVE + " --backend-directory=be", files=repo(), exit="timeout", timeout=45),
     _case("execution-env-missing", ["model.file_missing"],
           "EXECUTION_ENV_PATH names $$TRITON_MODEL_DIRECTORY/env.tar.gz, a conda-pack archive that was never copied in",
@@ -234,7 +235,7 @@ CASES = [
 PROGRAM = Program(
     name="triton",
     dist="nvidia-pytriton",
-    releases=[Release(label=NEW, requirements=[f"nvidia-pytriton=={NEW}"],
-                      after=[["{python}", "-c", SETUP, "{venv}"]])],
+    releases=[Release(label=label, requirements=[f"nvidia-pytriton=={label}"],
+                      after=[["{python}", "-c", SETUP, "{venv}"]]) for label in (OLD, NEW)],
     cases=CASES,
 )
