@@ -163,12 +163,15 @@ WORDING_BARS = {
     "triton-trtllm-4": (20, 20), "lmdeploy-sglang-4": (12, 12), "ollama-4": (19, 18), "vllm-v1-3": (17, 12),
     "nccl-kernel-4": (9, 6), "llamacpp-hub-4": (25, 23), "training-3": (23, 21), "wrappers-4": (19, 15),
     "containers-4": (30, 29), "platforms-4": (25, 23),
+    # the seventh wave (session 29), by program (105 of 153 read right before any rule was touched)
+    "triton-7": (26, 24), "trtllm-7": (7, 7), "sglang-lmdeploy-7": (22, 16), "kernel-8": (21, 20), "nccl-8": (21, 21),
+    "ollama-8": (18, 17), "vllm-8": (13, 13), "llamacpp-8": (25, 20),
 }
 
 
 @pytest.mark.parametrize("family", list(WORDING_BARS))
 def test_the_harvested_wordings_hold_their_figure_and_no_healthy_snippet_is_diagnosed(compiled, family) -> None:
-    """Sessions 25 to 28: real wordings of seven class families and the groups of programs, from threads no corpus
+    """Sessions 25 to 29: real wordings of seven class families and the groups of programs, from threads no corpus
     had used, read after the rules were widened from the programs' sources. The misses left are listed in the README
     (lines the pack keeps quiet on purpose because healthy runs print them too, excerpts cut before their failure)."""
     least, correct = WORDING_BARS[family]
