@@ -22,6 +22,7 @@ HF_HUB_OFFLINE=1, and the server's refresh of its OTA index fails on the unresol
 
 from case import OFFLINE_ENV, PORT_HOLDER, Case, Program, Release
 
+OLD = "0.7.1"
 NEW = "2.3.0"
 
 ENV = dict(OFFLINE_ENV)
@@ -49,7 +50,8 @@ NETNS = ("ip link set lo up && ip link add gs0 type veth peer name gs1 && ip add
 
 
 def _cli(id: str, expect: list[str], note: str, cmd: str, *, exit: str = "fail", timeout: float = 240,
-         files: dict | None = None, netns: bool = False, pg: bool = False, netns_lo: bool = False) -> Case:
+         files: dict | None = None, netns: bool = False, pg: bool = False, netns_lo: bool = False,
+         releases: tuple[str, ...] = (NEW,)) -> Case:
     """One shell line running ``gpustack ...``; with ``netns`` inside a network namespace of its own (loopback and
     the veth end up), with ``netns_lo`` in one with loopback only, with ``pg`` after the throw-away PostgreSQL is up on
     {port2}."""
@@ -63,7 +65,7 @@ def _cli(id: str, expect: list[str], note: str, cmd: str, *, exit: str = "fail",
     written = {**({"pg.sh": PG} if pg else {}), **(files or {})}
     argv = (["unshare", "-n", "bash", "-c", line] if netns or netns_lo else ["bash", "-c", line])
     return Case(id=id, expect=expect, argv=argv, files=written, env=dict(ENV), input="mixed", note=note,
-                timeout=timeout, exit=exit)
+                timeout=timeout, exit=exit, releases=releases)
 
 
 SERVE = "{bin}/gpustack start " + DATA + " --gateway-mode disabled "
@@ -77,8 +79,10 @@ HEALTHY = ("{ " + SERVE + DB + " & } ; SRV=$!; rc=1; for i in $(seq 240); do "
 
 CASES = [
     # --- healthy --------------------------------------------------------------------------------------------------
-    _cli("version-healthy", [], "healthy: gpustack version", "exec {bin}/gpustack version", exit="ok"),
-    _cli("help-healthy", [], "healthy: gpustack --help (the sub-commands)", "exec {bin}/gpustack --help", exit="ok"),
+    _cli("version-healthy", [], "healthy: gpustack version", "exec {bin}/gpustack version", exit="ok",
+         releases=(OLD, NEW)),
+    _cli("help-healthy", [], "healthy: gpustack --help (the sub-commands)", "exec {bin}/gpustack --help", exit="ok",
+         releases=(OLD, NEW)),
     _cli("start-help-healthy", [], "healthy: gpustack start --help (every server and worker flag)",
          "exec {bin}/gpustack start --help", exit="ok"),
     _cli("server-healthy", [], "healthy: a server on a throw-away PostgreSQL (--database-url), gateway disabled: it "
@@ -139,9 +143,60 @@ CASES = [
          timeout=240),
 ]
 
+# --- 0.7.1 (mid 2025: the last 0.x, what most reports of that year ran) ----------------------------------------------
+# One process is server and worker unless --disable-worker; the database is an SQLite file in the data dir unless
+# --database-url; the API listens on 0.0.0.0:80 (--port); the worker first downloads llama-box and gguf-parser.
+# "Config error: …" is printed and the command exits 0 (0.x's cmd/start.py catches the Config exception and returns),
+# so those cases take any exit status.
+V07 = "{bin}/gpustack start --data-dir {work}/data "
+
+V07_HEALTHY = ("{ " + V07 + "--disable-worker --port 8080 & } ; SRV=$!; rc=1; for i in $(seq 240); do "
+               "curl -sf http://127.0.0.1:8080/healthz && { rc=0; break; }; kill -0 $SRV 2>/dev/null || break; "
+               "sleep 1; done; echo; kill -INT $SRV; { wait $SRV; } 2>/dev/null; exit $rc")
+
+
+def _v07(id: str, expect: list[str], note: str, cmd: str, **kw) -> Case:
+    return _cli("v07-" + id, expect, note, cmd, releases=(OLD,), **kw)
+
+
+CASES += [
+    _v07("server-healthy", [], "healthy: a 0.7 server alone (--disable-worker) on its SQLite file, migrated, answering "
+         "/healthz on --port 8080, stopped with SIGINT (uvicorn's lifespan task is cancelled with a traceback)",
+         V07_HEALTHY, netns=True, exit="ok"),
+    _v07("server-worker-offline-tools", ["download.incomplete"],
+         "gpustack start with its defaults (server and worker in one) on an offline host: the server serves, the "
+         "worker must download llama-box from github.com or GPUStack's mirror and dies; the server stays up (killed)",
+         "exec " + V07, netns=True, exit="timeout", timeout=60),
+    _v07("worker-no-token", ["config.bad_argument"], "a worker (--server-url) started without --token",
+         "exec " + V07 + "--server-url http://127.0.0.1:{port}", exit="any"),
+    _v07("worker-server-url-invalid", ["config.bad_argument"], "--server-url 127.0.0.1:PORT (no scheme)",
+         "exec " + V07 + "--server-url 127.0.0.1:{port} --token abc", exit="any"),
+    _v07("database-scheme-unsupported", ["config.bad_argument"],
+         "--database-url mongodb://… (0.x takes sqlite, postgresql and mysql)",
+         "exec " + V07 + "--disable-worker --database-url mongodb://localhost/gpustack", exit="any"),
+    _v07("database-unreachable", ["dist.rendezvous_failed"],
+         "--database-url postgresql://…@127.0.0.1:PORT where no PostgreSQL listens: the migration fails",
+         "exec " + V07 + "--disable-worker --database-url postgresql://gpustack@127.0.0.1:{port}/gpustack",
+         netns=True, exit="any"),
+    _v07("service-port-range-reversed", ["config.bad_argument"], "--service-port-range 41000-40000",
+         "exec " + V07 + "--service-port-range 41000-40000", exit="any"),
+    _v07("port-not-integer", ["config.bad_argument"], "--port http (argparse wants an integer)",
+         "exec " + V07 + "--port http"),
+    _v07("config-file-unknown-key", ["config.bad_argument"],
+         "a --config-file with a key 0.7's Config does not have (pydantic forbids extra inputs)",
+         "exec " + V07 + "--config-file {work}/config.yaml",
+         files={"config.yaml": "port: 8080\ndisable_worker: true\nfoo_bar: 1\n"}, exit="any"),
+    _v07("server-port-in-use", ["server.port_in_use"], "a server whose --port another socket holds",
+         "exec {python} hold.py {port} " + V07 + "--disable-worker --port {port}", files={"hold.py": PORT_HOLDER},
+         netns=True, exit="any"),
+]
+
 PROGRAM = Program(
     name="gpustack",
     dist="gpustack",
-    releases=[Release(label=NEW, requirements=[f"gpustack=={NEW}"])],
+    # 0.7.1's wheel does not list cachetools, which its scheduler imports (gpustack/scheduler/evaluator.py): a clean
+    # pip install stops at "No module named 'cachetools'"; the release installs it beside, as the image has it
+    releases=[Release(label=OLD, requirements=[f"gpustack=={OLD}", "cachetools"]),
+              Release(label=NEW, requirements=[f"gpustack=={NEW}"])],
     cases=CASES,
 )
