@@ -73,9 +73,15 @@ SERVE = "{bin}/gpustack start " + DATA + " --gateway-mode disabled "
 # wait for the API (30080 with the gateway disabled) to answer /healthz, then stop the server with SIGINT. GPUStack's
 # handler (utils/process.py handle_termination_signal) ends by killing its own process tree, itself with SIGKILL, and
 # bash would add its job notice "line 1: PID Killed ..." to the log: the shell's words, not GPUStack's, so kept out
-HEALTHY = ("{ " + SERVE + DB + " & } ; SRV=$!; rc=1; for i in $(seq 240); do "
-           "curl -sf http://127.0.0.1:30080/healthz && { rc=0; break; }; kill -0 $SRV 2>/dev/null || break; sleep 1; "
-           "done; echo; kill -INT $SRV; { wait $SRV; } 2>/dev/null; exit $rc")
+def serve_until_healthy(start: str, port: int) -> str:
+    """Run ``start`` in the background until 127.0.0.1:``port``/healthz answers (or it dies), then stop it with
+    SIGINT; exit 0 only if it answered."""
+    return ("{ " + start + " & } ; SRV=$!; rc=1; for i in $(seq 240); do "
+            f"curl -sf http://127.0.0.1:{port}/healthz && {{ rc=0; break; }}; kill -0 $SRV 2>/dev/null || break; "
+            "sleep 1; done; echo; kill -INT $SRV; { wait $SRV; } 2>/dev/null; exit $rc")
+
+
+HEALTHY = serve_until_healthy(SERVE + DB, 30080)
 
 CASES = [
     # --- healthy --------------------------------------------------------------------------------------------------
@@ -150,9 +156,7 @@ CASES = [
 # so those cases take any exit status.
 V07 = "{bin}/gpustack start --data-dir {work}/data "
 
-V07_HEALTHY = ("{ " + V07 + "--disable-worker --port 8080 & } ; SRV=$!; rc=1; for i in $(seq 240); do "
-               "curl -sf http://127.0.0.1:8080/healthz && { rc=0; break; }; kill -0 $SRV 2>/dev/null || break; "
-               "sleep 1; done; echo; kill -INT $SRV; { wait $SRV; } 2>/dev/null; exit $rc")
+V07_HEALTHY = serve_until_healthy(V07 + "--disable-worker --port 8080", 8080)
 
 
 def _v07(id: str, expect: list[str], note: str, cmd: str, **kw) -> Case:
