@@ -12,7 +12,9 @@ class is listed inside it as a symptom. Explanation is followed through
 chains (a GPU off the bus explains an NCCL init failure, which explains the
 timeouts), so a symptom lands under the top of its chain. Roots are ordered by
 what a sentence rule found before what only a structure rule (``floor``) found, then severity, then
-first occurrence. `info` findings are observations only.
+first occurrence. `info` findings are observations only. A fallback rule's finding (``fallback: true``: a
+line healthy runs on other hosts print too) is a diagnosis only in a report that holds no other one; beside
+any other diagnosis it is an observation.
 
 A relay rule's finding (``relay: true``: a line that only passes on a failure printed
 before it) is neither: it is attached to the diagnosis whose evidence comes last
@@ -263,6 +265,7 @@ class Correlator:
         self.groups: dict[str, Group] = {}  # class id -> group (severity above info)
         self.observed: dict[str, Group] = {}  # rule id -> group (info)
         self.relayed: dict[str, Group] = {}  # relay rule id -> group: lines that pass another failure on
+        self.fallbacks: dict[str, Group] = {}  # class id -> group: the cause only when no other group exists
         self._seq = 0  # the latest order seen: check findings are numbered after it
 
     def add(self, f: Finding | CheckFinding) -> bool:
@@ -276,7 +279,8 @@ class Correlator:
         # an experimental rule (`status: experimental`) is reported, never taken for a cause: an observation
         info = f.severity is Severity.info or (isinstance(f, Finding) and f.rule.rule.status is Status.experimental)
         relay = isinstance(f, Finding) and f.rule.rule.relay
-        table = self.relayed if relay else self.observed if info else self.groups
+        fallback = not info and isinstance(f, Finding) and f.rule.rule.fallback
+        table = self.relayed if relay else self.observed if info else self.fallbacks if fallback else self.groups
         # observations: one per rule, and per row of a rule's table (its title says which)
         key = (f"{rule_id}\0{f.rule.rule.title}" if isinstance(f, Finding) else rule_id) if info else class_id
         group = table.get(key)
@@ -302,8 +306,12 @@ class Correlator:
         occurrence."""
         return (g.located, g.floor, g.severity.rank, g.seq)
 
+    def diagnosed(self) -> dict[str, Group]:
+        """The groups that are diagnoses: every class a rule found, or, when none did, what fallback rules found."""
+        return self.groups or self.fallbacks
+
     def roots(self) -> list[tuple[Group, list[Group]]]:
-        present = self.groups
+        present = self.diagnosed()
         explainers: dict[str, list[str]] = {c: [] for c in present}
         for cid in present:
             cls = self.classes.get(cid)
@@ -348,7 +356,7 @@ class Correlator:
         finding only says again what the sentence diagnosis says: it is part of that diagnosis, neither a
         second problem nor a symptom."""
         spoken = {(rec.source_index, rec.line): (cid, indent_of(rec.message), is_exception_line(rec.message))
-                  for cid, g in self.groups.items() if not g.floor for rec in g.evidence}
+                  for cid, g in self.diagnosed().items() if not g.floor for rec in g.evidence}
 
         def detail_of(r: LineRecord) -> str | None:
             """The sentence diagnosis of an indented detail line just under ``r`` (its own line excluded)."""
@@ -359,7 +367,7 @@ class Correlator:
             return None
 
         out: dict[str, str] = {}
-        for cid, g in self.groups.items():
+        for cid, g in self.diagnosed().items():
             if not g.floor or not g.evidence:
                 continue
             under = [detail_of(r) for r in g.evidence]
@@ -454,12 +462,13 @@ class Correlator:
         """The evidence lines of every diagnosis (observations are not causes): the lines an
         unrecognised exception may carry, which makes it part of that diagnosis
         (:meth:`qwen_triage.engine.unrecognised.Item.carries`) rather than an error no rule explains."""
-        return [rec for g in self.groups.values() for rec in g.evidence]
+        return [rec for g in self.diagnosed().values() for rec in g.evidence]
 
     def fired_rules(self) -> set[str]:
         """The ids of every rule that fired, diagnosis, observation or relay: an unrecognised line that was one part
         of an `all` rule is that rule's when it completed (Collector.ordered)."""
-        return {r for table in (self.groups, self.observed, self.relayed) for g in table.values() for r in g.rules}
+        return {r for table in (self.groups, self.observed, self.relayed, self.fallbacks) for g in table.values()
+                for r in g.rules}
 
     def relayed_records(self) -> list[LineRecord]:
         """The lines relay rules took (their kept evidence): an unrecognised item that carries one is part of the
@@ -467,5 +476,8 @@ class Correlator:
         return [rec for g in self.relayed.values() for rec in g.evidence]
 
     def observations(self) -> list[Observation]:
-        groups = sorted(self.observed.values(), key=lambda g: g.seq)
-        return [Observation(**self._observation_fields(g)) for g in groups]
+        unused = {id(g) for g in self.fallbacks.values()} if self.groups else set()  # beside a diagnosis: observed
+        groups = sorted([*self.observed.values(), *(g for g in self.fallbacks.values() if id(g) in unused)],
+                        key=lambda g: g.seq)
+        return [Observation(**{**self._observation_fields(g), **({"severity": Severity.info} if id(g) in unused else {})})
+                for g in groups]

@@ -291,7 +291,7 @@ class Scanner:
         """
         m = self.matcher
         c = self._correlator
-        if c is not None and (c.groups or c.observed or c.relayed):
+        if c is not None and (c.groups or c.observed or c.relayed or c.fallbacks):
             return None
         if any(s.notes for s in self.sources) or m.stats.truncated or m.disabled_rules \
                 or any(p.disabled_at for p in self.unrecognised.benign) \

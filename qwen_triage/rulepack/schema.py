@@ -210,6 +210,10 @@ class Rule(_Strict):
     relay: bool = False
     """the line only passes on a failure printed before it (a wrapper's "failed to start"): attached to the
     diagnosis when there is one, listed as unrecognised when there is none; never a problem of its own"""
+    fallback: bool = False
+    """the cause only when nothing else is: a line that healthy runs on other hosts print too (Ollama's "no
+    compatible GPUs were discovered" on a CPU-only host) but that, in a log where no other rule found a failure,
+    is the one sign of what went wrong. With any other diagnosis in the report it is an observation"""
     examples: Examples
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
@@ -218,6 +222,8 @@ class Rule(_Strict):
     def _relay_is_info(self) -> "Rule":
         if self.relay and (self.severity is not Severity.info or self.table is not None):
             raise ValueError("a relay rule has severity info and no table: it names no failure of its own")
+        if self.fallback and (self.severity is Severity.info or self.relay):
+            raise ValueError("a fallback rule names a failure (severity above info) and is no relay")
         return self
 
     @model_validator(mode="after")

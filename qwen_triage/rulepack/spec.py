@@ -124,6 +124,7 @@ class RuleSpec:
     table: TableSpec | None = None
     floor: bool = False  # a structure rule: any other rule's finding on the same record wins over it
     relay: bool = False  # the line only passes on an earlier failure (schema.Rule.relay)
+    fallback: bool = False  # the cause only when no other rule found one; else an observation (schema.Rule.fallback)
 
     @classmethod
     def from_model(cls, rule: Any,
@@ -167,6 +168,7 @@ class RuleSpec:
             table=table,
             floor=bool(rule.floor),
             relay=rule.relay,
+            fallback=rule.fallback,
             examples=ExamplesSpec(tuple(rule.examples.match), tuple(rule.examples.no_match)),
         )
 
@@ -225,6 +227,7 @@ class RuleSpec:
             table=_table_from_dict(d["table"]) if d.get("table") else None,
             floor=bool(d.get("floor", False)),
             relay=bool(d.get("relay", False)),
+            fallback=bool(d.get("fallback", False)),
             examples=ExamplesSpec(tuple(ex["match"]), tuple(ex["no_match"])),
         )
 
@@ -232,7 +235,7 @@ class RuleSpec:
         """What ``rules show`` prints: the YAML-equivalent mapping, defaults left out."""
         out = self.to_dict()
         defaults: dict[str, Any] = {"status": "stable", "references": [], "extract": {}, "explain": None, "fix": [], "table": None,
-                    "floor": False, "relay": False}
+                    "floor": False, "relay": False, "fallback": False}
         for key, value in defaults.items():
             if out.get(key) == value or (isinstance(value, list) and out.get(key) == ()):
                 out.pop(key, None)

@@ -4,7 +4,9 @@ damaged, split GGUFs with a part gone, quantization a file or type does not allo
 requests the server refuses, a KV cache larger than the host's memory, -hf downloads without a network; and healthy
 runs with their scary warnings. (``programs/llamacpp.py`` drives the same library through llama-cpp-python.)
 
-The release is llama.cpp b11312 (ggml-org/llama.cpp@0c1e57098), the tree that the llama-cpp-python 0.3.36 sdist vendors
+Two releases. The older is the llama-server of most reports of 2025: the tree llama-cpp-python 0.3.9's sdist vendors
+(ggerganov/llama.cpp@8733e0c, May 2025), built the same way without libcurl (OLD_* below; the scenarios it has no
+flag or binary for run on the newer only). The newer release is llama.cpp b11312 (ggml-org/llama.cpp@0c1e57098), the tree that the llama-cpp-python 0.3.36 sdist vendors
 (its CHANGELOG: "update llama.cpp to ggml-org/llama.cpp@0c1e57098"; that commit is build 11312). The harness builds it
 as the release's ``after`` step (BUILD below), in the release's venv ``~/.cache/qwen-triage/genuine/llamaserver-b11312/``
 (which also holds gguf-py, used by each case to write its tiny GGUF); by hand that is::
@@ -25,6 +27,8 @@ Each case writes a tiny random llama GGUF (1 block, width 64, a 264-token SPM vo
 gguf-py's GGUFWriter, and damages it or adds adapters / splits as the scenario needs. Default verbosity throughout (what
 users paste): the server prints its E/W lines and a few I lines, not the loader's metadata dump.
 """
+
+from dataclasses import replace
 
 from case import Case, Program, Release
 
@@ -358,15 +362,48 @@ CASES = [
              " len(h)) + h + bytes(8))' && "),
 ]
 
+# What the older release (below) cannot be driven into: llama-completion and the flags it does not have yet
+# (--mmproj in the server, --models-dir, --offline), and what it still took and served (-no-cnv in llama-cli, a
+# request longer than the context, which it shifted; a chat template it could not parse, which it replaced with
+# chatml; a bare -fa; a missing --slot-save-path, checked only when a slot is saved)
+NEWEST_ONLY = {
+    "completion-ctx-over-train-healthy", "split-then-load-healthy", "completion-prompt-too-long", "cli-no-cnv-removed",
+    "server-mmproj-missing", "server-mmproj-not-projector", "server-models-dir-missing", "server-hf-offline-not-cached",
+    "server-gguf-template-broken", "server-chat-template-file-broken", "server-flash-attn-bare-flag",
+    "server-slot-save-dir-missing", "server-request-exceeds-context",
+}
+# What the older release fails at for another reason: --draft-max was still an option, so the missing draft model is
+# what stops it; built without libcurl (LLAMA_CURL=OFF, see below), -hf is refused before any connection
+OLDER_EXPECT = {
+    "server-removed-draft-max": ["model.file_missing"],
+    "server-hf-no-network": ["config.bad_argument"],
+}
+CASES = [replace(c, releases=(f"b{BUILD_NUMBER}",)) if c.id in NEWEST_ONLY
+         else replace(c, expect_by={"8733e0c": OLDER_EXPECT[c.id]}) if c.id in OLDER_EXPECT else c for c in CASES]
+
+# The older release: the tree llama-cpp-python 0.3.9's sdist vendors (its CHANGELOG: "Update llama.cpp to
+# ggerganov/llama.cpp@8733e0cf6eefc7c7752297cc22d0836706f4222c", 2025-05-08), the llama-server of most reports of
+# 2025. That sdist keeps the submodule's one-commit git link, so the binaries print ``version: 1 (8733e0c)``, as any
+# build from it does; the label is that commit. It has no llama-completion (llama-cli still took -no-cnv then), and
+# downloads through libcurl, which this machine has no headers for: built without it, as LLAMA_CURL=OFF builds are.
+OLD_SDIST = "0.3.9"
+OLD_COMMIT = "8733e0c"
+OLD_TARGETS = [t for t in TARGETS if t != "llama-completion"]
+OLD_CMAKE_ARGS = ["-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=OFF", "-DGGML_NATIVE=OFF", "-DLLAMA_BUILD_TESTS=OFF",
+                  "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_CURL=OFF"]
+
+
+def _release(label: str, sdist: str, targets: list[str], args: list[str]) -> Release:
+    return Release(label=label, requirements=["gguf==0.19.0", "numpy"],
+                   after=[["{python}", "-c", BUILD, "{venv}", sdist, " ".join(targets), " ".join(args)]])
+
+
 PROGRAM = Program(
     name="llamaserver",
     dist="llama.cpp",  # not a pip distribution: `program: llama.cpp b11312`
     releases=[
-        Release(
-            label=f"b{BUILD_NUMBER}",
-            requirements=["gguf==0.19.0", "numpy"],
-            after=[["{python}", "-c", BUILD, "{venv}", SDIST, " ".join(TARGETS), " ".join(CMAKE_ARGS)]],
-        )
+        _release(OLD_COMMIT, OLD_SDIST, OLD_TARGETS, OLD_CMAKE_ARGS),
+        _release(f"b{BUILD_NUMBER}", SDIST, TARGETS, CMAKE_ARGS),
     ],
     cases=CASES,
 )

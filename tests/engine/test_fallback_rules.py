@@ -1,0 +1,79 @@
+"""Fallback rules: the cause when nothing else is (``fallback: true``, docs/writing-rules.md).
+
+Ollama's "no compatible GPUs were discovered" is printed by every CPU-only host while it serves, and is all a GPU
+server shows when the runtime cannot see its cards. The rule that reads it names the failure but says
+``fallback: true``: alone in a report it is the diagnosis; beside any other diagnosis it is an observation, so a
+download that stalls on such a host is still diagnosed as the stalled download.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+WSL_NO_GPU = ROOT / "fixtures" / "wordings" / "windows-10" / "w10-ollama-wsl-nvidia-smi-failed-001.log"
+
+# lines as Ollama prints them (server log): discovery finding no GPU, then a pull whose parts stall
+NO_GPU = 'time=2025-03-02T10:00:01.000Z level=INFO source=gpu.go:377 msg="no compatible GPUs were discovered"'
+STALLED = ("time=2025-03-02T10:02:11.000Z level=INFO source=download.go:370 msg=\"dde5aa3fc5ff part 11 stalled; "
+           "retrying. If this persists, press ctrl-c to exit, then 'ollama pull' to find a faster connection.\"")
+
+
+def _scan(path: Path, compiled):  # type: ignore[no-untyped-def]
+    from qwen_triage.engine.scanner import scan_paths
+
+    return scan_paths([str(path)], compiled)
+
+
+def test_the_no_gpu_line_alone_is_the_diagnosis(compiled) -> None:
+    """A real report (an Ollama in WSL2 whose nvidia-smi fails): the discovery warning is all the log says."""
+    report = _scan(WSL_NO_GPU, compiled)
+    assert report.classes() == ["runtime.no_gpu_visible"]
+    assert report.diagnoses[0].rule == "ollama.no-compatible-gpus"
+    assert report.observations == []
+
+
+def test_beside_another_diagnosis_it_is_an_observation(compiled, tmp_path: Path) -> None:
+    """The no-GPU line comes first, the stalled download after it: the download is the one diagnosis."""
+    log = tmp_path / "pull.log"
+    log.write_text(f"{NO_GPU}\n{STALLED}\n")
+    report = _scan(log, compiled)
+    assert report.classes() == ["download.incomplete"]
+    assert [o.rule for o in report.observations] == ["ollama.no-compatible-gpus"]
+    assert report.observations[0].severity.value == "info"  # an observation, however the rule names its failure
+    assert report.observations[0].evidence[0].line == 1
+
+
+def test_the_fallback_line_is_no_unexplained_error(compiled, tmp_path: Path) -> None:
+    log = tmp_path / "alone.log"
+    log.write_text(f"{NO_GPU}\n")
+    report = _scan(log, compiled)
+    assert report.classes() == ["runtime.no_gpu_visible"]
+    assert report.unrecognised == []
+
+
+def test_a_fallback_rule_must_name_a_failure() -> None:
+    """`fallback: true` on an info rule (or a relay) says nothing: the schema refuses it."""
+    from pydantic import ValidationError
+
+    from qwen_triage.rulepack.schema import Rule
+
+    rule = {"id": "x.alone", "class": "runtime.no_gpu_visible", "title": "alone", "severity": "info",
+            "fallback": True, "sources": ["ollama"], "match": {"any": ["no GPU here"]},
+            "examples": {"match": ["no GPU here"], "no_match": ["a GPU here"]}}
+    with pytest.raises(ValidationError, match="fallback"):
+        Rule.model_validate(rule)
+    Rule.model_validate({**rule, "severity": "warning"})
+
+
+def test_the_flag_survives_the_prebuilt_pack(compiled) -> None:
+    """The pack cache stores rules as dicts: the flag comes back, and only on the rules that set it."""
+    from qwen_triage.rulepack.spec import RuleSpec
+
+    rules = {r.rule.id: r.rule for r in compiled.pack.rules}
+    spec = rules["ollama.no-compatible-gpus"]
+    assert spec.fallback and RuleSpec.from_dict(spec.to_dict()).fallback
+    assert "fallback" not in rules["ollama.download-part-stalled"].shown()
