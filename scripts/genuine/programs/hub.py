@@ -80,8 +80,9 @@ class H(http.server.BaseHTTPRequestHandler):
                 info = ('[{"type": "file", "oid": "5d41402abc4b2a76b9719d911017c592", "size": %%d, '
                         '"path": "config.json"}]' %% len(BODY)).encode()
             else:
-                info = ('{"id": "tiny-org/tiny-model", "sha": "%%s", "siblings": [{"rfilename": "config.json"}]}'
-                        %% COMMIT).encode()
+                # private / downloads / likes / tags: the hub always sends them, and 0.20's ModelInfo requires them
+                info = ('{"id": "tiny-org/tiny-model", "sha": "%%s", "private": false, "downloads": 0, "likes": 0, '
+                        '"tags": [], "siblings": [{"rfilename": "config.json"}]}' %% COMMIT).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(info)))
@@ -292,7 +293,8 @@ CASES += [
         repo=REPO, wrap="unshare -m bash -c 'mkdir -p hf-home && mount -t tmpfs -o size=1m tmpfs hf-home && %s'"),
     _dl("py-cache-lock-held", ["download.incomplete"], "ok",
         "another process holds the file's lock in the cache (a killed download, a second job): hf_hub_download "
-        "waits on it, logging at info level, until the user interrupts after 25 s; "
+        "waits on it, logging at info level (0.20 logs nothing: only its trace stops in `with FileLock(lock_path)`), "
+        "until the user interrupts after 25 s; "
         "https://github.com/huggingface/huggingface_hub/issues/2543",
         env={"HF_HUB_VERBOSITY": "info"}, bound=25,
         pre="{python} hold_lock.py & HOLD=$!; for i in $(seq 100); do [ -s locked ] && break; sleep 0.1; done; "),
@@ -369,9 +371,10 @@ CASES += [
          "file", wrap="bash -c 'ulimit -f 1024; %s'"),
     _dl3("py-stale-incomplete-blob", ["download.incomplete"], "ok",
          "a stale .incomplete blob from a killed download and a server (a proxy) that ignores the Range header: "
-         "0.x appends the whole file to the partial one and fails its consistency check, 2.x starts over; "
+         "0.26 appends the whole file to the partial one and fails its consistency check, 2.x starts over, and "
+         "0.20 (resume_download=False by default: a fresh temporary file) never reads the stale blob; "
          "https://github.com/huggingface/huggingface_hub/issues/1498",
-         "file", files={STALE: "x" * 1500}, exit="any", expect_by={"2.4.0": []}),
+         "file", files={STALE: "x" * 1500}, exit="any", expect_by={"0.20.3": [], "2.4.0": []}),
 ]
 
 _cli_fsize = _cli("cli-file-size-limit", ["node.storage_error"], "big",
@@ -382,6 +385,7 @@ CASES.append(replace(_cli_fsize, argv=["bash", "-c", "ulimit -f 1024; " + _cli_f
 PROGRAM = Program(
     name="hub",
     releases=[
+        Release(label="0.20.3", requirements=["huggingface_hub==0.20.3"]),
         Release(label="0.26.5", requirements=["huggingface_hub==0.26.5"]),
         Release(label="2.4.0", requirements=["huggingface_hub==2.4.0"]),
     ],

@@ -8,6 +8,8 @@ Building the venv compiles llama.cpp with CMAKE_ARGS below (a minimal CPU build:
 cores); pip keeps the built wheel in its cache, so a rebuilt venv of the same pin reuses it.
 """
 
+from dataclasses import replace
+
 import gguf_damage as damage
 from case import Case, Program, Release
 
@@ -271,9 +273,31 @@ CASES += [
           env={"TINY_E_META": "32"}),
 ]
 
+# What the older release (0.2.90, August 2024: its vendored ggml.c gguf_init_from_file, llama.cpp and
+# llama_chat_format.py) cannot be driven into: it refuses only GGUF version 1 (a version 9 header loads and
+# generates); it has no duplicate-key check (the doubled key loads); its Jinja2 chat formatter has no {% generation %}
+# tag (TemplateSyntaxError: the healthy case fails there); and it takes the header's key-value count on trust up to
+# SIZE_MAX/2, so a garbage count aborts in ggml_calloc ("failed to allocate   0.00 MB", then GGML_ABORT) with an output
+# that names no GGUF damage at all, only a failed host allocation (the gguf_init_from_file frame shows only in a gdb
+# backtrace)
+NEWEST_ONLY = {"future-version", "duplicate-metadata-key", "chat-template-generation-tags-healthy", "kv-count-overflow"}
+# What it fails at differently: llama_new_context_with_model does not catch the std::bad_alloc of the KV cache's
+# cells (a vector of n_ctx entries), so the process dies of an uncaught "terminate called after throwing an instance
+# of 'std::bad_alloc'" that names no context or KV cache: a host allocation failure is all the output says
+OLDER_EXPECT = {"context-too-large-for-ram": ["memory.host_oom"]}
+CASES = [replace(c, releases=("0.3.36",)) if c.id in NEWEST_ONLY
+         else replace(c, expect_by={"0.2.90": OLDER_EXPECT[c.id]}) if c.id in OLDER_EXPECT else c for c in CASES]
+
 PROGRAM = Program(
     name="llamacpp",
     releases=[
+        # the oldest release the pack supports: August 2024, vendoring a llama.cpp of that month (its CMake knows
+        # the GGML_* options above; the LLAMA_BUILD_TOOLS/MTMD ones it does not know are ignored)
+        Release(
+            label="0.2.90",
+            requirements=["llama-cpp-python==0.2.90", "gguf==0.19.0", "numpy"],
+            pip_env={"CMAKE_ARGS": CMAKE_ARGS, "CMAKE_BUILD_PARALLEL_LEVEL": "2"},
+        ),
         Release(
             label="0.3.36",
             requirements=["llama-cpp-python==0.3.36", "gguf==0.19.0", "numpy"],

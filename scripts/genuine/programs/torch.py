@@ -368,16 +368,21 @@ TFILES = {"train.py": TRAIN, "save_cuda.py": SAVE_CUDA, "load.py": LOAD, "oldarg
           "newargs.py": NEWARGS}
 TORCHRUN = "{bin}/torchrun"
 
+# the releases after 2.4.1: FSDP2 there runs on the CPU (2.4's fully_shard creates torch.cuda.Stream objects in its
+# lazy init, so on a host without a GPU it fails "CUDA driver version is insufficient" before any check of the
+# model) and torch.load is weights_only by default (2.6; 2.4 only warns with a FutureWarning and loads the object)
+SINCE_2_13 = ("2.13.0", "2.14.1", "2.15.0")
+
 
 def torchrun(*args: str, launcher: list[str] | None = None) -> list[str]:
     return [*(launcher or [TORCHRUN]), *args]
 
 
 def _ranks(id: str, expect: list[str], mode: str, note: str, flags: tuple[str, ...] = (), exit: str = "fail",
-           timeout: float = 90) -> Case:
+           timeout: float = 90, releases: tuple[str, ...] | None = None) -> Case:
     """torchrun of two local gloo ranks whose worker walks into ``mode``."""
     return Case(id=id, expect=expect, argv=torchrun("--nproc-per-node", "2", *flags, *TORCHRUN_LOCAL, "worker.py", mode),
-                files=FILES, input="torchrun", exit=exit, timeout=timeout, note=note)
+                files=FILES, input="torchrun", exit=exit, timeout=timeout, note=note, releases=releases)
 
 
 def _store(id: str, expect: list[str], mode: str, note: str, launcher: list[str] | None = None,
@@ -387,10 +392,11 @@ def _store(id: str, expect: list[str], mode: str, note: str, launcher: list[str]
                 timeout=timeout, note=note, expect_by=dict(expect_by or {}))
 
 
-def _train(id: str, expect: list[str], mode: str, note: str, exit: str = "fail", timeout: float = 90) -> Case:
+def _train(id: str, expect: list[str], mode: str, note: str, exit: str = "fail", timeout: float = 90,
+           releases: tuple[str, ...] | None = None) -> Case:
     """torchrun of two local gloo ranks running ``train.py MODE``."""
     return Case(id=id, expect=expect, argv=torchrun("--nproc-per-node", "2", *TORCHRUN_LOCAL, "train.py", mode),
-                files=TFILES, input="torchrun", exit=exit, timeout=timeout, note=note)
+                files=TFILES, input="torchrun", exit=exit, timeout=timeout, note=note, releases=releases)
 
 
 # genuine sweep 3: what ranks that disagree do (model shapes, collectives, dtypes under FSDP, checkpoint keys),
@@ -605,11 +611,12 @@ D2FILES = {"dist2.py": DIST2, "solo.py": SOLO}
 
 
 def _dist2(id: str, expect: list[str], mode: str, note: str, flags: tuple[str, ...] = (), env: dict | None = None,
-           exit: str = "fail", timeout: float = 90, expect_by: dict | None = None) -> Case:
+           exit: str = "fail", timeout: float = 90, expect_by: dict | None = None,
+           releases: tuple[str, ...] | None = None) -> Case:
     """torchrun of two local gloo ranks running ``dist2.py MODE``."""
     return Case(id=id, expect=expect, argv=torchrun("--nproc-per-node", "2", *flags, *TORCHRUN_LOCAL, "dist2.py", mode),
                 files=D2FILES, env=dict(env or {}), input="torchrun", exit=exit, timeout=timeout, note=note,
-                expect_by=dict(expect_by or {}))
+                expect_by=dict(expect_by or {}), releases=releases)
 
 
 def _solo(id: str, expect: list[str], mode: str, note: str, env: dict | None = None, exit: str = "fail",
@@ -692,6 +699,9 @@ PROGRAM = Program(
     name="torch",
     dist="torch",
     releases=[
+        # the torch of most distributed-training and NCCL reports of 2024-2025 (September 2024); built against
+        # numpy 1.x, hence numpy<2
+        Release(label="2.4.1", requirements=["torch==2.4.1", "numpy<2"]),
         Release(label="2.13.0", requirements=["torch==2.13.0", "numpy"]),
         Release(label="2.14.1", requirements=["torch==2.14.1", "numpy"]),
         Release(label="2.15.0", requirements=["torch==2.15.0", "numpy"]),
@@ -813,6 +823,10 @@ PROGRAM = Program(
             # the c10d backend takes a taken port for another agent's store and joins it as a client: what the
             # log shows is a store it cannot validate, and the ranks never meet
             expect=["dist.rendezvous_failed"],
+            # torch 2.4's TCPStore (not libuv) first tries to host the store and says why it cannot: socket.cpp's
+            # "The server socket has failed to bind to 0.0.0.0:PORT (errno: 98 - Address already in use)", then
+            # the client's "Connection reset by peer" from the service that holds the port: the root cause is printed
+            expect_by={"2.4.1": ["server.port_in_use", "dist.rendezvous_failed"]},
             argv=[
                 "{python}", "hold.py", "{port}", TORCHRUN, "--nnodes", "1", "--nproc-per-node", "2",
                 "--rdzv-backend", "c10d", "--rdzv-endpoint", "127.0.0.1:{port}", "worker.py", "allreduce",
@@ -980,7 +994,9 @@ PROGRAM = Program(
                "torch.load of a checkpoint path that does not exist on this node"),
         _ranks("torchrun-load-weights-only", ["model.format_mismatch"], "load-pickled-object",
                "a checkpoint that pickles a Python object, loaded by a torch whose torch.load is weights_only by"
-               " default: UnpicklingError 'Weights only load failed'"),
+               " default: UnpicklingError 'Weights only load failed'",
+               # torch 2.4 loads it (weights_only=False was still the default): nothing fails there
+               releases=SINCE_2_13),
         Case(
             id="torchrun-c10d-endpoint-unresolvable",
             expect=["dist.rendezvous_failed"],
@@ -1006,7 +1022,9 @@ PROGRAM = Program(
                expect_by={"2.13.0": ["runtime.backend_mismatch"]}, timeout=60),
         # --- training scripts and their checkpoints (genuine sweep 2) -------------------------------------
         _train("torchrun-fsdp2-cpu-ok", [], "fsdp-ok",
-               "healthy: FSDP2 fully_shard of a small model on two CPU gloo ranks, three steps", exit="ok"),
+               "healthy: FSDP2 fully_shard of a small model on two CPU gloo ranks, three steps", exit="ok",
+               # torch 2.4's FSDP2 needs CUDA streams: a CPU-only host cannot run it at all
+               releases=SINCE_2_13),
         _train("torchrun-dcp-save-load-ok", [], "dcp-ok",
                "healthy: torch.distributed.checkpoint save and load of a DDP state dict on two gloo ranks", exit="ok"),
         _train("torchrun-ddp-unused-parameters", ["config.bad_argument"], "ddp-unused",
@@ -1107,7 +1125,9 @@ PROGRAM = Program(
                " (https://github.com/pytorch/gloo/pull/456)"),
         _dist2("torchrun-fsdp2-mixed-param-dtype", ["config.bad_argument"], "fsdp2-dtypes",
                "FSDP2 fully_shard of a model with bf16 and fp32 parameters in one group: 'FSDP expects uniform original"
-               " parameter dtype' (https://github.com/modelscope/twinkle/issues/182)"),
+               " parameter dtype' (https://github.com/modelscope/twinkle/issues/182)",
+               # torch 2.4's FSDP2 fails on its CUDA streams before it compares the dtypes (no GPU here)
+               releases=SINCE_2_13),
         _dist2("torchrun-fsdp1-mixed-param-dtype", ["config.bad_argument"], "fsdp1-dtypes",
                "FSDP (FlatParameter) around a model with bf16 and fp32 parameters: 'Must flatten tensors with uniform"
                " dtype' (https://github.com/axolotl-ai-cloud/axolotl/issues/1494)"),
