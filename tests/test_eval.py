@@ -179,7 +179,7 @@ WORDING_BARS = {
     "ds-chatui-13": (19, 18), "ds-rag-13": (14, 14), "ds-models-13": (25, 25), "ds-train-13": (21, 20),
     "ds-cluster-13": (11, 9),
     # and its third (98 of 112 read right before any edit that touches them)
-    "ds-agents-14": (17, 16), "ds-eval-14": (18, 18), "ds-libs-14": (31, 30), "ds-cn-14": (17, 17),
+    "ds-agents-14": (17, 17), "ds-eval-14": (18, 18), "ds-libs-14": (31, 30), "ds-cn-14": (17, 17),
     "ds-gpuapps-14": (29, 27),
     # and its fourth (69 of 87 read right before any edit that touches them)
     "ds-models-15": (25, 23), "ds-hw-15": (24, 21), "ds-gpuapps-15": (38, 38),
