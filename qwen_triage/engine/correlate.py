@@ -476,8 +476,8 @@ class Correlator:
         return [rec for g in self.relayed.values() for rec in g.evidence]
 
     def observations(self) -> list[Observation]:
-        unused = {id(g) for g in self.fallbacks.values()} if self.groups else set()  # beside a diagnosis: observed
-        groups = sorted([*self.observed.values(), *(g for g in self.fallbacks.values() if id(g) in unused)],
-                        key=lambda g: g.seq)
-        return [Observation(**{**self._observation_fields(g), **({"severity": Severity.info} if id(g) in unused else {})})
-                for g in groups]
+        shown = [(g, g.severity) for g in self.observed.values()]
+        # fallbacks beside a diagnosis are observations, whatever the rule's severity
+        shown += [(g, Severity.info) for g in (self.fallbacks.values() if self.groups else ())]
+        return [Observation(**{**self._observation_fields(g), "severity": severity})
+                for g, severity in sorted(shown, key=lambda pair: pair[0].seq)]

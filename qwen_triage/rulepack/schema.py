@@ -219,7 +219,7 @@ class Rule(_Strict):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     @model_validator(mode="after")
-    def _relay_is_info(self) -> "Rule":
+    def _relay_and_fallback_kinds(self) -> "Rule":
         if self.relay and (self.severity is not Severity.info or self.table is not None):
             raise ValueError("a relay rule has severity info and no table: it names no failure of its own")
         if self.fallback and (self.severity is Severity.info or self.relay):

@@ -11,7 +11,7 @@ Stdlib only: the harness runs under any python3.11+, the programs under their ve
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 
@@ -88,6 +88,16 @@ MAKE_TINY = (Path(__file__).resolve().parents[1] / "make_tiny_qwen.py").read_tex
 # Build the tiny model quietly, then run the user's command (a shell line continues it): only the command's output
 # is the case, and a failed build exits 97, which no scenario expects.
 BUILD_TINY = "{python} make_tiny_qwen.py {work}/tiny >/dev/null 2>&1 || { echo 'tiny model build failed'; exit 97; }; "
+
+
+def per_release(cases: list[Case], releases: dict[str, tuple[str, ...]] | None = None,
+                expect_by: dict[str, dict[str, list[str]]] | None = None) -> list[Case]:
+    """``cases`` with a program's tables of what its releases differ in applied, by case id: ``releases`` (the
+    releases a scenario runs on: an older build lacks its flag or binary, or serves what a newer one refuses) and
+    ``expect_by`` (the classes a release reaches instead: it fails there for another reason); the rest unchanged."""
+    releases, expect_by = releases or {}, expect_by or {}
+    return [replace(c, **({"releases": releases[c.id]} if c.id in releases else {}),
+                    **({"expect_by": expect_by[c.id]} if c.id in expect_by else {})) for c in cases]
 
 
 def damage_script(damage: str = "") -> str:

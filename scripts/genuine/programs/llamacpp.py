@@ -8,10 +8,8 @@ Building the venv compiles llama.cpp with CMAKE_ARGS below (a minimal CPU build:
 cores); pip keeps the built wheel in its cache, so a rebuilt venv of the same pin reuses it.
 """
 
-from dataclasses import replace
-
 import gguf_damage as damage
-from case import Case, Program, Release
+from case import Case, Program, Release, per_release
 
 # a minimal CPU build of llama.cpp: no native tuning, OpenMP, curl, tests, examples, tools or server
 CMAKE_ARGS = ("-DGGML_NATIVE=OFF -DGGML_OPENMP=OFF -DGGML_BLAS=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF"
@@ -284,9 +282,8 @@ NEWEST_ONLY = {"future-version", "duplicate-metadata-key", "chat-template-genera
 # What it fails at differently: llama_new_context_with_model does not catch the std::bad_alloc of the KV cache's
 # cells (a vector of n_ctx entries), so the process dies of an uncaught "terminate called after throwing an instance
 # of 'std::bad_alloc'" that names no context or KV cache: a host allocation failure is all the output says
-OLDER_EXPECT = {"context-too-large-for-ram": ["memory.host_oom"]}
-CASES = [replace(c, releases=("0.3.36",)) if c.id in NEWEST_ONLY
-         else replace(c, expect_by={"0.2.90": OLDER_EXPECT[c.id]}) if c.id in OLDER_EXPECT else c for c in CASES]
+OLDER_EXPECT = {"context-too-large-for-ram": {"0.2.90": ["memory.host_oom"]}}
+CASES = per_release(CASES, releases={i: ("0.3.36",) for i in NEWEST_ONLY}, expect_by=OLDER_EXPECT)
 
 PROGRAM = Program(
     name="llamacpp",

@@ -4,9 +4,10 @@ damaged, split GGUFs with a part gone, quantization a file or type does not allo
 requests the server refuses, a KV cache larger than the host's memory, -hf downloads without a network; and healthy
 runs with their scary warnings. (``programs/llamacpp.py`` drives the same library through llama-cpp-python.)
 
-Two releases. The older is the llama-server of most reports of 2025: the tree llama-cpp-python 0.3.9's sdist vendors
-(ggerganov/llama.cpp@8733e0c, May 2025), built the same way without libcurl (OLD_* below; the scenarios it has no
-flag or binary for run on the newer only). The newer release is llama.cpp b11312 (ggml-org/llama.cpp@0c1e57098), the tree that the llama-cpp-python 0.3.36 sdist vendors
+Three releases. The two older are the llama-servers of most reports of 2024 and 2025: the trees llama-cpp-python
+0.2.90's and 0.3.9's sdists vendor (1d1ccce, August 2024; ggerganov/llama.cpp@8733e0c, May 2025), built the same way
+without libcurl (OLDEST_* / OLD_* below; the scenarios they have no flag or binary for run on the newer only). The
+newest release is llama.cpp b11312 (ggml-org/llama.cpp@0c1e57098), the tree that the llama-cpp-python 0.3.36 sdist vendors
 (its CHANGELOG: "update llama.cpp to ggml-org/llama.cpp@0c1e57098"; that commit is build 11312). The harness builds it
 as the release's ``after`` step (BUILD below), in the release's venv ``~/.cache/qwen-triage/genuine/llamaserver-b11312/``
 (which also holds gguf-py, used by each case to write its tiny GGUF); by hand that is::
@@ -28,9 +29,7 @@ gguf-py's GGUFWriter, and damages it or adds adapters / splits as the scenario n
 users paste): the server prints its E/W lines and a few I lines, not the loader's metadata dump.
 """
 
-from dataclasses import replace
-
-from case import Case, Program, Release
+from case import Case, Program, Release, per_release
 
 SDIST = "0.3.36"        # the llama-cpp-python release whose sdist vendors the tree
 BUILD_NUMBER = "11312"  # its llama.cpp: ggml-org/llama.cpp@0c1e57098 (b11312)
@@ -362,31 +361,7 @@ CASES = [
              " len(h)) + h + bytes(8))' && "),
 ]
 
-# What the older release (below) cannot be driven into: llama-completion and the flags it does not have yet
-# (--mmproj in the server, --models-dir, --offline), and what it still took and served (-no-cnv in llama-cli, a
-# request longer than the context, which it shifted; a chat template it could not parse, which it replaced with
-# chatml; a bare -fa; a missing --slot-save-path, checked only when a slot is saved)
-NEWEST_ONLY = {
-    "completion-ctx-over-train-healthy", "split-then-load-healthy", "completion-prompt-too-long", "cli-no-cnv-removed",
-    "server-mmproj-missing", "server-mmproj-not-projector", "server-models-dir-missing", "server-hf-offline-not-cached",
-    "server-gguf-template-broken", "server-chat-template-file-broken", "server-flash-attn-bare-flag",
-    "server-slot-save-dir-missing", "server-request-exceeds-context",
-}
-# What the older release fails at for another reason: --draft-max was still an option, so the missing draft model is
-# what stops it; built without libcurl (LLAMA_CURL=OFF, see below), -hf is refused before any connection
-# (August 2024 had no --draft-max yet: refused as an unknown argument, the failure the case records on b11312 too)
-OLDER_EXPECT = {
-    "server-removed-draft-max": {"1d1ccce": ["config.bad_argument"], "8733e0c": ["model.file_missing"]},
-    "server-hf-no-network": {"1d1ccce": ["config.bad_argument"], "8733e0c": ["config.bad_argument"]},
-}
-CASES = [replace(c, releases=(f"b{BUILD_NUMBER}",)) if c.id in NEWEST_ONLY
-         else replace(c, expect_by=OLDER_EXPECT[c.id]) if c.id in OLDER_EXPECT else c for c in CASES]
-# The oldest release (below) runs only the scenarios that end by themselves: its server does not stop on the SIGINT a
-# served case ends with while it still serves (it waits for a second one), so every served case would time out; and
-# llama-cli had no -st then.
-NOT_OLDEST = {c.id for c in CASES if "kill -INT $SRV" in c.argv[-1]} | {"cli-single-turn-healthy"}
-CASES = [replace(c, releases=("8733e0c", f"b{BUILD_NUMBER}")) if c.id in NOT_OLDEST and c.releases is None else c
-         for c in CASES]
+NEWEST = f"b{BUILD_NUMBER}"
 
 # The older release: the tree llama-cpp-python 0.3.9's sdist vendors (its CHANGELOG: "Update llama.cpp to
 # ggerganov/llama.cpp@8733e0cf6eefc7c7752297cc22d0836706f4222c", 2025-05-08), the llama-server of most reports of
@@ -399,12 +374,6 @@ OLD_TARGETS = [t for t in TARGETS if t != "llama-completion"]
 OLD_CMAKE_ARGS = ["-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=OFF", "-DGGML_NATIVE=OFF", "-DLLAMA_BUILD_TESTS=OFF",
                   "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_CURL=OFF"]
 
-
-def _release(label: str, sdist: str, targets: list[str], args: list[str]) -> Release:
-    return Release(label=label, requirements=["gguf==0.19.0", "numpy"],
-                   after=[["{python}", "-c", BUILD, "{venv}", sdist, " ".join(targets), " ".join(args)]])
-
-
 # The oldest release: llama-cpp-python 0.2.90's tree (August 2024; its git link says 1d1ccce), the llama-server whose
 # log lines read `INFO [ main] ... | key="value"` and ` ERR [ load_model] ...`: the reports of 2024. Built like the one
 # above (LLAMA_CURL was off by default then), except that its server and tools were still examples/: built with them.
@@ -412,13 +381,43 @@ OLDEST_SDIST = "0.2.90"
 OLDEST_COMMIT = "1d1ccce"
 OLDEST_CMAKE_ARGS = [a.replace("EXAMPLES=OFF", "EXAMPLES=ON") for a in OLD_CMAKE_ARGS]
 
+# What the older releases cannot be driven into: llama-completion and the flags they do not have yet (--mmproj in the
+# server, --models-dir, --offline), and what they still took and served (-no-cnv in llama-cli, a request longer than
+# the context, which they shifted; a chat template they could not parse, which they replaced with chatml; a bare -fa;
+# a missing --slot-save-path, checked only when a slot is saved)
+NEWEST_ONLY = {
+    "completion-ctx-over-train-healthy", "split-then-load-healthy", "completion-prompt-too-long", "cli-no-cnv-removed",
+    "server-mmproj-missing", "server-mmproj-not-projector", "server-models-dir-missing", "server-hf-offline-not-cached",
+    "server-gguf-template-broken", "server-chat-template-file-broken", "server-flash-attn-bare-flag",
+    "server-slot-save-dir-missing", "server-request-exceeds-context",
+}
+# The oldest runs only the scenarios that end by themselves: its server does not stop on the SIGINT a served case ends
+# with while it still serves (it waits for a second one), so every served case would time out; and llama-cli had no
+# -st then.
+NOT_OLDEST = {c.id for c in CASES if "kill -INT $SRV" in c.argv[-1]} | {"cli-single-turn-healthy"}
+# What the older releases fail at for another reason: May 2025 still had --draft-max, so the missing draft model is
+# what stops it, and August 2024 had no --draft-max yet (refused as an unknown argument, as on b11312); built without
+# libcurl, both refuse -hf before any connection
+OLDER_EXPECT = {
+    "server-removed-draft-max": {OLDEST_COMMIT: ["config.bad_argument"], OLD_COMMIT: ["model.file_missing"]},
+    "server-hf-no-network": {OLDEST_COMMIT: ["config.bad_argument"], OLD_COMMIT: ["config.bad_argument"]},
+}
+CASES = per_release(CASES, releases={**{i: (OLD_COMMIT, NEWEST) for i in NOT_OLDEST},
+                                     **{i: (NEWEST,) for i in NEWEST_ONLY}}, expect_by=OLDER_EXPECT)
+
+
+def _release(label: str, sdist: str, targets: list[str], args: list[str]) -> Release:
+    return Release(label=label, requirements=["gguf==0.19.0", "numpy"],
+                   after=[["{python}", "-c", BUILD, "{venv}", sdist, " ".join(targets), " ".join(args)]])
+
+
 PROGRAM = Program(
     name="llamaserver",
     dist="llama.cpp",  # not a pip distribution: `program: llama.cpp b11312`
     releases=[
         _release(OLDEST_COMMIT, OLDEST_SDIST, OLD_TARGETS, OLDEST_CMAKE_ARGS),
         _release(OLD_COMMIT, OLD_SDIST, OLD_TARGETS, OLD_CMAKE_ARGS),
-        _release(f"b{BUILD_NUMBER}", SDIST, TARGETS, CMAKE_ARGS),
+        _release(NEWEST, SDIST, TARGETS, CMAKE_ARGS),
     ],
     cases=CASES,
 )
