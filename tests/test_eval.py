@@ -183,6 +183,15 @@ WORDING_BARS = {
     "ds-gpuapps-14": (29, 27),
     # and its fourth (69 of 87 read right before any edit that touches them)
     "ds-models-15": (25, 23), "ds-hw-15": (24, 21), "ds-gpuapps-15": (38, 38),
+    # the ninth wave (session 31): downstream projects' threads (92 of 122 read right before any edit)
+    "ds-ide-16": (12, 11), "ds-k8s-16": (15, 14), "ds-desktop-16": (22, 20), "ds-vlm-16": (24, 23),
+    "ds-rl-16": (14, 10), "ds-gateway-16": (12, 8), "ds-hpc-16": (23, 22),
+    # its second round, Hugging Face model repositories' discussions (76 of 106)
+    "hf-qwen-17": (9, 9), "hf-gguf-17": (24, 22), "hf-quant-17": (21, 20), "hf-cnlabs-17": (3, 3),
+    "hf-west-17": (23, 23), "hf-vision-17": (17, 13), "hf-community-17": (9, 7),
+    # and its third, GitHub threads and gists the docs corpus holds (103 of 123)
+    "docs-vllm-18": (12, 11), "docs-ollama-18": (16, 15), "docs-nccl-18": (22, 22), "docs-cuda-18": (35, 35),
+    "docs-hub-18": (20, 18), "docs-gist-18": (18, 17),
 }
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from qwen_triage.engine.hang import HANG_PATTERN, RAS_PATTERN
-from qwen_triage.engine.multiline import HINTS_PATTERN
+from qwen_triage.engine.multiline import HINTS_PATTERN, STARTS_PATTERN
 from qwen_triage.engine.prefilter import Prefilter, build_prefilter
 from qwen_triage.engine.unrecognised import SIGNALS
 from qwen_triage.lazyre import lazy_with
@@ -233,6 +233,7 @@ class CompiledPack:
         # the serving stage's lines: after a run of heartbeats, one says the launch went on (engine.unrecognised)
         kinds += [("ready", p) for s in pack.stages if s.get("quiet_ok") for p in s.get("patterns", ())]
         kinds.append(("span", HINTS_PATTERN))  # lines that may belong to a multi-line record
+        kinds.append(("starts", STARTS_PATTERN))  # lines that start one whatever rules find on them
         kinds.append(("hang", HANG_PATTERN))  # lines that tell a hung job's ranks apart (engine.hang)
         kinds.append(("ras", RAS_PATTERN))  # the lines of an NCCL RAS report (engine.ras, read by engine.hang)
         for kind, p in kinds:

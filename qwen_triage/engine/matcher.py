@@ -139,7 +139,7 @@ class Matcher:
             rec.raised_by = rec.raised_by or assembly.raised_by
             rec.raised_in = rec.raised_in or assembly.raised_in
             if assembly.done or consumed < nlines:
-                yield from self._on_line(rec, pids)
+                yield from self._on_line(rec, self._joined_pids(rec, pids, assembly))
             else:
                 self._held[source_index] = held  # every line of this block continued it: wait on
         # the quiet context lines: (line number, index, offset, pattern ids), in order; only their veto-window
@@ -287,6 +287,7 @@ class Matcher:
                 if not assembly.done:  # the record may go on in the next block: wait for it
                     self._held[source_index] = (rec, pids, assembly)
                     continue
+                pids = self._joined_pids(rec, pids, assembly)
             self._position = (data, start)
             yield from self._on_line(rec, pids)
         if quiet:
@@ -303,6 +304,13 @@ class Matcher:
             yield from self.vetoes.expire(source_index, line_nos[k])
             lo = k + 1
 
+    def _joined_pids(self, rec: LineRecord, pids: set[int], assembly: Assembly) -> set[int]:
+        """The patterns a completed record is matched against: its lines' own, and for a family that cuts text
+        anywhere (a table cell, engine.multiline) those the joined message holds where no raw line held it whole."""
+        if not assembly.family.rescan or not assembly.taken:
+            return pids
+        return pids | self.c.prefilter.candidates(rec.message.encode("utf-8", "replace")).get(0, set())
+
     def release_held(self, source_index: int | None = None, prompt_only: bool = False) -> Iterator[Finding]:
         """Records still waiting for continuation lines are complete now (end of input, or a quiet input).
         ``prompt_only``: only records of a family written in one go (engine.multiline: a kernel message), after a
@@ -315,7 +323,7 @@ class Matcher:
             if held is not None:
                 self.context.settle_unsettled()
                 held[2].done = True
-                yield from self._on_line(held[0], held[1])
+                yield from self._on_line(held[0], self._joined_pids(*held))
 
     def finish(self, source_index: int | None = None, ended: bool = False) -> Iterator[Finding]:
         """End of a source (or all): held records complete; pending findings whose veto never came are final.
@@ -370,7 +378,7 @@ class Matcher:
             kinds = self.c.signals.get(pid)
             if kinds is not None:
                 for kind in kinds:
-                    if kind == "span":
+                    if kind in ("span", "starts"):
                         continue
                     if kind == "hang":
                         hang = True

@@ -17,6 +17,12 @@ began with a newline, or a copy split it) takes the next line as its text, so
 the message is what the unexplained-error list shows and the catalogue looks
 up; that family is read forward only: the line it takes stays a record of its
 own, which rules match and evidence cites as before.
+
+Triton's model status table cuts a long status into rows of its column's width, mid-word
+(common/src/table_printer.cc: ``substr`` of exactly the column's share, padded with ``setw``);
+a row with the first two cells blank continues the status above it, and its piece is joined
+with nothing between, so ``[json.exception.out_`` / ``of_range.403] key 'num_layers' not found``
+reads as the one message Triton had.
 """
 
 from __future__ import annotations
@@ -56,6 +62,13 @@ class Family:
     # pattern ids its own); for a family whose continuation is any line of words
     forward: bool = False
     max_chars: int = 4096  # the joined message's length at most
+    # a table's cell: what ends the text so far (its border, removed before a piece is added) and what goes
+    # between the text and a piece ("" for a cell cut at a fixed width, mid-word)
+    cell_end: re.Pattern[str] | None = None
+    joiner: str = " "
+    # a cut that falls anywhere (mid-word) splits any pattern's literal between two raw lines, where the
+    # prefilter never sees it whole: the joined record goes through the prefilter again (engine.matcher)
+    rescan: bool = False
 
     def continuation(self, message: str, joined: str) -> bool:
         if not self.continues.search(message):
@@ -73,13 +86,15 @@ class Family:
 
 def _family(name: str, starts: str, continues: str, *, max_lines: int, strip: str | None = None,
             keep: str | None = None, ends: str | None = None, prompt: bool = False, forward: bool = False,
-            max_chars: int = MAX_JOINED_CHARS) -> Family:
+            max_chars: int = MAX_JOINED_CHARS, cell_end: str | None = None, joiner: str = " ",
+            rescan: bool = False) -> Family:
     """A family from its patterns' text (compiled here, once)."""
     def compiled(p: str | None) -> re.Pattern[str] | None:
         return lazy(p) if p is not None else None
 
     return Family(name, lazy(starts), lazy(continues), compiled(strip), max_lines, compiled(keep),
-                  compiled(ends), prompt, forward, max_chars)
+                  compiled(ends), prompt, forward, max_chars, compiled(cell_end), joiner,
+                  rescan)
 
 
 _PCI_FUNCTION = r"(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]: +"  # a device's address, `0000:3b:00.0: `
@@ -94,6 +109,10 @@ _BARE_EXCEPTION = (r"^\s*(?:[A-Za-z_]\w{0,60}\.){0,8}[A-Z]\w{0,80}"
 _EXCEPTION_TEXT = (r"^\s*(?!Traceback \(|File \"|During handling of|The above exception|\+\s)"
                    r"(?!" + _BARE_EXCEPTION[4:] + r")\S")
 MAX_EXCEPTION_CHARS = 400  # what the collector reads of an exception line's text (unrecognised._EXCEPTION)
+# Triton's model status table (server.cc, `| Model | Version | Status |`): a model that failed to load, and a row
+# that continues its status (model and version cells blank; each cell is " " + text + " |")
+_TABLE_UNAVAILABLE = r"^\| [^|\s][^|]{0,300}\| +\d{1,19} +\| UNAVAILABLE: "
+_TABLE_CONTINUES = r"^\|\s{2,}\|\s{2,}\| "
 
 FAMILIES: tuple[Family, ...] = (
     # a process report whose program named itself "NVRM: …" is no driver message (engine.origin)
@@ -108,6 +127,9 @@ FAMILIES: tuple[Family, ...] = (
             keep=r"^\[signal |^[\w./-]+\.\(?\*?[\w]+\)?\.?\w*\("),
     _family("exception_text", _BARE_EXCEPTION, _EXCEPTION_TEXT, max_lines=1, prompt=True, forward=True,
             max_chars=MAX_EXCEPTION_CHARS),
+    # rows written in one go (one table); a Python backend's status carries its traceback over many rows
+    _family("triton_table", _TABLE_UNAVAILABLE, _TABLE_CONTINUES, strip=_TABLE_CONTINUES, cell_end=r" \|\s*$",
+            joiner="", rescan=True, max_lines=40, prompt=True),
 )
 
 RECORD_LINES = max(f.max_lines for f in FAMILIES) + 1
@@ -119,11 +141,13 @@ _GO_FRAME = lazy(r"^(?P<pkg>[\w.-]+(?:/[\w.-]+)*)\.(?:\(\*?\w+\)\.)?\w+\(")
 # Words one of the families needs on a line: most candidate lines have none, and skip the families.
 _HINTS = (
     "NVRM: ", "AER: ", "PCIe Bus Error", "device [", "TLP Header", "   [", "oom-kill", "Killed process",
-    "Out of memory", "panic: ", "fatal error: ", "goroutine ", "[signal ",
+    "Out of memory", "panic: ", "fatal error: ", "goroutine ", "[signal ", "| UNAVAILABLE: ",
 )
+# ... and the shape of a table row that continues a cell (two blank cells, then text): no word to look for
+_HINT_SHAPES = (r"\|\s{2,}\|\s{2,}\| \S",)
 
 
-_HINT_RE = lazy("|".join(re.escape(h) for h in _HINTS))
+_HINT_RE = lazy("|".join((*(re.escape(h) for h in _HINTS), *_HINT_SHAPES)))
 
 
 _BARE_EXCEPTION_RE = lazy(_BARE_EXCEPTION)
@@ -139,6 +163,9 @@ def may_span(message: str) -> bool:
 
 # For the prefilter: a line carrying a hint word is marked in the same pass that finds candidates.
 HINTS_PATTERN = _HINT_RE.pattern
+# ... and a line that starts a record whose words may all be cut across its lines (a Triton status cell): a
+# candidate even when no rule's pattern is whole on it, so that its record is assembled and read
+STARTS_PATTERN = re.escape("| UNAVAILABLE: ")
 
 
 def may_span_raw(raw: bytes) -> bool:
@@ -197,7 +224,9 @@ class Assembly:
         piece = fam.strip.sub("", message, count=1) if fam.strip is not None else message.strip()
         if piece and len(self.message) < fam.max_chars:
             head = self.message.rstrip() if fam.forward else self.message  # `RuntimeError: ` + its text
-            self.message = (head + " " + piece)[:fam.max_chars]
+            if fam.cell_end is not None:
+                head = fam.cell_end.sub("", head, count=1)
+            self.message = (head + fam.joiner + piece)[:fam.max_chars]
         if fam.ends is not None and fam.ends.search(message):
             self.done = True
         return True

@@ -1,4 +1,5 @@
-"""Multi-line records: wrapped NVRM sentences, AER and OOM reports, Go panics, who raised a traceback."""
+"""Multi-line records: wrapped NVRM sentences, AER and OOM reports, Go panics, who raised a traceback, Triton's
+status cells cut over table rows."""
 
 from __future__ import annotations
 
@@ -62,6 +63,28 @@ rules:
     examples:
       match: ["ValueError: bad"]
       no_match: ["TypeError: bad"]
+  - id: t.triton-key
+    class: runtime.backend_mismatch
+    title: the TensorRT-LLM backend misses a key of the engine's config
+    severity: error
+    sources: [any]
+    match:
+      any: ['modelInstanceState: \\[json\\.exception\\.out_of_range\\.403\\] key ''(?P<key>\\w+)'' not found']
+    extract: {key: str}
+    examples:
+      match: ["modelInstanceState: [json.exception.out_of_range.403] key 'num_layers' not found"]
+      no_match: ["modelInstanceState: [json.exception.parse_error.101] parse error"]
+  - id: t.triton-words
+    class: model.file_missing
+    title: a status whose words the table cut at a space
+    severity: error
+    sources: [any]
+    match:
+      any: ['UNAVAILABLE: Not found: unable to load model file (?P<file>[\\w.]+) +\\|$']
+    extract: {file: str}
+    examples:
+      match: ["UNAVAILABLE: Not found: unable to load model file model.plan  |"]
+      no_match: ["UNAVAILABLE: Not found: unable to loadmodel file model.plan"]
 """
 
 NVRM = """\
@@ -113,6 +136,28 @@ main.main()
 """
 
 
+# Triton's model status table (server.cc) cuts a long status at its column's width, mid-word (table_printer.cc)
+TRITON_TABLE = """\
+I0524 03:33:13.130393 2517 server.cc:677]
++------------------+---------+----------------------------------------------+
+| Model            | Version | Status                                       |
++------------------+---------+----------------------------------------------+
+| postprocessing   | 1       | READY                                        |
+| tensorrt_llm     | 1       | UNAVAILABLE: Internal: unexpected error when |
+|                  |         |  creating modelInstanceState: [json.exceptio |
+|                  |         | n.out_of_range.403] key 'num_layers' not fou |
+|                  |         | nd                                           |
+| tensorrt_llm_bls | 1       | READY                                        |
++------------------+---------+----------------------------------------------+
+"""
+
+# a cut that falls just after a space: the piece keeps it, the cell's own padding and border do not join in
+TRITON_AT_SPACE = """\
+| resnet  | 1       | UNAVAILABLE: Not found: unable to  |
+|         |         | load model file model.plan         |
+"""
+
+
 @pytest.fixture(scope="module", params=["literal", "hyperscan"])
 def pack(request, tmp_path_factory) -> CompiledPack:  # type: ignore[no-untyped-def]
     if request.param == "hyperscan":
@@ -159,14 +204,48 @@ def test_go_panic_names_its_package(tmp_path: Path, pack: CompiledPack) -> None:
     assert [(u.raised_by, u.evidence.line) for u in report.unrecognised] == [("github.com/ollama/ollama/llm", 1)]
 
 
-def test_live_record_completes_on_the_next_block_or_when_quiet(pack: CompiledPack) -> None:
-    lines = NVRM.splitlines(keepends=True)
+def test_a_triton_status_cut_mid_word_reads_as_one_message(tmp_path: Path, pack: CompiledPack) -> None:
+    """No raw row holds the rule's words whole (`[json.exceptio` / `n.out_of_range`, `not fou` / `nd`): the
+    rows join with nothing between, and the joined cell goes through the prefilter again."""
+    (d,) = scan(tmp_path, pack, TRITON_TABLE).diagnoses
+    assert d.rule == "t.triton-key" and d.facts == {"key": "num_layers"}
+    assert d.evidence[0].line == 6  # the model's row, as read
+
+
+def test_a_triton_cell_cut_after_a_space_keeps_it(tmp_path: Path, pack: CompiledPack) -> None:
+    (d,) = scan(tmp_path, pack, TRITON_AT_SPACE).diagnoses
+    assert d.rule == "t.triton-words" and d.facts == {"file": "model.plan"}
+
+
+def test_a_ready_table_and_other_pipes_join_nothing(tmp_path: Path, pack: CompiledPack) -> None:
+    """Rows of loaded models, nvidia-smi's table and a compose service's prefix start no record."""
+    healthy = TRITON_TABLE.replace("UNAVAILABLE: Internal: unexpected error when", "READY" + " " * 39)
+    smi = ("|   0  NVIDIA A100-SXM4-80GB     On  |   00000000:07:00.0 Off |                    0 |\n"
+           "|                                     |                        |  key 'num_layers' not found |\n")
+    for text in (healthy, smi):
+        assert scan(tmp_path, pack, text).diagnoses == []
+
+
+def fed_line_by_line(pack: CompiledPack, lines: list[str]) -> tuple[Scanner, Source, list]:  # type: ignore[type-arg]
+    """A live scanner given ``lines`` one block each, and what it found on them."""
     scanner = Scanner(pack)
     src = Source(name="<child>", kind="live")
     scanner.add_source(src)
     found = []
-    for i in range(0, 5):  # lines 1-5 arrive one by one: the message may still go on
-        found += list(scanner.feed(src, Block(data=lines[i].encode(), first_line=i + 1, counted=1)))
+    for i, line in enumerate(lines):
+        found += list(scanner.feed(src, Block(data=line.encode(), first_line=i + 1, counted=1)))
+    return scanner, src, found
+
+
+def test_a_triton_table_fed_row_by_row_completes_when_it_ends(pack: CompiledPack) -> None:
+    scanner, _, found = fed_line_by_line(pack, TRITON_TABLE.splitlines(keepends=True))
+    found += list(scanner.release_held())
+    assert [(f.rule.rule.id, f.facts) for f in found] == [("t.triton-key", {"key": "num_layers"})]
+
+
+def test_live_record_completes_on_the_next_block_or_when_quiet(pack: CompiledPack) -> None:
+    lines = NVRM.splitlines(keepends=True)
+    scanner, src, found = fed_line_by_line(pack, lines[:5])  # lines 1-5 arrive one by one: the message may go on
     assert found == []
     # line 6 starts a new sentence: the record is complete
     found += list(scanner.feed(src, Block(data=lines[5].encode(), first_line=6, counted=1)))
@@ -205,8 +284,10 @@ def test_a_brief_pause_completes_a_kernel_message_but_not_a_go_panic(pack: Compi
     assert list(oom.release_held(prompt_only=True)) == [] and oom.matcher._held
     list(oom.release_held())
     assert oom.matcher._held == {}
-    # (and a Python exception line with its text on the next line: the traceback is printed in one go)
-    assert [f.prompt for f in FAMILIES] == [f.name in ("nvrm", "aer", "exception_text") for f in FAMILIES]
+    # (and a Python exception line with its text on the next line: the traceback is printed in one go; and Triton's
+    # status table, one string written at once)
+    assert [f.prompt for f in FAMILIES] == [f.name in ("nvrm", "aer", "exception_text", "triton_table")
+                                            for f in FAMILIES]
 
 
 BAD_READ = ("[  135.63230{i}] NVRM: GPU4 gpuHandleSanityCheckRegReadError_GH100: Possible bad register read: "

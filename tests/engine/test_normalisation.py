@@ -32,6 +32,11 @@ CASES = [
         "[ 1234.567890] NVRM: Xid (PCI:0000:3b:00): 79",
         {"formats": ("dmesg",), "program": "kernel", "timestamp": "1234.567890", "message": "NVRM: Xid (PCI:0000:3b:00): 79"},
     ),
+    (  # a ten-digit stamp is the epoch time a program logs (UCX), not the kernel's seconds since boot
+        "[1581060992.288391] [host1:3017:0] ib_mlx5_log.c:174 UCX ERROR Transport retry count exceeded",
+        {"formats": (), "program": None,
+         "message": "[1581060992.288391] [host1:3017:0] ib_mlx5_log.c:174 UCX ERROR Transport retry count exceeded"},
+    ),
     (
         "[Sun Mar 24 23:54:53 2024] python invoked oom-killer: gfp_mask=0x140cca",
         {"formats": ("dmesg-T",), "program": "kernel", "timestamp": "Sun Mar 24 23:54:53 2024",
