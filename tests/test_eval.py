@@ -192,6 +192,8 @@ WORDING_BARS = {
     # and its third, GitHub threads and gists the docs corpus holds (103 of 123)
     "docs-vllm-18": (12, 11), "docs-ollama-18": (16, 15), "docs-nccl-18": (22, 22), "docs-cuda-18": (35, 35),
     "docs-hub-18": (20, 18), "docs-gist-18": (18, 17),
+    # and its fourth, the same source for NVIDIA's inference stack and the node (31 of 41)
+    "docs-trt-19": (16, 16), "docs-node-19": (25, 22),
 }
 
 
