@@ -194,6 +194,8 @@ WORDING_BARS = {
     "docs-hub-18": (20, 18), "docs-gist-18": (18, 17),
     # and its fourth, the same source for NVIDIA's inference stack and the node (31 of 41)
     "docs-trt-19": (16, 16), "docs-node-19": (25, 22),
+    # and its fifth, the same source for training launches and application repositories' servers (22 of 24)
+    "docs-train-20": (17, 17), "docs-serve-20": (7, 7),
 }
 
 
