@@ -111,7 +111,8 @@ _EXCEPTION_TEXT = (r"^\s*(?!Traceback \(|File \"|During handling of|The above ex
 MAX_EXCEPTION_CHARS = 400  # what the collector reads of an exception line's text (unrecognised._EXCEPTION)
 # Triton's model status table (server.cc, `| Model | Version | Status |`): a model that failed to load, and a row
 # that continues its status (model and version cells blank; each cell is " " + text + " |")
-_TABLE_UNAVAILABLE = r"^\| [^|\s][^|]{0,300}\| +\d{1,19} +\| UNAVAILABLE: "
+_TABLE_FAILED = "| UNAVAILABLE: "  # the words between the version cell and the status of a model that failed
+_TABLE_UNAVAILABLE = r"^\| [^|\s][^|]{0,300}\| +\d{1,19} +" + re.escape(_TABLE_FAILED)
 _TABLE_CONTINUES = r"^\|\s{2,}\|\s{2,}\| "
 
 FAMILIES: tuple[Family, ...] = (
@@ -141,7 +142,7 @@ _GO_FRAME = lazy(r"^(?P<pkg>[\w.-]+(?:/[\w.-]+)*)\.(?:\(\*?\w+\)\.)?\w+\(")
 # Words one of the families needs on a line: most candidate lines have none, and skip the families.
 _HINTS = (
     "NVRM: ", "AER: ", "PCIe Bus Error", "device [", "TLP Header", "   [", "oom-kill", "Killed process",
-    "Out of memory", "panic: ", "fatal error: ", "goroutine ", "[signal ", "| UNAVAILABLE: ",
+    "Out of memory", "panic: ", "fatal error: ", "goroutine ", "[signal ", _TABLE_FAILED,
 )
 # ... and the shape of a table row that continues a cell (two blank cells, then text): no word to look for
 _HINT_SHAPES = (r"\|\s{2,}\|\s{2,}\| \S",)
@@ -165,7 +166,7 @@ def may_span(message: str) -> bool:
 HINTS_PATTERN = _HINT_RE.pattern
 # ... and a line that starts a record whose words may all be cut across its lines (a Triton status cell): a
 # candidate even when no rule's pattern is whole on it, so that its record is assembled and read
-STARTS_PATTERN = re.escape("| UNAVAILABLE: ")
+STARTS_PATTERN = re.escape(_TABLE_FAILED)
 
 
 def may_span_raw(raw: bytes) -> bool:
