@@ -204,6 +204,8 @@ WORDING_BARS = {
     # forums and blogs, Q&A pages and Spaces (82 of 89)
     "paste-serve-21": (8, 8), "paste-node-21": (21, 20), "hf-new-21": (7, 6), "hf-gguf-21": (17, 17),
     "cn-21": (13, 12), "qa-21": (23, 21),
+    # and its third, 2026's threads of the serving stacks and the node (27 of 35)
+    "vllm-2026": (5, 5), "ggml-2026": (14, 12), "sgtrt-2026": (6, 4), "node-2026": (10, 10),
 }
 
 
