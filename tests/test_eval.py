@@ -206,6 +206,8 @@ WORDING_BARS = {
     "cn-21": (13, 12), "qa-21": (23, 21),
     # and its third, 2026's threads of the serving stacks and the node (27 of 35)
     "vllm-2026": (5, 5), "ggml-2026": (14, 12), "sgtrt-2026": (6, 4), "node-2026": (10, 10),
+    # and its fourth, community repositories of multi-GPU home servers (5 of 5)
+    "club-2026": (5, 5),
 }
 
 
