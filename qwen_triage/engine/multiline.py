@@ -113,7 +113,8 @@ MAX_EXCEPTION_CHARS = 400  # what the collector reads of an exception line's tex
 # that continues its status (model and version cells blank; each cell is " " + text + " |")
 _TABLE_FAILED = "| UNAVAILABLE: "  # the words between the version cell and the status of a model that failed
 _TABLE_UNAVAILABLE = r"^\| [^|\s][^|]{0,300}\| +\d{1,19} +" + re.escape(_TABLE_FAILED)
-_TABLE_CONTINUES = r"^\|\s{2,}\|\s{2,}\| "
+_TABLE_CONTINUES_ROW = r"\|\s{2,}\|\s{2,}\| "  # a row whose model and version cells are blank
+_TABLE_CONTINUES = "^" + _TABLE_CONTINUES_ROW
 
 FAMILIES: tuple[Family, ...] = (
     # a process report whose program named itself "NVRM: …" is no driver message (engine.origin)
@@ -145,7 +146,7 @@ _HINTS = (
     "Out of memory", "panic: ", "fatal error: ", "goroutine ", "[signal ", _TABLE_FAILED,
 )
 # ... and the shape of a table row that continues a cell (two blank cells, then text): no word to look for
-_HINT_SHAPES = (r"\|\s{2,}\|\s{2,}\| \S",)
+_HINT_SHAPES = (_TABLE_CONTINUES_ROW + r"\S",)
 
 
 _HINT_RE = lazy("|".join((*(re.escape(h) for h in _HINTS), *_HINT_SHAPES)))

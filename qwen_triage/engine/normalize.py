@@ -79,14 +79,15 @@ JOURNALD_SHORT_CJK = _wrapper(r"(?P<ts> ?(?:1[0-2]|[1-9])[\u6708\uc6d4] [ \d]\d 
 JOURNALD_ISO = _wrapper(r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?) ", _SYSLOG_TAG)
 # the kernel's `[%5lu.%06lu]`: seconds since boot, nine digits at most (31 years); a ten-digit stamp is the epoch
 # time a program logs (UCX's `[1581060992.288391] [host:1234:0] ib_mlx5_log.c:174 UCX ERROR …`), not the kernel's
-DMESG = _wrapper(r"\[\s*(?P<ts>\d{1,9}\.\d+)\] ?(?P<msg>.*)")
+_UPTIME = r"\d{1,9}\.\d+"
+DMESG = _wrapper(rf"\[\s*(?P<ts>{_UPTIME})\] ?(?P<msg>.*)")
 DMESG_T = _wrapper(rf"\[(?P<ts>(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) {_MONTH} [ \d]\d \d\d:\d\d:\d\d \d{{4}})\] ?(?P<msg>.*)")
 # `dmesg --decode` (-x), as node agents and `dmesg -x --time-format iso` print it: facility and level
 # padded to their width, then the timestamp if any (`kern  :err   : 2025-02-10T16:28:06,502716+00:00 …`)
 DMESG_DECODE = _wrapper(r"(?P<facility>kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7])",
                         r" *:(?P<level>emerg|alert|crit|err|warn|notice|info|debug) *: ",
                         r"(?:(?P<ts>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?) ",
-                        r"|\[\s*(?P<uptime>\d{1,9}\.\d+)\] ?)?(?P<msg>.*)")
+                        rf"|\[\s*(?P<uptime>{_UPTIME})\] ?)?(?P<msg>.*)")
 # A stamp before the line: `kubectl logs --timestamps` and `docker logs -t` (RFC 3339), the CRI log files a node
 # keeps (`/var/log/pods/…/0.log`, what log shippers read: the stamp, the stream and the full / partial tag,
 # `2026-11-29T10:00:01.123456789Z stderr F …`), and a bare local date and time as a terminal's or a viewer's copy,
