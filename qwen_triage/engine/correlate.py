@@ -14,7 +14,9 @@ timeouts), so a symptom lands under the top of its chain. Roots are ordered by
 what a sentence rule found before what only a structure rule (``floor``) found, then severity, then
 first occurrence. `info` findings are observations only. A fallback rule's finding (``fallback: true``: a
 line healthy runs on other hosts print too) is a diagnosis only in a report that holds no other one; beside
-any other diagnosis it is an observation.
+any other diagnosis it is an observation. A relay rule may be a fallback too: alone in a report, its line
+stands for its class (the one sign left of a failure whose own line the log lacks); beside a diagnosis it is
+that diagnosis' relay, nothing more.
 
 A relay rule's finding (``relay: true``: a line that only passes on a failure printed
 before it) is neither: it is attached to the diagnosis whose evidence comes last
@@ -148,6 +150,7 @@ class Group:
     checks: list[CheckFinding] = field(default_factory=list)
     floor: bool = True  # only structure rules (rules' `floor`) found it: it ranks after what sentence rules found
     located: bool = True  # only the message catalogue found it (engine.locate): it ranks after any rule's
+    standing_relay: bool = False  # only relay lines that stand for their class when alone (a fallback relay) found it
     check_evidence: dict[tuple[str, str], Evidence] = field(default_factory=dict)  # every distinct one
 
     def add(self, f: Finding | CheckFinding) -> None:
@@ -279,6 +282,8 @@ class Correlator:
         # an experimental rule (`status: experimental`) is reported, never taken for a cause: an observation
         info = f.severity is Severity.info or (isinstance(f, Finding) and f.rule.rule.status is Status.experimental)
         relay = isinstance(f, Finding) and f.rule.rule.relay
+        if relay and f.rule.rule.fallback:
+            self._add_standing_relay(f, seq, class_id)  # type: ignore[arg-type]
         fallback = not info and isinstance(f, Finding) and f.rule.rule.fallback
         table = self.relayed if relay else self.observed if info else self.fallbacks if fallback else self.groups
         # observations: one per rule, and per row of a rule's table (its title says which)
@@ -289,6 +294,21 @@ class Correlator:
             group = table[key] = Group(key=key, first=f, severity=f.severity, seq=seq)
         group.add(f)
         return new
+
+    def _add_standing_relay(self, f: Finding, seq: int, class_id: str) -> None:
+        """A relay rule that is also a fallback (``relay: true`` and ``fallback: true``): its line passes on a failure
+        printed before it, and when the log shows no failure at all (a report no other rule fills) it is the one sign
+        of its class. Kept as a fallback too, at warning; beside any diagnosis it is only that diagnosis' relay."""
+        group = self.fallbacks.get(class_id)
+        if group is None:
+            group = self.fallbacks[class_id] = Group(key=class_id, first=f, severity=Severity.warning, seq=seq,
+                                                     standing_relay=True)
+        group.add(f)
+
+    @staticmethod
+    def _stands(g: Group) -> bool:
+        """A relay group whose rule stands for its class when nothing else is found."""
+        return isinstance(g.first, Finding) and g.first.rule.rule.fallback
 
     def extend(self, findings: Iterable[Finding | CheckFinding]) -> Correlator:
         """Add every finding; returns the correlator, for a one-line report."""
@@ -435,6 +455,8 @@ class Correlator:
         if not roots:
             return out
         for r in self.relays():
+            if not self.groups and self._stands(r):
+                continue  # it is the diagnosis itself (a fallback relay alone in the report)
             _, rule, title = r.speaker()
             held: dict[int, list[LineRecord]] = {}
             for rec in r.evidence:
@@ -478,6 +500,7 @@ class Correlator:
     def observations(self) -> list[Observation]:
         shown = [(g, g.severity) for g in self.observed.values()]
         # fallbacks beside a diagnosis are observations, whatever the rule's severity
-        shown += [(g, Severity.info) for g in (self.fallbacks.values() if self.groups else ())]
+        # (a fallback relay's group is not one: beside a diagnosis its lines are that diagnosis' relays)
+        shown += [(g, Severity.info) for g in (self.fallbacks.values() if self.groups else ()) if not g.standing_relay]
         return [Observation(**{**self._observation_fields(g), "severity": severity})
                 for g, severity in sorted(shown, key=lambda pair: pair[0].seq)]

@@ -213,7 +213,9 @@ class Rule(_Strict):
     fallback: bool = False
     """the cause only when nothing else is: a line that healthy runs on other hosts print too (Ollama's "no
     compatible GPUs were discovered" on a CPU-only host) but that, in a log where no other rule found a failure,
-    is the one sign of what went wrong. With any other diagnosis in the report it is an observation"""
+    is the one sign of what went wrong. With any other diagnosis in the report it is an observation. On a relay
+    rule: the relayed failure's most likely class when the log shows no failure of its own (the diagnosis, at
+    warning, of a report no other rule fills); beside a diagnosis it is that diagnosis' relay"""
     examples: Examples
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
@@ -222,8 +224,9 @@ class Rule(_Strict):
     def _relay_and_fallback_kinds(self) -> "Rule":
         if self.relay and (self.severity is not Severity.info or self.table is not None):
             raise ValueError("a relay rule has severity info and no table: it names no failure of its own")
-        if self.fallback and (self.severity is Severity.info or self.relay):
-            raise ValueError("a fallback rule names a failure (severity above info) and is no relay")
+        if self.fallback and self.severity is Severity.info and not self.relay:
+            raise ValueError("a fallback rule names a failure (severity above info), unless it is a relay whose line, "
+                             "alone in a report, stands for its class")
         return self
 
     @model_validator(mode="after")

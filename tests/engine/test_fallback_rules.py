@@ -3,7 +3,8 @@
 Ollama's "no compatible GPUs were discovered" is printed by every CPU-only host while it serves, and is all a GPU
 server shows when the runtime cannot see its cards. The rule that reads it names the failure but says
 ``fallback: true``: alone in a report it is the diagnosis; beside any other diagnosis it is an observation, so a
-download that stalls on such a host is still diagnosed as the stalled download.
+download that stalls on such a host is still diagnosed as the stalled download. A relay rule may be a fallback too:
+alone it stands for its class; beside a diagnosis it is that diagnosis' relay.
 """
 
 from __future__ import annotations
@@ -86,3 +87,46 @@ def test_the_flag_survives_the_prebuilt_pack(compiled) -> None:
     spec = rules["ollama.no-compatible-gpus"]
     assert spec.fallback and RuleSpec.from_dict(spec.to_dict()).fallback
     assert "fallback" not in rules["ollama.download-part-stalled"].shown()
+
+
+# A relay that is a fallback too: llama.cpp's "failed to load model" only passes on the loader's reason, and stands
+# for a GGUF this build cannot read when the log holds no reason at all.
+LOAD_FAILED = "llama_model_load_from_file_impl: failed to load model"
+CUDA_OOM = ("ggml_backend_cuda_buffer_type_alloc_buffer: allocating 20480.00 MiB on device 0: cudaMalloc failed: "
+            "out of memory")
+
+
+def test_a_fallback_relay_alone_is_the_diagnosis(compiled) -> None:
+    """A real report (text-generation-webui's llama-cpp-python on a Gemma 2 GGUF newer than its build): the load
+    failure is all the log says, so it stands for its class, at warning, and is neither its own relay nor an
+    unexplained line."""
+    log = ROOT / "fixtures" / "wordings" / "llamacpp-21" / "c21-textgen-llamacpp-python-gemma2-failed-load-015.log"
+    report = _scan(log, compiled)
+    assert report.classes() == ["model.gguf_unsupported"]
+    top = report.diagnoses[0]
+    assert top.rule == "llamacpp.model-load-failed"
+    assert top.severity.value == "warning"
+    assert top.relayed == []
+    assert [u for u in report.unrecognised if u.kind == "relay"] == []
+
+
+def test_beside_a_diagnosis_a_fallback_relay_is_only_its_relay(compiled, tmp_path: Path) -> None:
+    """The allocation failure is the cause: the load failure after it is that diagnosis' relay, and not an
+    observation of a class of its own."""
+    log = tmp_path / "oom.log"
+    log.write_text(f"{CUDA_OOM}\n{LOAD_FAILED}\n")
+    report = _scan(log, compiled)
+    assert report.classes() == ["memory.gpu_oom"]
+    assert [r.rule for r in report.diagnoses[0].relayed] == ["llamacpp.model-load-failed"]
+    assert "llamacpp.model-load-failed" not in [o.rule for o in report.observations]
+
+
+def test_a_relay_may_be_a_fallback() -> None:
+    """`relay: true` with `fallback: true` keeps the relay's severity (info): the schema takes it."""
+    from qwen_triage.rulepack.schema import Rule
+
+    rule = Rule.model_validate(
+        {"id": "x.load-failed", "class": "model.gguf_unsupported", "title": "load failed", "severity": "info",
+         "relay": True, "fallback": True, "sources": ["llama.cpp"], "match": {"any": ["failed to load model"]},
+         "examples": {"match": ["failed to load model"], "no_match": ["loaded the model"]}})
+    assert rule.relay and rule.fallback
