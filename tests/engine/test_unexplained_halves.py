@@ -140,9 +140,21 @@ def test_a_bare_assertion_holds_the_code_line_above_it(tmp_path: Path, compiled)
 
 
 def test_an_exception_that_carries_a_relay_line_is_listed_as_that_relay(tmp_path: Path, compiled) -> None:
+    text = ("Traceback (most recent call last):\n"
+            '  File "/usr/lib/python3/dist-packages/vllm/v1/engine/core_client.py", line 90, in make_client\n'
+            "    return AsyncMPClient(vllm_config, executor_class, log_stats)\n"
+            "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n")
+    report = _scan(tmp_path, compiled, text)
+    assert report.diagnoses == []
+    assert [u.kind for u in report.unrecognised] == ["relay"]
+
+
+def test_an_exception_that_carries_a_fallback_line_is_that_fallback(tmp_path: Path, compiled) -> None:
+    """vLLM's "failed to be inspected", carried by pydantic's ValidationError, is all the log says: it stands for
+    its class (a fallback), and the exception it sits in is part of that diagnosis, not an unexplained error."""
     text = ("pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
             "  Value error, Model architectures ['QuuxForCausalLM'] failed to be inspected. Please check the logs "
             "for more details. [type=value_error, input_value=ArgsKwargs((), {'model': 'q'}), input_type=ArgsKwargs]\n")
     report = _scan(tmp_path, compiled, text)
-    assert report.diagnoses == []
-    assert [u.kind for u in report.unrecognised] == ["relay"]
+    assert [d.class_ for d in report.diagnoses] == ["model.arch_unsupported"]
+    assert report.unrecognised == []
