@@ -150,7 +150,6 @@ class Group:
     checks: list[CheckFinding] = field(default_factory=list)
     floor: bool = True  # only structure rules (rules' `floor`) found it: it ranks after what sentence rules found
     located: bool = True  # only the message catalogue found it (engine.locate): it ranks after any rule's
-    standing_relay: bool = False  # only relay lines that stand for their class when alone (a fallback relay) found it
     check_evidence: dict[tuple[str, str], Evidence] = field(default_factory=dict)  # every distinct one
 
     def add(self, f: Finding | CheckFinding) -> None:
@@ -282,8 +281,8 @@ class Correlator:
         # an experimental rule (`status: experimental`) is reported, never taken for a cause: an observation
         info = f.severity is Severity.info or (isinstance(f, Finding) and f.rule.rule.status is Status.experimental)
         relay = isinstance(f, Finding) and f.rule.rule.relay
-        if relay and f.rule.rule.fallback:
-            self._add_standing_relay(f, seq, class_id)  # type: ignore[arg-type]
+        if isinstance(f, Finding) and f.rule.rule.relay and f.rule.rule.fallback:
+            self._add_standing_relay(f, seq, class_id)
         fallback = not info and isinstance(f, Finding) and f.rule.rule.fallback
         table = self.relayed if relay else self.observed if info else self.fallbacks if fallback else self.groups
         # observations: one per rule, and per row of a rule's table (its title says which)
@@ -301,14 +300,16 @@ class Correlator:
         of its class. Kept as a fallback too, at warning; beside any diagnosis it is only that diagnosis' relay."""
         group = self.fallbacks.get(class_id)
         if group is None:
-            group = self.fallbacks[class_id] = Group(key=class_id, first=f, severity=Severity.warning, seq=seq,
-                                                     standing_relay=True)
+            group = self.fallbacks[class_id] = Group(key=class_id, first=f, severity=Severity.warning, seq=seq)
         group.add(f)
 
     @staticmethod
     def _stands(g: Group) -> bool:
-        """A relay group whose rule stands for its class when nothing else is found."""
-        return isinstance(g.first, Finding) and g.first.rule.rule.fallback
+        """A group a fallback relay started: in the relays, one whose rule stands for its class when nothing else
+        is found; in the fallbacks, one that is no observation beside a diagnosis (its lines are that diagnosis'
+        relays)."""
+        rule = g.first.rule.rule if isinstance(g.first, Finding) else None
+        return rule is not None and rule.relay and rule.fallback
 
     def extend(self, findings: Iterable[Finding | CheckFinding]) -> Correlator:
         """Add every finding; returns the correlator, for a one-line report."""
@@ -501,6 +502,6 @@ class Correlator:
         shown = [(g, g.severity) for g in self.observed.values()]
         # fallbacks beside a diagnosis are observations, whatever the rule's severity
         # (a fallback relay's group is not one: beside a diagnosis its lines are that diagnosis' relays)
-        shown += [(g, Severity.info) for g in (self.fallbacks.values() if self.groups else ()) if not g.standing_relay]
+        shown += [(g, Severity.info) for g in (self.fallbacks.values() if self.groups else ()) if not self._stands(g)]
         return [Observation(**{**self._observation_fields(g), "severity": severity})
                 for g, severity in sorted(shown, key=lambda pair: pair[0].seq)]
