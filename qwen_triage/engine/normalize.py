@@ -101,11 +101,31 @@ STAMP_PREFIX = _wrapper(r"(?P<ts>\d{4}([-/])\d\d\2\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\
 # 10:11:12] `, LM Studio's `[2025-03-01 10:11:12][ERROR]`; SGLang's `[… TP0]` holds more and stays the message's head)
 RFC3339_BRACKETED = _wrapper(r"\[(?P<ts>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\] ?",
                              r"(?P<msg>.*)")
+# a local date and time as Python's `asctime` and most loggers print it (`2026-11-29 10:00:01`, ISO's `T` too)
+_DATE_TIME = r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d"
 # Python loggers that separate their fields with pipes: loguru's default (`2026-11-29 10:00:01.123 | ERROR    |
 # module:function:42 - msg`) and the `asctime | levelname | name | message` format of FastChat and the apps built
 # on it (QAnything, LLaVA) and of fairseq; the message keeps its own indentation (a traceback's source lines)
-PIPE_LOGGER = _wrapper(r"(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?) \| (?P<level>[A-Z]{4,8}) *\| ",
+PIPE_LOGGER = _wrapper(rf"(?P<ts>{_DATE_TIME}(?:[.,]\d{{1,9}})?) \| (?P<level>[A-Z]{{4,8}}) *\| ",
                        r"(?:(?P<src>[\w.<>-]{1,200}:[\w.<>-]{1,200}:\d{1,6}) - |(?P<logger>[\w.-]{1,64}) {0,16}\| )?(?P<msg>.*)")
+# Python logging's `asctime - name - levelname - message` (the logging cookbook's format: LMDeploy's and ModelScope's
+# own loggers, and the scripts that wrap an engine, olmOCR's `__main__`), LMDeploy's with `filename:lineno - ` after
+# the level; the logger's name is kept (LineRecord.field "logger"), the message keeps its own indentation
+DASH_LOGGER = _wrapper(rf"(?P<ts>{_DATE_TIME}(?:[.,]\d{{1,9}})?(?:Z|[+-]\d\d:?\d\d)?) - ",
+                       r"(?:(?P<logger>[\w.<>-]{1,120}) - )?(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL) - ",
+                       r"(?:(?P<src>[\w.-]{1,120}\.py:\d{1,6}) - )?(?P<msg>.*)")
+# Ray's own logger (its driver and autoscaler): `asctime<TAB>LEVEL file.py:123 -- message`
+RAY_LOGGER = _wrapper(rf"(?P<ts>{_DATE_TIME}(?:,\d{{1,6}})?)\t(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) ",
+                      r"(?P<src>[\w.-]{1,120}\.py:\d{1,6}) -- (?P<msg>.*)")
+# Python logging's `basicConfig()` default `LEVEL:name:message` (`ERROR:root:…`, `WARNING:transformers.x:…`), and
+# uvicorn's `LEVEL:` padded to ten columns (`INFO:     …`, `ERROR:    …`): a message that itself begins with
+# `ERROR: ` (one space) is the program's words, not this head
+BASIC_LOGGER = _wrapper(r"(?:(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?P<logger>[A-Za-z_<][\w.<>-]{0,119}):",
+                        r"|(?P<padded>INFO: {5}|DEBUG: {4}|ERROR: {4}|WARNING: {2}|CRITICAL: ))(?P<msg>.*)")
+# llama.cpp's common log with --log-timestamps / --log-prefix (llama-server, llama-box): `M.ss.mmm.uuu L ` (minutes,
+# seconds, milli- and microseconds since start, the level's letter)
+LLAMA_LOG = _wrapper(r"(?P<ts>\d{1,6}\.\d\d\.\d{3}\.\d{3}) (?:(?P<level>[IWED]) )?(?P<msg>.*)")
+_LLAMA_LEVELS = {"I": "info", "W": "warning", "E": "error", "D": "debug"}
 # a line copied out of Google Cloud's Logs Explorer (GKE): its severity, the receive time, the resource's label
 CLOUD_LOGGING = _wrapper(r"(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) ",
                          r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)) ",
@@ -170,6 +190,13 @@ WRAPPER_SAMPLES: tuple[tuple[str, str], ...] = (
     ("compose", "vllm-1  | {}"),
     ("pipe-logger", "2026-11-29 10:00:01.123 | ERROR    | __main__:main:42 - {}"),  # loguru
     ("pipe-logger", "2026-11-29 10:00:01 | ERROR | stderr | {}"),  # FastChat, QAnything
+    ("dash-logger", "2026-11-29 10:00:01,123 - lmdeploy - ERROR - base.py:53 - {}"),  # LMDeploy
+    ("dash-logger", "2026-11-29 10:00:01,123 - __main__ - INFO - {}"),  # Python logging's cookbook format
+    ("dash-logger", "2026-11-29 10:00:01.123456+00:00 - gpustack.worker.backends.vllm - ERROR - {}"),  # GPUStack
+    ("ray-logger", "2026-11-29 10:00:01,123\tERROR worker.py:1833 -- {}"),
+    ("basic-logger", "ERROR:root:{}"),
+    ("basic-logger", "ERROR:    {}"),  # uvicorn
+    ("llama-log", "0.04.466.952 E {}"),
     ("cloud-logging", "ERROR 2026-11-29T10:00:01.123456789Z [resource.labels.containerName: vllm] {}"),
     ("logfmt", 'time=2026-11-29T10:00:01.123Z level=ERROR source=server.go:612 msg="{}"'),
     ("logfmt", 'time="2026-11-29T10:00:01Z" level=error msg="{}"'),  # logrus: containerd, the NVIDIA toolkit
@@ -238,6 +265,27 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
             rec.level = level_name(m["level"]) or rec.level
             rec.formats += ("pipe-logger",)
             return m["msg"]
+        if " - " in msg[19:40] and (m := DASH_LOGGER.match(msg)):
+            _set_ts(rec, m["ts"])
+            rec.level = level_name(m["level"]) or rec.level
+            if m["logger"]:
+                rec.extra["logger"] = m["logger"]
+            if m["src"]:
+                rec.extra["source"] = m["src"]
+            rec.formats += ("dash-logger",)
+            return m["msg"]
+        if "\t" in msg[19:27] and (m := RAY_LOGGER.match(msg)):
+            _set_ts(rec, m["ts"])
+            rec.level = level_name(m["level"])
+            rec.extra["source"] = m["src"]
+            rec.formats += ("ray-logger",)
+            return m["msg"]
+        if "." in msg[1:8] and (m := LLAMA_LOG.match(msg)):
+            # minutes since the program started, not a clock: no timestamp (engine.clock reads clocks)
+            if m["level"]:
+                rec.level = _LLAMA_LEVELS[m["level"]]
+            rec.formats += ("llama-log",)
+            return m["msg"]
         if m := STAMP_PREFIX.match(msg):
             _set_ts(rec, m["ts"])
             rec.formats += ("cri",) if m["stream"] else ("timestamped",)
@@ -272,6 +320,12 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
         return _logfmt(rec, m)
     if c == "(":
         return _strip_parenthesised(rec, msg)
+    if c in "DIWEC" and ":" in msg[4:10] and (m := BASIC_LOGGER.match(msg)):
+        rec.level = level_name(m["level"] or m["padded"].rstrip(": "))
+        if m["logger"]:
+            rec.extra["logger"] = m["logger"]
+        rec.formats += ("basic-logger",)
+        return m["msg"]
     if c in "DIWEC" and (m := VLLM_LINE.match(msg)):
         _set_ts(rec, m["ts"])
         rec.level = level_name(m["level"])

@@ -64,8 +64,8 @@ class LineRecord:
         """A field by name as text, for rules' `where` constraints."""
         if name == "format":
             return self.format
-        if name == "source":  # the `file.cc:123` a wrapper printed before the message (NCCL, a logger's head)
-            return self.extra.get("source")
+        if name in ("source", "logger"):  # the `file.cc:123` a wrapper printed before the message (NCCL, a
+            return self.extra.get(name)  # logger's head); the name of the Python logger that wrote the line
         value = getattr(self, name)
         return None if value is None else str(value)
 

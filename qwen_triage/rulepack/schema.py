@@ -38,7 +38,7 @@ SOURCE_FAMILIES = (
 )
 
 # Record fields a rule may constrain with `where`.
-RECORD_FIELDS = ("program", "host", "level", "format", "rank", "gpu", "pid", "process", "path", "raised_by", "source")
+RECORD_FIELDS = ("program", "host", "level", "format", "rank", "gpu", "pid", "process", "path", "raised_by", "source", "logger")
 
 FactType = Literal["str", "int", "float", "bytes", "hex"]
 

@@ -176,6 +176,48 @@ CASES = [
         "2023-10-20 10:11:09.512 | WARNING  | __main__:load_model:214 - Loading model from base model",
         {"formats": ("pipe-logger",), "level": "warning", "message": "Loading model from base model"},
     ),
+    (  # Python logging's `asctime - name - levelname - message` (LMDeploy adds `file:line - `): the logger is kept
+        "2025-04-01 03:28:52,036 - lmdeploy - ERROR - base.py:53 - ModuleNotFoundError: No module named 'triton'",
+        {"formats": ("dash-logger",), "level": "error", "timestamp": "2025-04-01 03:28:52,036",
+         "message": "ModuleNotFoundError: No module named 'triton'", "extra": {"logger": "lmdeploy", "source": "base.py:53"}},
+    ),
+    (  # GPUStack's stamp carries its zone
+        "2026-12-06 08:35:46.775194+00:00 - gpustack.cmd.start - INFO - Server has shut down.",
+        {"formats": ("dash-logger",), "level": "info", "message": "Server has shut down.",
+         "extra": {"logger": "gpustack.cmd.start"}},
+    ),
+    (  # a script's logger around a vLLM line: the inner level wins
+        "2025-08-13 04:39:39,838 - __main__ - INFO - ERROR 08-13 04:39:39 engine.py:400] RuntimeError: x",
+        {"formats": ("dash-logger", "vllm"), "level": "error", "message": "RuntimeError: x"},
+    ),
+    (  # Ray's own logger
+        "2026-02-08 13:33:19,281\tINFO worker.py:1833 -- Connecting to existing Ray cluster at address: 10.0.0.2:6379...",
+        {"formats": ("ray-logger",), "level": "info", "extra": {"source": "worker.py:1833"},
+         "message": "Connecting to existing Ray cluster at address: 10.0.0.2:6379..."},
+    ),
+    (  # basicConfig's `LEVEL:name:message`
+        "ERROR:hf-to-gguf:Model MiniMindLM is not supported",
+        {"formats": ("basic-logger",), "level": "error", "message": "Model MiniMindLM is not supported",
+         "extra": {"logger": "hf-to-gguf"}},
+    ),
+    (  # uvicorn's level padded to ten columns
+        "ERROR:    [Errno -2] Name or service not known",
+        {"formats": ("basic-logger",), "level": "error", "message": "[Errno -2] Name or service not known"},
+    ),
+    (  # a message that begins with `ERROR: ` itself is the program's words
+        "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).",
+        {"formats": (), "level": None,
+         "message": "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm)."},
+    ),
+    (  # llama.cpp's common log with timestamps and level letters: minutes since start, not a clock
+        "9.49.771.566 E llama_model_load_from_file_impl: failed to load model",
+        {"formats": ("llama-log",), "level": "error", "timestamp": None,
+         "message": "llama_model_load_from_file_impl: failed to load model"},
+    ),
+    (  # a version number is no llama.cpp stamp
+        "1.2.3 released",
+        {"formats": (), "message": "1.2.3 released"},
+    ),
     (  # Logs Explorer: the severity is the stream's, the vLLM line inside gives the level
         "INFO 2025-11-19T20:16:36.096625454Z [resource.labels.containerName: vllm] (EngineCore_DP0 pid=270) "
         "ERROR 11-19 12:16:36 [v1/engine/core.py:842]            ^^^^^^^^",

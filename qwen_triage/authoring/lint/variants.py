@@ -119,9 +119,10 @@ def _natural_family(lr: LoadedRule, lines: list[_Line]) -> str:
     return APP
 
 
-# `where` fields that only the example's own head carries (NCCL's `transport/nvls.cc:244` before `NCCL WARN`):
-# a rule keyed on one is wrapped around its whole line, head kept, as a carrier would pass the line on.
-HEAD_FIELDS = frozenset({"source"})
+# `where` fields that only the example's own head carries (NCCL's `transport/nvls.cc:244` before `NCCL WARN`, a
+# Python logger's name): a rule keyed on one is wrapped around its whole line, head kept, as a carrier would
+# pass the line on.
+HEAD_FIELDS = frozenset({"source", "logger"})
 
 
 def _wrapped(lines: list[_Line], fmt: str, template: str, keep_head: bool = False) -> str | None:
@@ -151,8 +152,15 @@ def wrapper_variants(lr: LoadedRule, example: str, lines: list[_Line] | None = N
         if fam is not None and fam != natural:
             continue
         text = _wrapped(lines, fmt, template, keep_head)
-        if text is not None:
+        if text is not None and _format_allowed(lr, text):
             yield Variant("wrapper", f"{fmt} `{_template(template)[0]}`", text)
+
+
+def _format_allowed(lr: LoadedRule, text: str) -> bool:
+    """A rule keyed on its record's `format` (`where: {format: …}`) says which wrappers it reads: one it rules
+    out is no robustness miss (LMDeploy's fatal line printed bare, not the same words its logger only warns)."""
+    spec = lr.rule.match.where.get("format")
+    return spec is None or compile_pattern(spec).fullmatch(normalize(text.split("\n", 1)[0]).format) is not None
 
 
 def _headed(lines: list[_Line], prefix: str, suffix: str) -> str:
@@ -167,6 +175,8 @@ def _headed(lines: list[_Line], prefix: str, suffix: str) -> str:
 
 def head_variants(lr: LoadedRule, example: str, lines: list[_Line] | None = None) -> Iterator[Variant]:
     lines = lines or _lines(example)
+    if not HEAD_FIELDS.isdisjoint(lr.rule.match.where):
+        return  # keyed on its own head's field (NCCL's source, a Python logger's name): no other head carries it
     for program, template in HEADS:
         if program in lr.rule.sources:
             prefix, suffix = _template(template)

@@ -62,6 +62,33 @@ def test_a_wrapped_example_that_stops_firing_is_named_with_the_wrapper(tmp_path:
     assert not any("vllm-process" in p.message or "ollama[" in p.message for p in problems)
 
 
+def test_a_rule_keyed_on_its_logger_keeps_the_logger_head_under_every_wrapper(tmp_path: Path) -> None:
+    """`where: {logger: …}` reads the Python logger's name off the line's own head: the wrappers go around the
+    whole line, head kept, and no other program's head replaces it; without the where the same rule misses
+    nothing either (the head is stripped), so the check is about the head staying, not the words."""
+    keyed = rule(match="any: ['^[Ff]robnicate failed badly']\n      where: {logger: 'frob(?:\\.\\w+)?'}",
+                 example="2026-11-29 10:00:01,123 - frob.core - ERROR - frobnicate failed badly",
+                 no_match="2026-11-29 10:00:01,123 - other - ERROR - frobnicate failed badly")
+    assert _messages(tmp_path, keyed, "robust") == []
+    problems = lint(rules_dir(tmp_path / "b", keyed))
+    assert not [p for p in problems if p.level == "error"], [p.message for p in problems]
+
+
+def test_a_rule_keyed_on_its_format_is_not_tried_under_the_wrappers_it_rules_out(tmp_path: Path) -> None:
+    """A rule whose `where: {format: …}` excludes a wrapper (the words printed bare are fatal, the same words
+    through a logger only a warning) is no robustness miss under that wrapper; under the others it is tried."""
+    text = rule(match="any: ['^frobnicate failed badly']\n      where: {format: '(?:(?!dash-logger).)*'}",
+                example="frobnicate failed badly",
+                no_match="2026-11-29 10:00:01,123 - frob - WARNING - frobnicate failed badly")
+    assert _messages(tmp_path, text, "robust-wrapper") == []
+    from qwen_triage.authoring.lint.variants import wrapper_variants
+    from qwen_triage.rulepack.pack import load_pack
+
+    lr = next(r for r in load_pack([rules_dir(tmp_path / "c", text)], bundled=False).rules)
+    names = {v.name.split(" ", 1)[0] for v in wrapper_variants(lr, "frobnicate failed badly")}
+    assert "dash-logger" not in names and "journald" in names, names
+
+
 def test_wrappers_come_from_the_normaliser_and_are_stripped_back() -> None:
     from qwen_triage.engine.normalize import normalize
     from qwen_triage.rulepack.pack import load_pack
