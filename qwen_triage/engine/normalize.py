@@ -163,8 +163,17 @@ VLLM_PP_TP = lazy(r"PP(\d+)_TP(\d+)$")
 # a file or folder named for its rank: `rank3.log`, `rank_3/`, `worker-3.log`
 _PATH_LOCAL_RANK = lazy(r"(?:^|/)attempt_\d+/(\d+)/(?:stdout|stderr|error)\.(?:log|json)$")
 _PATH_RANK = lazy(r"(?:^|[/_.-])rank[_-]?(\d{1,5})(?:[/_.-]|$)", re.I)
-GLOG = _wrapper(r"\[(?P<level>[IWEF])(?P<ts>\d{3,4} \d\d:\d\d:\d\d\.\d+)(?: +\d+)? ",
+# (torch before 2.1 printed its C++ warnings without the date and thread: `[W socket.cpp:426] `, `[E ProcessGroupNCCL.cpp:456] `)
+GLOG = _wrapper(r"\[(?P<level>[IWEF])(?:(?P<ts>\d{3,4} \d\d:\d\d:\d\d\.\d+)(?: +\d+)?)? ",
                 r"(?P<src>[^\]\s]+:\d+)\] ?(?P<msg>.*)")
+# DeepSpeed's logger after its bracketed stamp: `[INFO] [config.py:1003:print] `, axolotl's with the process and rank
+# (`[INFO] [axolotl.utils.models.load_tokenizer:483] [PID:99566] [RANK:0] `)
+BRACKET_LOGGER = _wrapper(r"\[(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\] ",
+                          r"\[(?P<src>[\w.-]{1,120}:\d{1,6}(?::[\w<>.-]{1,80})?)\] ?",
+                          r"(?:\[PID:(?P<pid>\d{1,9})\] ?)?(?:\[RANK:(?P<rank>\d{1,6})\] ?)?(?P<msg>.*)")
+# transformers' logging as LLaMA-Factory and other trainers format it: `[INFO|trainer.py:2405] 2025-03-06 12:04:09,913 >> `
+HF_LOGGER = _wrapper(r"\[(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\|(?P<src>[\w.-]{1,120}:\d{1,6})\] ",
+                     rf"(?P<ts>{_DATE_TIME}(?:[.,]\d{{1,6}})?) >> (?P<msg>.*)")
 # torch's own logging without brackets: `W1129 16:46:03.146000 11144 torch/_library/triton.py:53] …`
 GLOG_BARE = _wrapper(r"(?P<level>[IWEF])(?P<ts>\d{4} \d\d:\d\d:\d\d\.\d+) +\d+ (?P<src>\S+:\d+)\] ?(?P<msg>.*)")
 
@@ -215,6 +224,10 @@ WRAPPER_SAMPLES: tuple[tuple[str, str], ...] = (
     ("torch-rank", "[default0]:{}"),
     ("glog", "[W1129 10:00:01.123456 1234 ProcessGroupNCCL.cpp:1234] {}"),
     ("glog", "W1129 10:00:01.123000 1234 torch/distributed/run.py:793] {}"),
+    ("glog", "[E ProcessGroupNCCL.cpp:456] {}"),  # torch before 2.1
+    ("bracket-logger", "[ERROR] [launch.py:325:sigkill_handler] {}"),  # DeepSpeed, after its bracketed stamp
+    ("bracket-logger", "[INFO] [axolotl.utils.models.load_model:483] [PID:1234] [RANK:0] {}"),
+    ("hf-logger", "[ERROR|trainer.py:2405] 2026-11-29 10:00:01,123 >> {}"),  # LLaMA-Factory
     ("tracing", "ERROR warmup{max_input_length=Some(4095) max_batch_size=None}:warmup: {}"),
 )
 GPU_IN_PROC = lazy(r"(?:TP|rank|_|-)(\d+)$")
@@ -256,40 +269,8 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
     if c in "JFMASOND" and (m := JOURNALD_SHORT.match(msg)):
         _journald(rec, m, "journald")
         return m["msg"]
-    if c.isdigit():
-        if m := JOURNALD_ISO.match(msg):
-            _journald(rec, m, "journald-iso")
-            return m["msg"]
-        if "| " in msg[19:40] and (m := PIPE_LOGGER.match(msg)):
-            _set_ts(rec, m["ts"])
-            rec.level = level_name(m["level"]) or rec.level
-            rec.formats += ("pipe-logger",)
-            return m["msg"]
-        if " - " in msg[19:40] and (m := DASH_LOGGER.match(msg)):
-            _set_ts(rec, m["ts"])
-            rec.level = level_name(m["level"]) or rec.level
-            if m["logger"]:
-                rec.extra["logger"] = m["logger"]
-            if m["src"]:
-                rec.extra["source"] = m["src"]
-            rec.formats += ("dash-logger",)
-            return m["msg"]
-        if "\t" in msg[19:27] and (m := RAY_LOGGER.match(msg)):
-            _set_ts(rec, m["ts"])
-            rec.level = level_name(m["level"])
-            rec.extra["source"] = m["src"]
-            rec.formats += ("ray-logger",)
-            return m["msg"]
-        if "." in msg[1:8] and (m := LLAMA_LOG.match(msg)):
-            # minutes since the program started, not a clock: no timestamp (engine.clock reads clocks)
-            if m["level"]:
-                rec.level = _LLAMA_LEVELS[m["level"]]
-            rec.formats += ("llama-log",)
-            return m["msg"]
-        if m := STAMP_PREFIX.match(msg):
-            _set_ts(rec, m["ts"])
-            rec.formats += ("cri",) if m["stream"] else ("timestamped",)
-            return m["msg"]
+    if c.isdigit() and (inner := _strip_dated(rec, msg)) is not None:
+        return inner
     if (c.isdigit() or (c == " " and msg[1:2].isdigit())) and (m := JOURNALD_SHORT_CJK.match(msg)):
         _journald(rec, m, "journald")
         return m["msg"]
@@ -321,11 +302,8 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
     if c == "(":
         return _strip_parenthesised(rec, msg)
     if c in "DIWEC" and ":" in msg[4:10] and (m := BASIC_LOGGER.match(msg)):
-        rec.level = level_name(m["level"] or m["padded"].rstrip(": "))
-        if m["logger"]:
-            rec.extra["logger"] = m["logger"]
-        rec.formats += ("basic-logger",)
-        return m["msg"]
+        rec.level = level_name(m["padded"].rstrip(": ")) if m["padded"] else None
+        return _logger_head(rec, m, "basic-logger")
     if c in "DIWEC" and (m := VLLM_LINE.match(msg)):
         _set_ts(rec, m["ts"])
         rec.level = level_name(m["level"])
@@ -356,6 +334,46 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
     return None
 
 
+def _strip_dated(rec: LineRecord, msg: str) -> str | None:
+    """The wrappers that open with a digit: journald's ISO form, the Python loggers that start with their stamp
+    (pipes, dashes, Ray's tab), llama.cpp's clock since start, and a bare stamp."""
+    if m := JOURNALD_ISO.match(msg):
+        _journald(rec, m, "journald-iso")
+        return m["msg"]
+    if "| " in msg[19:40] and (m := PIPE_LOGGER.match(msg)):
+        return _logger_head(rec, m, "pipe-logger")
+    if " - " in msg[19:40] and (m := DASH_LOGGER.match(msg)):
+        return _logger_head(rec, m, "dash-logger")
+    if "\t" in msg[19:27] and (m := RAY_LOGGER.match(msg)):
+        return _logger_head(rec, m, "ray-logger")
+    if "." in msg[1:8] and (m := LLAMA_LOG.match(msg)):
+        # minutes since the program started, not a clock: no timestamp (engine.clock reads clocks)
+        if m["level"]:
+            rec.level = _LLAMA_LEVELS[m["level"]]
+        rec.formats += ("llama-log",)
+        return m["msg"]
+    if m := STAMP_PREFIX.match(msg):
+        _set_ts(rec, m["ts"])
+        rec.formats += ("cri",) if m["stream"] else ("timestamped",)
+        return m["msg"]
+    return None
+
+
+def _logger_head(rec: LineRecord, m: re.Match[str], fmt: str) -> str:
+    """A logger's head: the stamp, level, logger name and `file:line` its format prints, each where it has one."""
+    fields = m.groupdict()
+    if fields.get("ts"):
+        _set_ts(rec, fields["ts"])
+    if fields.get("level"):
+        rec.level = level_name(fields["level"]) or rec.level
+    if fields.get("logger"):
+        rec.extra["logger"] = fields["logger"]
+    if fields.get("src"):
+        rec.extra["source"] = fields["src"]
+    rec.formats += (fmt,)
+    return m["msg"]
+
+
 def _nccl(rec: LineRecord, m: re.Match[str]) -> str:
     """NCCL's own prefix: ``host:pid:tid [gpu] NCCL LEVEL`` (the host, process, GPU and level of the line)."""
     rec.host = rec.host or m["host"]
@@ -371,7 +389,8 @@ def _nccl(rec: LineRecord, m: re.Match[str]) -> str:
 
 def _strip_bracketed(rec: LineRecord, msg: str) -> str | None:
     """The wrappers that open with ``[``: an MPI launcher's rank tag, a bracketed RFC 3339 stamp, the kernel's
-    uptime and ``dmesg -T`` clock, torchrun's ``[rank N]:`` / ``[default0]:``, glog's bracketed header."""
+    uptime and ``dmesg -T`` clock, torchrun's ``[rank N]:`` / ``[default0]:``, glog's bracketed header, DeepSpeed's
+    and transformers' bracketed logger heads."""
     if m := MPI_TAG.match(msg):
         rec.rank = bounded_int(m["rank"])
         rec.formats += ("mpi",)
@@ -398,10 +417,19 @@ def _strip_bracketed(rec: LineRecord, msg: str) -> str | None:
         rec.formats += ("torch-rank",)
         return m["msg"]
     if m := GLOG.match(msg):
-        _set_ts(rec, m["ts"])
+        if m["ts"]:
+            _set_ts(rec, m["ts"])
         rec.level = level_name(m["level"])
         rec.formats += ("glog",)
         return m["msg"]
+    if m := BRACKET_LOGGER.match(msg):
+        if m["pid"]:
+            rec.pid = bounded_int(m["pid"])
+        if m["rank"]:
+            rec.rank = bounded_int(m["rank"])
+        return _logger_head(rec, m, "bracket-logger")
+    if m := HF_LOGGER.match(msg):
+        return _logger_head(rec, m, "hf-logger")
     return None
 
 

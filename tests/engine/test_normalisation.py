@@ -214,6 +214,30 @@ CASES = [
         {"formats": ("llama-log",), "level": "error", "timestamp": None,
          "message": "llama_model_load_from_file_impl: failed to load model"},
     ),
+    (  # torch before 2.1: glog's bracket without the date and thread
+        "[W socket.cpp:426] [c10d] The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).",
+        {"formats": ("glog",), "level": "warning", "timestamp": None,
+         "message": "[c10d] The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use)."},
+    ),
+    (  # DeepSpeed's logger after its bracketed stamp
+        "[2024-05-01 10:00:00,123] [ERROR] [launch.py:325:sigkill_handler] exits with return code = -9",
+        {"formats": ("timestamped", "bracket-logger"), "level": "error", "message": "exits with return code = -9",
+         "extra": {"source": "launch.py:325:sigkill_handler"}},
+    ),
+    (  # axolotl's: the process and the rank are read
+        "[INFO] [axolotl.utils.models.load_tokenizer:483] [PID:99566] [RANK:3] No Chat template selected.",
+        {"formats": ("bracket-logger",), "level": "info", "pid": 99566, "rank": 3,
+         "message": "No Chat template selected."},
+    ),
+    (  # transformers' logging as LLaMA-Factory formats it
+        "[INFO|trainer.py:2405] 2025-03-06 12:04:09,913 >> ***** Running training *****",
+        {"formats": ("hf-logger",), "level": "info", "timestamp": "2025-03-06 12:04:09,913",
+         "message": "***** Running training *****", "extra": {"source": "trainer.py:2405"}},
+    ),
+    (  # a bracketed word is not a logger's head
+        "[INFO] plain words",
+        {"formats": (), "message": "[INFO] plain words"},
+    ),
     (  # a version number is no llama.cpp stamp
         "1.2.3 released",
         {"formats": (), "message": "1.2.3 released"},
@@ -266,12 +290,13 @@ def _formats_the_normaliser_names() -> set[str]:
 
     from qwen_triage.engine import normalize as module
 
-    return set(re.findall(r'formats \+= \("([\w-]+)",\)', inspect.getsource(module)))
+    source = inspect.getsource(module)
+    return set(re.findall(r'formats \+= \("([\w-]+)",\)', source)) | set(re.findall(r'_logger_head\(rec, m, "([\w-]+)"\)', source))
 
 
 def test_every_wrapper_has_a_sample() -> None:
     named = _formats_the_normaliser_names()
-    assert len(named) >= 12  # the reading above still finds them
+    assert len(named) >= 18 and {"dash-logger", "basic-logger", "bracket-logger"} <= named  # the reading finds them
     assert named <= {fmt for fmt, _ in WRAPPER_SAMPLES}, named - {fmt for fmt, _ in WRAPPER_SAMPLES}
 
 

@@ -41,7 +41,6 @@ from qwen_triage.rulepack.pack import LoadedRule, RulePack, compile_pattern
 
 # Engine heads the normaliser does not strip (the message keeps them), for the rules of that engine.
 HEADS: tuple[tuple[str, str], ...] = (
-    ("llama.cpp", "0.00.035.060 E {}"),  # llama.cpp common/log.cpp with --log-prefix --log-timestamps
     ("sglang", "[2026-11-29 10:00:01 TP0] {}"),  # sglang's logger: date, then DP/TP/PP ranks
     ("tgi", "2026-11-29T10:00:01.123456Z ERROR text_generation_launcher: {}"),  # tracing: level, target
 )

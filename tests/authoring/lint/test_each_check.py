@@ -47,7 +47,7 @@ CASES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
     # match must begin where the kernel's message does
     "robust-wrapper": ((rule(match="any: ['(?i)frobnicate failed badly']", sources="kernel",
                              example="one two three four five frobnicate failed badly"),), {}),
-    "robust-head": ((rule(match="any: ['(?i)^frobnicate failed badly']", sources="llama.cpp"),), {}),
+    "robust-head": ((rule(match="any: ['(?i)^frobnicate failed badly']", sources="sglang"),), {}),
     "robust-drift": ((rule(match="any: ['frobnicate failed badly']"),), {}),
     "pattern-long-literal": ((rule(match="any: ['(?i)frobnicate failed (?:so )?badly that the widget rolled off the "
                                          "table and under the sofa']",
