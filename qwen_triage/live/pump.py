@@ -408,9 +408,10 @@ class Pump:
             for fd, _ in events:
                 stream = sources.get(fd)
                 if stream is not None:
-                    moved = now
                     last = self.move(fd, stream, now)
-                    if not last:
+                    if last:
+                        moved = now
+                    else:  # end of file is not the child saying something: it owes no PAUSED record
                         poller.unregister(fd)
                         del sources[fd]
                 elif fd == self.records:
