@@ -281,7 +281,7 @@ class Correlator:
         # an experimental rule (`status: experimental`) is reported, never taken for a cause: an observation
         info = f.severity is Severity.info or (isinstance(f, Finding) and f.rule.rule.status is Status.experimental)
         relay = isinstance(f, Finding) and f.rule.rule.relay
-        if isinstance(f, Finding) and f.rule.rule.relay and f.rule.rule.fallback:
+        if self._standing(f):
             self._add_standing_relay(f, seq, class_id)
         fallback = not info and isinstance(f, Finding) and f.rule.rule.fallback
         table = self.relayed if relay else self.observed if info else self.fallbacks if fallback else self.groups
@@ -294,7 +294,7 @@ class Correlator:
         group.add(f)
         return new
 
-    def _add_standing_relay(self, f: Finding, seq: int, class_id: str) -> None:
+    def _add_standing_relay(self, f: Finding | CheckFinding, seq: int, class_id: str) -> None:
         """A relay rule that is also a fallback (``relay: true`` and ``fallback: true``): its line passes on a failure
         printed before it, and when the log shows no failure at all (a report no other rule fills) it is the one sign
         of its class. Kept as a fallback too, at warning; beside any diagnosis it is only that diagnosis' relay."""
@@ -304,12 +304,16 @@ class Correlator:
         group.add(f)
 
     @staticmethod
-    def _stands(g: Group) -> bool:
+    def _standing(f: Finding | CheckFinding) -> bool:
+        """A fallback relay's finding (``relay: true`` and ``fallback: true``)."""
+        return isinstance(f, Finding) and f.rule.rule.relay and f.rule.rule.fallback
+
+    @classmethod
+    def _stands(cls, g: Group) -> bool:
         """A group a fallback relay started: in the relays, one whose rule stands for its class when nothing else
         is found; in the fallbacks, one that is no observation beside a diagnosis (its lines are that diagnosis'
         relays)."""
-        rule = g.first.rule.rule if isinstance(g.first, Finding) else None
-        return rule is not None and rule.relay and rule.fallback
+        return cls._standing(g.first)
 
     def extend(self, findings: Iterable[Finding | CheckFinding]) -> Correlator:
         """Add every finding; returns the correlator, for a one-line report."""

@@ -123,9 +123,9 @@ RAY_LOGGER = _wrapper(rf"(?P<ts>{_DATE_TIME}(?:,\d{{1,6}})?)\t(?P<level>DEBUG|IN
 BASIC_LOGGER = _wrapper(r"(?:(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?P<logger>[A-Za-z_<][\w.<>-]{0,119}):",
                         r"|(?P<padded>INFO: {5}|DEBUG: {4}|ERROR: {4}|WARNING: {2}|CRITICAL: ))(?P<msg>.*)")
 # llama.cpp's common log with --log-timestamps / --log-prefix (llama-server, llama-box): `M.ss.mmm.uuu L ` (minutes,
-# seconds, milli- and microseconds since start, the level's letter)
-LLAMA_LOG = _wrapper(r"(?P<ts>\d{1,6}\.\d\d\.\d{3}\.\d{3}) (?:(?P<level>[IWED]) )?(?P<msg>.*)")
-_LLAMA_LEVELS = {"I": "info", "W": "warning", "E": "error", "D": "debug"}
+# seconds, milli- and microseconds since start, the level's letter); the clock is no timestamp (engine.clock reads
+# clocks), so its group is not `ts`
+LLAMA_LOG = _wrapper(r"(?P<clock>\d{1,6}\.\d\d\.\d{3}\.\d{3}) (?:(?P<level>[IWED]) )?(?P<msg>.*)")
 # a line copied out of Google Cloud's Logs Explorer (GKE): its severity, the receive time, the resource's label
 CLOUD_LOGGING = _wrapper(r"(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) ",
                          r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)) ",
@@ -302,7 +302,8 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
     if c == "(":
         return _strip_parenthesised(rec, msg)
     if c in "DIWEC" and ":" in msg[4:10] and (m := BASIC_LOGGER.match(msg)):
-        rec.level = level_name(m["padded"].rstrip(": ")) if m["padded"] else None
+        if m["padded"]:  # uvicorn's level (basicConfig's is the `level` group _logger_head reads)
+            rec.level = level_name(m["padded"].rstrip(": "))
         return _logger_head(rec, m, "basic-logger")
     if c in "DIWEC" and (m := VLLM_LINE.match(msg)):
         _set_ts(rec, m["ts"])
@@ -347,11 +348,7 @@ def _strip_dated(rec: LineRecord, msg: str) -> str | None:
     if "\t" in msg[19:27] and (m := RAY_LOGGER.match(msg)):
         return _logger_head(rec, m, "ray-logger")
     if "." in msg[1:8] and (m := LLAMA_LOG.match(msg)):
-        # minutes since the program started, not a clock: no timestamp (engine.clock reads clocks)
-        if m["level"]:
-            rec.level = _LLAMA_LEVELS[m["level"]]
-        rec.formats += ("llama-log",)
-        return m["msg"]
+        return _logger_head(rec, m, "llama-log")
     if m := STAMP_PREFIX.match(msg):
         _set_ts(rec, m["ts"])
         rec.formats += ("cri",) if m["stream"] else ("timestamped",)
