@@ -81,6 +81,9 @@ JOURNALD_ISO = _wrapper(r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|
 # time a program logs (UCX's `[1581060992.288391] [host:1234:0] ib_mlx5_log.c:174 UCX ERROR …`), not the kernel's
 _UPTIME = r"\d{1,9}\.\d+"
 DMESG = _wrapper(rf"\[\s*(?P<ts>{_UPTIME})\] ?(?P<msg>.*)")
+# `journalctl -o short-monotonic`: the same uptime stamp, then the journal's host and tag (a pid, or the kernel's),
+# which dmesg never prints (its own lines name a process as `comm[pid]: ` with no host before it)
+JOURNALD_MONOTONIC = _wrapper(rf"\[\s*(?P<ts>{_UPTIME})\] ", _SYSLOG_TAG)
 DMESG_T = _wrapper(rf"\[(?P<ts>(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) {_MONTH} [ \d]\d \d\d:\d\d:\d\d \d{{4}})\] ?(?P<msg>.*)")
 # `dmesg --decode` (-x), as node agents and `dmesg -x --time-format iso` print it: facility and level
 # padded to their width, then the timestamp if any (`kern  :err   : 2025-02-10T16:28:06,502716+00:00 …`)
@@ -185,6 +188,7 @@ WRAPPER_SAMPLES: tuple[tuple[str, str], ...] = (
     ("journald", "Nov 29 10:00:01 host1 ollama[1234]: {}"),
     ("journald", "Nov 29 10:00:01 host1 kernel: {}"),
     ("journald", "Nov 29 10:00:01 host1 systemd[1]: {}"),
+    ("journald", "[  196.310573] host1 ollama[1234]: {}"),  # journalctl -o short-monotonic
     ("journald-iso", "2026-11-29T10:00:01.123456+00:00 host1 vllm[1234]: {}"),
     ("journald-iso", "2026-11-29T10:00:01+0000 host1 kernel: {}"),
     ("dmesg", "[ 1234.567890] {}"),
@@ -229,6 +233,7 @@ WRAPPER_SAMPLES: tuple[tuple[str, str], ...] = (
     ("bracket-logger", "[INFO] [axolotl.utils.models.load_model:483] [PID:1234] [RANK:0] {}"),
     ("hf-logger", "[ERROR|trainer.py:2405] 2026-11-29 10:00:01,123 >> {}"),  # LLaMA-Factory
     ("tracing", "ERROR warmup{max_input_length=Some(4095) max_batch_size=None}:warmup: {}"),
+    ("timestamped", "2026-11-29T10:00:01.123456Z ERROR text_generation_launcher: {}"),  # then tracing: TGI, Dynamo
 )
 GPU_IN_PROC = lazy(r"(?:TP|rank|_|-)(\d+)$")
 # Rust's tracing (TGI's router and launcher): `LEVEL span{fields}:span2: target: file:line: message`. A span's
@@ -236,6 +241,11 @@ GPU_IN_PROC = lazy(r"(?:TP|rank|_|-)(\d+)$")
 # stop strings, grammar), never the event's words: the layer drops the span list, read with its quotes.
 TRACING_SPANS = lazy(r"\s{0,4}(?P<level>TRACE|DEBUG|INFO|WARN|ERROR) {1,2}(?=[A-Za-z_][\w-]{0,63}\{)")
 MAX_SPANS = 64 * 1024  # characters of span fields read at most
+# the same without spans, after the stamp tracing's fmt layer prints first (`2024-05-01T01:17:22.647761Z ERROR
+# text_generation_launcher: …`, `…Z  WARN dynamo_runtime::pipeline::network: …`): the level padded to five columns,
+# the target a module path (a span without fields, TGI's `shard-manager:`, is the first word of the message)
+TRACING_EVENT = lazy(r" ?(?P<level>TRACE|DEBUG|INFO|WARN|ERROR) {1,2}(?P<target>[A-Za-z_][\w-]{0,63}(?:::[\w-]{1,63}){0,8}): (?P<msg>.*)",
+                     re.S)
 
 
 def _set_ts(rec: LineRecord, ts: str) -> None:
@@ -335,10 +345,33 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
     return None
 
 
+_ZONE_OFFSET = re.compile(r"[+-]\d\d:?\d\d$")
+# a host name (not a date, a glog head `I1220` or the kernel's `[20001.364834]`) and a program name (not a PCI
+# address `0000`, a traceback's `"C:\…`): what follows an ISO stamp otherwise is the message
+_HOST_NAME = re.compile(r"(?!\d{4}-\d\d-\d\d)(?![IWEF]\d{4}$)[A-Za-z0-9][\w.-]*$")
+_TAG_NAME = re.compile(r"[A-Za-z_(]")
+_LEVEL_WORDS = frozenset({"trace", "debug", "info", "notice", "warn", "warning", "error", "err", "fatal", "critical",
+                          "crit", "alert", "emerg", "panic"})
+
+
+def _syslog_tagged(m: re.Match[str]) -> bool:
+    """Whether a line of an ISO stamp and two words and a colon is journald's / rsyslog's: they print the zone as
+    an offset (`+01:00`, `+0000`). A stamp that ends in `Z` or in no zone is `kubectl logs --timestamps`', docker's,
+    CRI's or a tracing subscriber's, and the words after it are the message (`sglang serve: error: argument …`,
+    `rocBLAS error: Cannot read …`); such a line is syslog's only where its tag has a pid or is the kernel's. No
+    host or program is named after a level (`… ERROR dynamo_runtime::server: …`, `… rocBLAS error: …`), and a
+    host is a name, a program starts with a letter."""
+    if m["host"].lower() in _LEVEL_WORDS or m["prog"].lower() in _LEVEL_WORDS:
+        return False
+    if not (_HOST_NAME.match(m["host"]) and _TAG_NAME.match(m["prog"])):
+        return False
+    return bool(_ZONE_OFFSET.search(m["ts"]) or m["pid"] or m["prog"] == "kernel")
+
+
 def _strip_dated(rec: LineRecord, msg: str) -> str | None:
     """The wrappers that open with a digit: journald's ISO form, the Python loggers that start with their stamp
     (pipes, dashes, Ray's tab), llama.cpp's clock since start, and a bare stamp."""
-    if m := JOURNALD_ISO.match(msg):
+    if (m := JOURNALD_ISO.match(msg)) and _syslog_tagged(m):
         _journald(rec, m, "journald-iso")
         return m["msg"]
     if "| " in msg[19:40] and (m := PIPE_LOGGER.match(msg)):
@@ -352,8 +385,19 @@ def _strip_dated(rec: LineRecord, msg: str) -> str | None:
     if m := STAMP_PREFIX.match(msg):
         _set_ts(rec, m["ts"])
         rec.formats += ("cri",) if m["stream"] else ("timestamped",)
+        if (t := TRACING_EVENT.match(m["msg"])) is not None:
+            return _tracing_event(rec, t)
         return m["msg"]
     return None
+
+
+def _tracing_event(rec: LineRecord, m: re.Match[str]) -> str:
+    """Rust's tracing after its stamp: the level, then the event's target (its module path); the program is the
+    crate the target names (TGI's `text_generation_launcher`, Dynamo's `dynamo_runtime`)."""
+    rec.level = level_name(m["level"])
+    _claim_program(rec, m["target"].split("::", 1)[0])
+    rec.formats += ("tracing",)
+    return m["msg"]
 
 
 def _logger_head(rec: LineRecord, m: re.Match[str], fmt: str) -> str:
@@ -395,6 +439,9 @@ def _strip_bracketed(rec: LineRecord, msg: str) -> str | None:
     if msg[1:2].isdigit() and (m := RFC3339_BRACKETED.match(msg)):
         _set_ts(rec, m["ts"])
         rec.formats += ("timestamped",)
+        return m["msg"]
+    if (m := JOURNALD_MONOTONIC.match(msg)) and (m["pid"] or m["prog"] == "kernel"):
+        _journald(rec, m, "journald")
         return m["msg"]
     if m := DMESG.match(msg):
         _set_ts(rec, m["ts"])

@@ -242,6 +242,46 @@ CASES = [
         "1.2.3 released",
         {"formats": (), "message": "1.2.3 released"},
     ),
+    (  # kubectl logs --timestamps before an argparse error: no zone offset and no pid, so no journald head
+        "2026-12-07T01:02:38.123456789Z sglang serve: error: argument --tp-size: invalid int value: '2.5'",
+        {"formats": ("timestamped",), "host": None, "program": None,
+         "message": "sglang serve: error: argument --tp-size: invalid int value: '2.5'"},
+    ),
+    (  # an offset stamp, but a level is no host name and a program is no level
+        "2026-12-07T01:02:38.123+00:00 rocBLAS error: Cannot read TensileLibrary.dat: Illegal seek",
+        {"formats": ("timestamped",), "host": None,
+         "message": "rocBLAS error: Cannot read TensileLibrary.dat: Illegal seek"},
+    ),
+    (  # nor is a PCI address a program (the kernel's line under an offset stamp)
+        "2026-12-07T01:02:38.123+00:00 pcieport 0000:00:01.0: AER: Corrected error received",
+        {"formats": ("timestamped",), "message": "pcieport 0000:00:01.0: AER: Corrected error received"},
+    ),
+    (  # journald / rsyslog print an offset: host and tag, a pid or not
+        "2025-08-16T01:06:25.036456-04:00 host1 nvidia-persistenced: Verbose syslog connection opened",
+        {"formats": ("journald-iso",), "host": "host1", "program": "nvidia-persistenced",
+         "message": "Verbose syslog connection opened"},
+    ),
+    (  # Rust's tracing after its stamp: level, target (the crate is the program), message
+        "2025-09-03T20:28:47.089394Z ERROR dynamo_runtime::system_status_server: Failed to bind to address "
+        "0.0.0.0:8083: Address already in use (os error 98)",
+        {"formats": ("timestamped", "tracing"), "level": "error", "program": "dynamo_runtime",
+         "message": "Failed to bind to address 0.0.0.0:8083: Address already in use (os error 98)"},
+    ),
+    (  # TGI pads the level to five columns; a span without fields stays the message's first word
+        "2024-05-01T01:17:22.647761Z  INFO shard-manager: text_generation_launcher: Waiting for shard to be ready...",
+        {"formats": ("timestamped", "tracing"), "level": "info",
+         "message": "text_generation_launcher: Waiting for shard to be ready..."},
+    ),
+    (  # journalctl -o short-monotonic: the kernel's uptime stamp, then the journal's host and tag
+        "[  196.310573] host1 ollama[2303]: Error: llama runner process has terminated: exit status 2",
+        {"formats": ("journald",), "host": "host1", "program": "ollama", "pid": 2303,
+         "message": "Error: llama runner process has terminated: exit status 2"},
+    ),
+    (  # dmesg's own `comm[pid]: ` has no host before it: the kernel's line
+        "[ 1234.567890] python3[4242]: segfault at 0 ip 00007f0000000000 sp 00007ffc00000000 error 4",
+        {"formats": ("dmesg",), "host": None, "program": "kernel",
+         "message": "python3[4242]: segfault at 0 ip 00007f0000000000 sp 00007ffc00000000 error 4"},
+    ),
     (  # Logs Explorer: the severity is the stream's, the vLLM line inside gives the level
         "INFO 2025-11-19T20:16:36.096625454Z [resource.labels.containerName: vllm] (EngineCore_DP0 pid=270) "
         "ERROR 11-19 12:16:36 [v1/engine/core.py:842]            ^^^^^^^^",

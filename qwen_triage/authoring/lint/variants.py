@@ -10,9 +10,8 @@ and in the wording of another release. Three kinds of variant, each its own chec
   cannot disagree). A wrapper is tried where the normaliser really strips it off this example, and
   only where the record it makes is one the rule's ``sources`` may read (:mod:`qwen_triage.engine.origin`:
   a kernel rule reads kernel records, not a server's). The rule sees the same message: a miss is a bug.
-* **head**: an engine's own head the normaliser leaves in the message (llama.cpp's timestamps and level,
-  SGLang's ``[date TP0]``, TGI's tracing level and target), for the rules of that engine: a pattern
-  anchored at ``^`` misses it.
+* **head**: an engine's own head the normaliser leaves in the message (SGLang's ``[date TP0]``), for the
+  rules of that engine: a pattern anchored at ``^`` misses it.
 * **drift**: what real releases change: the case of a sentence's first word, the quotes around a value
   (' ↔ " ↔ none, backticks), an exception name repeated (``RuntimeError: RuntimeError: …``) or printed
   without its module, an errno moved (``[Errno 98] …`` ↔ ``… (errno 98)``), a word added inside a long
@@ -40,9 +39,9 @@ from qwen_triage.engine.records import LineRecord
 from qwen_triage.rulepack.pack import LoadedRule, RulePack, compile_pattern
 
 # Engine heads the normaliser does not strip (the message keeps them), for the rules of that engine.
+# (TGI's and Dynamo's tracing head after its stamp, `…Z ERROR text_generation_launcher: `, is a wrapper now.)
 HEADS: tuple[tuple[str, str], ...] = (
     ("sglang", "[2026-11-29 10:00:01 TP0] {}"),  # sglang's logger: date, then DP/TP/PP ranks
-    ("tgi", "2026-11-29T10:00:01.123456Z ERROR text_generation_launcher: {}"),  # tracing: level, target
 )
 
 # A literal phrase longer than this many words is a sentence, not a core (lint's pattern-long-literal,
