@@ -345,11 +345,11 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
     return None
 
 
-_ZONE_OFFSET = re.compile(r"[+-]\d\d:?\d\d$")
+_ZONE_OFFSET = lazy(r"[+-]\d\d:?\d\d$")
 # a host name (not a date, a glog head `I1220` or the kernel's `[20001.364834]`) and a program name (not a PCI
 # address `0000`, a traceback's `"C:\…`): what follows an ISO stamp otherwise is the message
-_HOST_NAME = re.compile(r"(?!\d{4}-\d\d-\d\d)(?![IWEF]\d{4}$)[A-Za-z0-9][\w.-]*$")
-_TAG_NAME = re.compile(r"[A-Za-z_(]")
+_HOST_NAME = lazy(r"(?!\d{4}-\d\d-\d\d)(?![IWEF]\d{4}$)[A-Za-z0-9][\w.-]*$")
+_TAG_NAME = lazy(r"[A-Za-z_(]")
 _LEVEL_WORDS = frozenset({"trace", "debug", "info", "notice", "warn", "warning", "error", "err", "fatal", "critical",
                           "crit", "alert", "emerg", "panic"})
 
