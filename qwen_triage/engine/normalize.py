@@ -350,8 +350,6 @@ _ZONE_OFFSET = lazy(r"[+-]\d\d:?\d\d$")
 # address `0000`, a traceback's `"C:\…`): what follows an ISO stamp otherwise is the message
 _HOST_NAME = lazy(r"(?!\d{4}-\d\d-\d\d)(?![IWEF]\d{4}$)[A-Za-z0-9][\w.-]*$")
 _TAG_NAME = lazy(r"[A-Za-z_(]")
-_LEVEL_WORDS = frozenset({"trace", "debug", "info", "notice", "warn", "warning", "error", "err", "fatal", "critical",
-                          "crit", "alert", "emerg", "panic"})
 
 
 def _syslog_tagged(m: re.Match[str]) -> bool:
@@ -361,7 +359,7 @@ def _syslog_tagged(m: re.Match[str]) -> bool:
     `rocBLAS error: Cannot read …`); such a line is syslog's only where its tag has a pid or is the kernel's. No
     host or program is named after a level (`… ERROR dynamo_runtime::server: …`, `… rocBLAS error: …`), and a
     host is a name, a program starts with a letter."""
-    if m["host"].lower() in _LEVEL_WORDS or m["prog"].lower() in _LEVEL_WORDS:
+    if level_name(m["host"]) or level_name(m["prog"]):
         return False
     if not (_HOST_NAME.match(m["host"]) and _TAG_NAME.match(m["prog"])):
         return False
@@ -385,7 +383,7 @@ def _strip_dated(rec: LineRecord, msg: str) -> str | None:
     if m := STAMP_PREFIX.match(msg):
         _set_ts(rec, m["ts"])
         rec.formats += ("cri",) if m["stream"] else ("timestamped",)
-        if (t := TRACING_EVENT.match(m["msg"])) is not None:
+        if m["msg"][:1] in " TDIWE" and (t := TRACING_EVENT.match(m["msg"])) is not None:
             return _tracing_event(rec, t)
         return m["msg"]
     return None
@@ -440,7 +438,7 @@ def _strip_bracketed(rec: LineRecord, msg: str) -> str | None:
         _set_ts(rec, m["ts"])
         rec.formats += ("timestamped",)
         return m["msg"]
-    if (m := JOURNALD_MONOTONIC.match(msg)) and (m["pid"] or m["prog"] == "kernel"):
+    if (m := JOURNALD_MONOTONIC.match(msg)) and _syslog_tagged(m):  # an uptime has no zone: a pid or the kernel
         _journald(rec, m, "journald")
         return m["msg"]
     if m := DMESG.match(msg):
