@@ -77,6 +77,22 @@ JOURNALD_SHORT = _wrapper(rf"(?P<ts>{_MONTH} [ \d]\d \d\d:\d\d:\d\d) ", _SYSLOG_
 # ja_JP / ko_KR ` 2月` / ` 2월` (padded to two columns)
 JOURNALD_SHORT_CJK = _wrapper(r"(?P<ts> ?(?:1[0-2]|[1-9])[\u6708\uc6d4] [ \d]\d \d\d:\d\d:\d\d) ", _SYSLOG_TAG)
 JOURNALD_ISO = _wrapper(r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?) ", _SYSLOG_TAG)
+# a syslog stamp with no host after it: moreutils' `ts` (`Dec 07 01:02:03 `, its default format) or a viewer's copy
+SYSLOG_STAMP = _wrapper(rf"(?P<ts>{_MONTH} [ \d]\d \d\d:\d\d:\d\d) (?P<msg>.*)")
+# The launchers that put the task before each line of many processes: `srun --label` (Slurm's task number, padded to
+# the width of the largest: ` 1: `, `12: `; the line's own indentation follows), pdsh / DeepSpeed's multi-node
+# launcher (the host: `worker-1: `, `node01: `, `10.0.0.2: `, `localhost: `) and `kubectl logs --prefix`
+# (`[pod/vllm-0/vllm] `). Only as the outermost layer; a
+# host is a lower-case name that ends in digits, an address or localhost, never a tool that names itself before its
+# words (`python3: `, `collect2: `, `cc1: `), a device the kernel names (`loop0: `, `nvidia-nvswitch0: `), an error
+# code (CANN's `EI0006: `, `JBD2: `), a GPU or rank label or a container layer's id (`f7eb321dd245: Pull complete`)
+SLURM_LABEL = _wrapper(r" {0,5}(?P<task>\d{1,5}): (?P<msg>.*)")
+PDSH_HOST = _wrapper(r"(?P<host>localhost|(?:\d{1,3}\.){3}\d{1,3}",
+                     r"|(?![0-9a-f]{12}:)(?!(?:python|pip|cc|collect|gcc|ld|nvcc|clang|loop|nvme|sd|md|dm|nbd|eth|ib|en|wl",
+                     r"|tty|usb|card|mlx|bond|veth|br|tun|tap|gpu|GPU|cuda|CUDA|rank|Rank|RANK|step|Step|epoch|Epoch|layer",
+                     r"|Layer|avx|AVX|sse|SSE|sm|gfx|int|fp|bf|x86_|arm|cpu|CPU)\d)(?!nvidia)[a-z][\w-]{0,62}?\d{1,5}): ",
+                     r"(?P<msg>.*)")
+KUBECTL_PREFIX = _wrapper(r"\[pod/(?P<pod>[^\s/\]]{1,253})/(?P<container>[^\s\]]{1,253})\] (?P<msg>.*)")
 # the kernel's `[%5lu.%06lu]`: seconds since boot, nine digits at most (31 years); a ten-digit stamp is the epoch
 # time a program logs (UCX's `[1581060992.288391] [host:1234:0] ib_mlx5_log.c:174 UCX ERROR …`), not the kernel's
 _UPTIME = r"\d{1,9}\.\d+"
@@ -154,6 +170,10 @@ NCCL_LINE = _wrapper(r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<gpu>\d+
 MPI_TAG = _wrapper(r"\[(?P<job>\d+),(?P<rank>\d+)\]<(?:stdout|stderr)>:(?P<msg>.*)")
 # Ray's worker prefix without a name: `(pid=909608) …`
 RAY_PID = _wrapper(r"\(pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)]*))?\) ?(?P<msg>.*)")
+# Ray's own processes, which have no pid in their prefix: `(raylet) …`, `(autoscaler +1m7s) …` (the time since the
+# driver started), `(raylet, ip=10.0.0.2) …` on another node
+RAY_SYSTEM = _wrapper(r"\((?P<proc>raylet|gcs_server|autoscaler|dashboard_agent|dashboard|monitor|log_monitor)",
+                      r"(?: \+[\dhms]{1,12})?(?:, ip=(?P<ip>[^)]*))?\) (?P<msg>.*)")
 # talosctl dmesg: `10.0.0.2: kern: warning: [2026-04-22T21:25:20.458998481Z]: …`
 TALOS_KERN = _wrapper(r"(?P<host>[\w.:-]+): kern: +(?P<level>\w+): \[(?P<ts>[^\]]+)\]: (?P<msg>.*)")
 # torchrun's line prefixes: `[rank3]:` (the global rank: --log-line-prefix-template's default, on a worker's
@@ -200,6 +220,7 @@ WRAPPER_SAMPLES: tuple[tuple[str, str], ...] = (
     ("cri", "2026-11-29T10:00:01.123456789Z stderr F {}"),  # a node's CRI container log file
     ("timestamped", "2026-11-29 10:00:01,123 {}"),  # a terminal's, a viewer's or `asctime`'s local stamp
     ("timestamped", "[2026-11-29 10:00:01] {}"),
+    ("timestamped", "Nov 29 10:00:01 {}"),  # moreutils' `ts`
     ("compose", "vllm-1  | {}"),
     ("pipe-logger", "2026-11-29 10:00:01.123 | ERROR    | __main__:main:42 - {}"),  # loguru
     ("pipe-logger", "2026-11-29 10:00:01 | ERROR | stderr | {}"),  # FastChat, QAnything
@@ -219,10 +240,16 @@ WRAPPER_SAMPLES: tuple[tuple[str, str], ...] = (
     ("vllm-process", "(Worker_TP2 pid=1234) {}"),
     ("vllm-process", "(RayWorkerWrapper pid=1234, ip=10.0.0.2) {}"),
     ("ray", "(pid=1234) {}"),
+    ("ray", "(raylet) {}"),
+    ("ray", "(autoscaler +1m7s) {}"),
     ("vllm", "ERROR 11-29 10:00:01 [core.py:586] {}"),
     ("vllm", "INFO 11-29 10:00:01 config.py:1401] {}"),  # before 0.7
     ("nccl", "node1:1234:5678 [3] {}"),  # only around NCCL's own `NCCL WARN …` lines
     ("mpi", "[1,0]<stderr>:{}"),
+    ("slurm-label", " 1: {}"),  # srun --label
+    ("pdsh", "worker-1: {}"),  # pdsh, DeepSpeed's multi-node launcher
+    ("pdsh", "10.0.0.2: {}"),
+    ("kubectl-prefix", "[pod/vllm-7d9f8c-abcde/vllm] {}"),  # kubectl logs --prefix
     ("subprocess-tee", "stderr: {}"),  # accelerate test, transformers' and DeepSpeed's execute_subprocess_async
     ("torch-rank", "[rank3]:{}"),
     ("torch-rank", "[default0]:{}"),
@@ -276,8 +303,12 @@ def _journald(rec: LineRecord, m: re.Match[str], fmt: str) -> None:
 def _strip_layer(rec: LineRecord, msg: str) -> str | None:
     """Strip one wrapper from ``msg``; return the inner text or None when none applies."""
     c = msg[:1]
-    if c in "JFMASOND" and (m := JOURNALD_SHORT.match(msg)):
+    if c in "JFMASOND" and (m := JOURNALD_SHORT.match(msg)) and _syslog_short_tagged(m):
         _journald(rec, m, "journald")
+        return m["msg"]
+    if c in "JFMASOND" and (m := SYSLOG_STAMP.match(msg)):
+        _set_ts(rec, m["ts"])
+        rec.formats += ("timestamped",)
         return m["msg"]
     if c.isdigit() and (inner := _strip_dated(rec, msg)) is not None:
         return inner
@@ -342,6 +373,21 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
         rec.extra["container"] = m["container"]
         rec.formats += ("compose",)
         return m["msg"]
+    if rec.formats in ((), ("pdsh",)) and ": " in msg[:70]:  # pdsh over pdsh: DeepSpeed's launcher over ssh
+        return _launcher_label(rec, msg)
+    return None
+
+
+def _launcher_label(rec: LineRecord, msg: str) -> str | None:
+    """The outermost label a multi-process launcher puts before each line: Slurm's task, pdsh's host."""
+    if (msg[:1].isdigit() or msg[:1] == " ") and (m := SLURM_LABEL.match(msg)):
+        rec.extra["task"] = m["task"].strip()
+        rec.formats += ("slurm-label",)
+        return m["msg"]
+    if m := PDSH_HOST.match(msg):
+        rec.host = m["host"]
+        rec.formats += ("pdsh",)
+        return m["msg"]
     return None
 
 
@@ -359,11 +405,23 @@ def _syslog_tagged(m: re.Match[str]) -> bool:
     `rocBLAS error: Cannot read …`); such a line is syslog's only where its tag has a pid or is the kernel's. No
     host or program is named after a level (`… ERROR dynamo_runtime::server: …`, `… rocBLAS error: …`), and a
     host is a name, a program starts with a letter."""
+    return _tag_named(m) and bool(_ZONE_OFFSET.search(m["ts"]) or m["pid"] or m["prog"] == "kernel")
+
+
+def _syslog_short_tagged(m: re.Match[str]) -> bool:
+    """Whether a line of a syslog stamp and two words and a colon is journald's / rsyslog's short form: its tag has a
+    pid or is the kernel's (the journal prints `prog[pid]:` for every process it knows; nvidia-persistenced logs
+    without one), as in :func:`_syslog_tagged`. A stamp moreutils' `ts` put before a program's own words (`vllm
+    serve: error: …`) is no journal line."""
+    return _tag_named(m) and bool(m["pid"] or m["prog"] in ("kernel", "nvidia-persistenced"))
+
+
+def _tag_named(m: re.Match[str]) -> bool:
+    """A syslog head's host and program are names: neither is a level, the host is no date, glog head or uptime, the
+    program starts with a letter."""
     if level_name(m["host"]) or level_name(m["prog"]):
         return False
-    if not (_HOST_NAME.match(m["host"]) and _TAG_NAME.match(m["prog"])):
-        return False
-    return bool(_ZONE_OFFSET.search(m["ts"]) or m["pid"] or m["prog"] == "kernel")
+    return bool(_HOST_NAME.match(m["host"]) and _TAG_NAME.match(m["prog"]))
 
 
 def _strip_dated(rec: LineRecord, msg: str) -> str | None:
@@ -434,6 +492,10 @@ def _strip_bracketed(rec: LineRecord, msg: str) -> str | None:
         rec.rank = bounded_int(m["rank"])
         rec.formats += ("mpi",)
         return m["msg"]
+    if msg.startswith("[pod/") and not rec.formats and (m := KUBECTL_PREFIX.match(msg)):
+        rec.extra["pod"], rec.extra["container"] = m["pod"], m["container"]
+        rec.formats += ("kubectl-prefix",)
+        return m["msg"]
     if msg[1:2].isdigit() and (m := RFC3339_BRACKETED.match(msg)):
         _set_ts(rec, m["ts"])
         rec.formats += ("timestamped",)
@@ -493,6 +555,11 @@ def _strip_parenthesised(rec: LineRecord, msg: str) -> str | None:
     ``(VllmWorker rank=N pid=P)``, whose process name may carry the rank, or the PP stage and TP rank."""
     if msg.startswith("(pid=") and (m := RAY_PID.match(msg)):
         rec.pid = bounded_int(m["pid"])
+        rec.host = rec.host or m["ip"]
+        rec.formats += ("ray",)
+        return m["msg"]
+    if (m := RAY_SYSTEM.match(msg)) is not None:
+        rec.process = m["proc"]
         rec.host = rec.host or m["ip"]
         rec.formats += ("ray",)
         return m["msg"]

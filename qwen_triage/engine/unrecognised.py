@@ -83,6 +83,9 @@ _LOUD = (
 # glog's header letter and month spelled out (E0312, F1107 …): without hyperscan the prefilter looks for a literal
 # every match holds, and `[EF]\d{4}` alone gives none but the space after it (every line a candidate)
 _GLOG_HEAD = "(?:" + "|".join(f"{c}{m:02d}" for c in "EF" for m in range(1, 13)) + ")"
+# c10's logger (torch's `[rank1]:[E909 08:45:30.126…]`) leaves the month unpadded: E909 is September 9, so its head is
+# spelled with the day's first digit (E90 … E93) and one digit follows
+_GLOG_HEAD_UNPADDED = "(?:" + "|".join(f"{c}{m}{d}" for c in "EF" for m in range(1, 10) for d in range(4)) + ")"
 # Signals, as prefilter patterns: wide (the prefilter sees raw lines with their wrappers);
 # the collector confirms each on the message with the precise patterns below.
 SIGNALS = {
@@ -91,10 +94,12 @@ SIGNALS = {
     "error": _LOUD + (
         # the other ways programs say a line is an error (:data:`_ERROR_MORE`): a level spelled otherwise (logrus'
         # `level=Error`, a JSON log's `"level":"error"`, `[error]`), glog's E / F header, git's and Go's `fatal: `,
-        # the Docker daemon's refusal
+        # the Docker daemon's refusal, ggml's `CUDA error 9 at <file>:<line>: …`
         r'|\blevel=(?:Error|Fatal|eror|crit)\b|"level": ?"(?:error|fatal|ERROR|FATAL)"'
         r"|\[error\]|\[fatal\]|\[Error\]|\[Fatal\]|\[err\]|\[crit\]"
-        r"|\b" + _GLOG_HEAD + r"\d\d \d\d:\d\d:\d\d\.\d{3}|\bfatal: |\bError response from daemon: "
+        r"|\b" + _GLOG_HEAD + r"\d\d \d\d:\d\d:\d\d\.\d{3}|\b" + _GLOG_HEAD_UNPADDED + r"\d \d\d:\d\d:\d\d\.\d{3}"
+        r"|\bfatal: |\bError response from daemon: "
+        r"|\b[A-Z][A-Za-z]{1,10} error -?\d{1,6} at "
     ),
     # a traceback's structure: seen so that its lines are not taken for errors of their own
     "traceback": (
@@ -119,6 +124,9 @@ _ERROR = lazy(
 # reports an error it recovered from (`health check is pending with error: …`) is no failure.
 _ERROR_MORE = lazy(
     r"^fatal: |\bError response from daemon: |(?:^|:\s)(?:[A-Za-z][\w.-]{0,30}\s)?[A-Za-z][\w-]{1,30} error: "
+    # a program naming itself before the level, the Unix way (`psql: error: …`, `curl: error: …`, argparse's
+    # `prog sub: error: …`), and ggml's `CUDA error 9 at ggml-cuda.cu:6863: …` (a code, then where)
+    r"|^[A-Za-z][\w.-]{0,40}(?: [a-z][\w-]{0,20})?: (?:fatal )?error: |\b[A-Z][A-Za-z]{1,10} error -?\d{1,6} at \S{1,200}:\d{1,6}: "
     r'|\[(?:error|fatal|Error|Fatal|err|crit)\]|"level": ?"(?:error|fatal)"'
 )
 # What a log's last line says when the program died there without an error mark: the words of a failure (not the

@@ -288,6 +288,56 @@ CASES = [
         {"formats": ("cloud-logging", "vllm-process", "vllm"), "level": "error", "pid": 270,
          "message": "           ^^^^^^^^"},
     ),
+    (  # srun --label: the task, then the rank's own prefix
+        "15: [rank15]: AssertionError: num_layers should be divisible by pipeline_model_parallel_size",
+        {"formats": ("slurm-label", "torch-rank"), "rank": 15,
+         "message": " AssertionError: num_layers should be divisible by pipeline_model_parallel_size"},
+    ),
+    (  # DeepSpeed's multi-node launcher (pdsh): the host, then DeepSpeed's own stamp and logger
+        "node1: [2024-01-05 15:02:14,103] [INFO] [launch.py:146:main] WORLD INFO DICT: {'node1': [0, 1]}",
+        {"formats": ("pdsh", "timestamped", "bracket-logger"), "host": "node1", "level": "info",
+         "message": "WORLD INFO DICT: {'node1': [0, 1]}"},
+    ),
+    (  # pdsh over pdsh, then NCCL's own prefix
+        "10.0.0.2: 10.0.0.2: host1:149:298 [5] NCCL INFO Channel 00/02 :    0   1",
+        {"formats": ("pdsh", "pdsh", "nccl"), "host": "10.0.0.2", "message": "NCCL INFO Channel 00/02 :    0   1"},
+    ),
+    (  # a tool that names itself is no host: python3's loader error, gcc's collect2, a container layer's id
+        "python3: symbol lookup error: /venv/lib/libtorch_cuda.so: undefined symbol: ncclCommRegister",
+        {"formats": (), "host": None,
+         "message": "python3: symbol lookup error: /venv/lib/libtorch_cuda.so: undefined symbol: ncclCommRegister"},
+    ),
+    (
+        "collect2: error: ld returned 1 exit status",
+        {"formats": (), "message": "collect2: error: ld returned 1 exit status"},
+    ),
+    (
+        "f7eb321dd245: Pull complete",
+        {"formats": (), "message": "f7eb321dd245: Pull complete"},
+    ),
+    (  # nor is a device the kernel names (dmesg -t)
+        "loop0: detected capacity change from 0 to 8",
+        {"formats": (), "message": "loop0: detected capacity change from 0 to 8"},
+    ),
+    (  # kubectl logs --prefix: the pod and container, then vLLM's line
+        "[pod/vllm-7d9f8c-abcde/vllm] ERROR 12-01 10:00:00 [core.py:586] EngineCore failed to start.",
+        {"formats": ("kubectl-prefix", "vllm"), "level": "error", "message": "EngineCore failed to start."},
+    ),
+    (  # moreutils' ts: a syslog stamp and no host; the words after it are the program's
+        "Dec 07 01:02:03 vllm serve: error: argument --tensor-parallel-size/-tp: invalid int value: 'two'",
+        {"formats": ("timestamped",), "host": None,
+         "message": "vllm serve: error: argument --tensor-parallel-size/-tp: invalid int value: 'two'"},
+    ),
+    (  # the journal's short form keeps its host and tag: a pid, or the kernel's
+        "Dec 07 01:02:03 host1 kernel: NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.",
+        {"formats": ("journald",), "host": "host1", "program": "kernel",
+         "message": "NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus."},
+    ),
+    (  # Ray's own processes have no pid in their prefix
+        "(autoscaler +1m7s) Error: No available node types can fulfill resource request {'CPU': 8.0, 'GPU': 8.0}.",
+        {"formats": ("ray",), "process": "autoscaler",
+         "message": "Error: No available node types can fulfill resource request {'CPU': 8.0, 'GPU': 8.0}."},
+    ),
 ]
 
 

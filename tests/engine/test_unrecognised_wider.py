@@ -28,6 +28,8 @@ def listed(tmp_path: Path, compiled, text: str) -> tuple[list[str], list[tuple[s
 @pytest.mark.parametrize("line", [
     "E1202 10:00:01.123456  1234 widget_manager.cc:1186] frobnicator 'w1' could not be charged",
     "[E1202 10:00:01.123456 1234 widget.cpp:77] frobnicator could not be charged",
+    # c10's logger leaves the month unpadded (September 9)
+    "[rank1]:[E909 08:45:30.126335825 widget.cpp:77] frobnicator could not be charged",
     'time=2025-01-01T00:00:00Z level=Error msg="frobnicator could not be charged"',
     "[2024-05-01 10:00:00] [error] frobnicator could not be charged",
     '{"time": "2025-01-01T00:00:00Z", "level": "error", "msg": "frobnicator could not be charged"}',
@@ -35,6 +37,9 @@ def listed(tmp_path: Path, compiled, text: str) -> tuple[list[str], list[tuple[s
     "widgetctl: mount error: frobnicator /var/lib/x could not be charged",
     "Server error: 400 - frobnicator could not be charged",
     "2024-02-09 17:32:34 RuntimeError: frobnicator could not be charged",
+    'widgetsql: error: connection to frobnicator on socket "/var/run/w/.s.W.5432" failed: No such file or directory',
+    "widgetd serve: error: frobnicator could not be charged",
+    "WIDGET error 9 at frobnicator.cu:6863: invalid charge argument",
 ])
 def test_a_wider_error_line_is_listed_when_nothing_else_is_said(tmp_path: Path, compiled, line: str) -> None:
     classes, items = listed(tmp_path, compiled, f"starting widget server\n{line}\nwidget server stopped\n")
@@ -52,6 +57,7 @@ def test_an_exception_behind_a_timestamp_is_an_exception(tmp_path: Path, compile
     'time=2025-01-01T00:00:00Z level=INFO source=runner.go:463 msg="GPU discovery" error: none',
     "W1202 10:00:01.123456  1234 widget.cc:11] frobnicator slow to charge",
     "the frobnicator has no error: all charged",
+    "2024-05-01 10:00:00,123 - widget - INFO - widgetsql: error: frobnicator reconnected",
 ])
 def test_a_line_its_logger_calls_no_error_is_not_listed(tmp_path: Path, compiled, line: str) -> None:
     _, items = listed(tmp_path, compiled, f"{line}\n")

@@ -45,7 +45,7 @@ def _pack(tmp_path: Path, body: str, engine: str = "literal") -> CompiledPack:
 
 
 WHERE_ATTACK = _rule("h.where", "      any: ['HOSTWHERE boom']\n      where: {program: '(a|a)*'}")
-WHERE_LINE = "Nov 29 10:00:00 host " + "a" * 41 + "!: HOSTWHERE boom\n"
+WHERE_LINE = "Nov 29 10:00:00 host " + "a" * 41 + "![4242]: HOSTWHERE boom\n"  # a journal line: its tag names the program
 
 
 def test_item9_where_constraint_times_out_and_names_the_rule(tmp_path) -> None:
