@@ -3,7 +3,7 @@
 Files from several hosts carry their own clocks (skewed, another zone, no year). engine.normalize keeps each
 line's timestamp as the text printed it (``LineRecord.timestamp``); :func:`seconds` reads the formats it lifts
 (glog's ``1202 08:47:52.88``, vLLM's ``11-29 10:00:01``, syslog's ``Dec  2 10:00:01``, dmesg -T's, ISO-8601
-with or without a zone, the journal's ``__REALTIME_TIMESTAMP`` as ISO). A format without a year is read in
+with or without a zone, the journal's ``__REALTIME_TIMESTAMP`` as ISO and its ``-o short-full``). A format without a year is read in
 one fixed year: only differences matter, and the offset estimate absorbs a zone that a format does not print.
 
 :func:`offsets` estimates each host's offset from events every host logs at the same moment (the process
@@ -23,6 +23,9 @@ _GLOG = lazy(rf"(?P<mo>\d{{1,2}})(?P<d>\d\d) {_HMS}$")  # 1202 08:47:52.88258311
 _VLLM = lazy(rf"(?P<mo>\d\d)-(?P<d>\d\d) {_HMS}$")  # 11-29 10:00:01
 _SYSLOG = lazy(rf"(?:\w{{3}} )?(?P<mon>\w{{3}}) +(?P<d>\d{{1,2}}) {_HMS}(?: (?P<y>\d{{4}}))?$")
 _ISO = lazy(rf"(?P<y>\d{{4}})-(?P<mo>\d\d)-(?P<d>\d\d)[T ]{_HMS}(?P<zone>Z|[+-]\d\d:?\d\d)?$")
+# `journalctl -o short-full`'s `Mon 2026-12-07 01:02:03 UTC`: the weekday and the zone's name around an ISO date and
+# time (a named zone reads as none: the offset estimate absorbs it)
+_FULL = lazy(r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<iso>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,9})?)(?: [A-Z]{1,5})?$")
 
 
 def seconds(ts: str | None) -> float | None:
@@ -31,6 +34,8 @@ def seconds(ts: str | None) -> float | None:
     if not ts or len(ts) > 64:
         return None
     ts = ts.strip().strip('"')
+    if (full := _FULL.match(ts)) is not None:
+        ts = full["iso"]
     m = _ISO.match(ts) or _GLOG.match(ts) or _VLLM.match(ts) or _SYSLOG.match(ts)
     if m is None:
         return None

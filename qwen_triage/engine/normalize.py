@@ -72,13 +72,17 @@ def _wrapper(*parts: str) -> re.Pattern[str]:
 
 # syslog's tag after the timestamp, as journald prints it
 _SYSLOG_TAG = r"(?P<host>[^\s:]+) (?P<prog>[^\s\[:]+)(?:\[(?P<pid>\d+)\])?: ?(?P<msg>.*)"
-JOURNALD_SHORT = _wrapper(rf"(?P<ts>{_MONTH} [ \d]\d \d\d:\d\d:\d\d) ", _SYSLOG_TAG)
+# (`-o short-precise` adds the microseconds: `Nov 29 10:00:01.123456 `)
+JOURNALD_SHORT = _wrapper(rf"(?P<ts>{_MONTH} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{{1,9}})?) ", _SYSLOG_TAG)
+# `journalctl -o short-full`: the weekday, the date and the zone's name (`Mon 2026-12-07 01:02:03 UTC `)
+JOURNALD_FULL = _wrapper(r"(?P<ts>(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,9})? [A-Z]{1,5}) ",
+                         _SYSLOG_TAG)
 # the same under a CJK locale, whose abbreviated month is the number and a month sign: zh_CN `2月 25 17:49:00`,
 # ja_JP / ko_KR ` 2月` / ` 2월` (padded to two columns)
 JOURNALD_SHORT_CJK = _wrapper(r"(?P<ts> ?(?:1[0-2]|[1-9])[\u6708\uc6d4] [ \d]\d \d\d:\d\d:\d\d) ", _SYSLOG_TAG)
 JOURNALD_ISO = _wrapper(r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?) ", _SYSLOG_TAG)
 # a syslog stamp with no host after it: moreutils' `ts` (`Dec 07 01:02:03 `, its default format) or a viewer's copy
-SYSLOG_STAMP = _wrapper(rf"(?P<ts>{_MONTH} [ \d]\d \d\d:\d\d:\d\d) (?P<msg>.*)")
+SYSLOG_STAMP = _wrapper(rf"(?P<ts>{_MONTH} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{{1,9}})?) (?P<msg>.*)")
 # The launchers that put the task before each line of many processes: `srun --label` (Slurm's task number, padded to
 # the width of the largest: ` 1: `, `12: `; the line's own indentation follows), pdsh / DeepSpeed's multi-node
 # launcher (the host: `worker-1: `, `node01: `, `10.0.0.2: `, `localhost: `) and `kubectl logs --prefix`
@@ -209,6 +213,8 @@ WRAPPER_SAMPLES: tuple[tuple[str, str], ...] = (
     ("journald", "Nov 29 10:00:01 host1 kernel: {}"),
     ("journald", "Nov 29 10:00:01 host1 systemd[1]: {}"),
     ("journald", "[  196.310573] host1 ollama[1234]: {}"),  # journalctl -o short-monotonic
+    ("journald", "Nov 29 10:00:01.123456 host1 ollama[1234]: {}"),  # journalctl -o short-precise
+    ("journald", "Sun 2026-11-29 10:00:01 UTC host1 ollama[1234]: {}"),  # journalctl -o short-full
     ("journald-iso", "2026-11-29T10:00:01.123456+00:00 host1 vllm[1234]: {}"),
     ("journald-iso", "2026-11-29T10:00:01+0000 host1 kernel: {}"),
     ("dmesg", "[ 1234.567890] {}"),
@@ -309,6 +315,9 @@ def _strip_layer(rec: LineRecord, msg: str) -> str | None:
     if c in "JFMASOND" and (m := SYSLOG_STAMP.match(msg)):
         _set_ts(rec, m["ts"])
         rec.formats += ("timestamped",)
+        return m["msg"]
+    if c in "MTWFS" and (m := JOURNALD_FULL.match(msg)) and _tag_named(m):
+        _journald(rec, m, "journald")
         return m["msg"]
     if c.isdigit() and (inner := _strip_dated(rec, msg)) is not None:
         return inner

@@ -83,8 +83,11 @@ _LOUD = (
 # glog's header letter and month spelled out (E0312, F1107 …): without hyperscan the prefilter looks for a literal
 # every match holds, and `[EF]\d{4}` alone gives none but the space after it (every line a candidate)
 _GLOG_HEAD = "(?:" + "|".join(f"{c}{m:02d}" for c in "EF" for m in range(1, 13)) + ")"
-# c10's logger (torch's `[rank1]:[E909 08:45:30.126…]`) leaves the month unpadded: E909 is September 9, so its head is
-# spelled with the day's first digit (E90 … E93) and one digit follows
+# ggml's `CUDA error 9 at ggml-cuda.cu:6863: …` (a backend's code, then where): named by the backend, so the
+# literal prefilter has more than ` error ` to look for
+_BACKEND_ERROR_AT = r"\b(?:" + "|".join(f"{b} error" for b in ("CUDA", "ROCm", "HIP", "SYCL", "Vulkan", "Metal", "MUSA", "CANN")) + r") -?\d{1,6} at "
+# c10's logger (torch's `[rank1]:[E909 08:45:30.126…]`, in brackets) leaves the month unpadded: E909 is September 9,
+# so its head is spelled with the day's first digit (E90 … E93) and one digit follows
 _GLOG_HEAD_UNPADDED = "(?:" + "|".join(f"{c}{m}{d}" for c in "EF" for m in range(1, 10) for d in range(4)) + ")"
 # Signals, as prefilter patterns: wide (the prefilter sees raw lines with their wrappers);
 # the collector confirms each on the message with the precise patterns below.
@@ -97,9 +100,8 @@ SIGNALS = {
         # the Docker daemon's refusal, ggml's `CUDA error 9 at <file>:<line>: …`
         r'|\blevel=(?:Error|Fatal|eror|crit)\b|"level": ?"(?:error|fatal|ERROR|FATAL)"'
         r"|\[error\]|\[fatal\]|\[Error\]|\[Fatal\]|\[err\]|\[crit\]"
-        r"|\b" + _GLOG_HEAD + r"\d\d \d\d:\d\d:\d\d\.\d{3}|\b" + _GLOG_HEAD_UNPADDED + r"\d \d\d:\d\d:\d\d\.\d{3}"
-        r"|\bfatal: |\bError response from daemon: "
-        r"|\b[A-Z][A-Za-z]{1,10} error -?\d{1,6} at "
+        r"|\b" + _GLOG_HEAD + r"\d\d \d\d:\d\d:\d\d\.\d{3}|\[" + _GLOG_HEAD_UNPADDED + r"\d \d\d:\d\d:\d\d\.\d{3}"
+        r"|\bfatal: |\bError response from daemon: |" + _BACKEND_ERROR_AT
     ),
     # a traceback's structure: seen so that its lines are not taken for errors of their own
     "traceback": (
@@ -126,7 +128,7 @@ _ERROR_MORE = lazy(
     r"^fatal: |\bError response from daemon: |(?:^|:\s)(?:[A-Za-z][\w.-]{0,30}\s)?[A-Za-z][\w-]{1,30} error: "
     # a program naming itself before the level, the Unix way (`psql: error: …`, `curl: error: …`, argparse's
     # `prog sub: error: …`), and ggml's `CUDA error 9 at ggml-cuda.cu:6863: …` (a code, then where)
-    r"|^[A-Za-z][\w.-]{0,40}(?: [a-z][\w-]{0,20})?: (?:fatal )?error: |\b[A-Z][A-Za-z]{1,10} error -?\d{1,6} at \S{1,200}:\d{1,6}: "
+    r"|^[A-Za-z][\w.-]{0,40}(?: [a-z][\w-]{0,20})?: (?:fatal )?error: |" + _BACKEND_ERROR_AT + r"\S{1,200}:\d{1,6}: "
     r'|\[(?:error|fatal|Error|Fatal|err|crit)\]|"level": ?"(?:error|fatal)"'
 )
 # What a log's last line says when the program died there without an error mark: the words of a failure (not the

@@ -17,6 +17,10 @@ BASE = seconds("2000-11-29T10:00:01Z")
     ("Nov 29 10:00:01 host1 kernel: hello", 0),  # syslog
     ("2000-11-29T12:00:01.000000+02:00 host1 kernel: hello", 0),  # ISO with a zone
     ("[Wed Nov 29 10:00:01 2000] hello", 0),  # dmesg -T
+    ("Nov 29 10:00:01.750000 host1 ollama[1234]: hello", 0.75),  # journalctl -o short-precise
+    ("Wed 2000-11-29 10:00:01 UTC host1 ollama[1234]: hello", 0),  # journalctl -o short-full
+    ("Nov 29 10:00:03 hello", 2),  # moreutils' ts
+    ("worker-1: [2000-11-29 10:00:01,500] [INFO] [launch.py:146:main] hello", 0.5),  # pdsh, DeepSpeed's stamp
 ])
 def test_each_format_reads_to_the_same_clock(line, delta):
     rec = normalize(line, "x.log")

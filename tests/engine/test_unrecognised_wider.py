@@ -39,7 +39,7 @@ def listed(tmp_path: Path, compiled, text: str) -> tuple[list[str], list[tuple[s
     "2024-02-09 17:32:34 RuntimeError: frobnicator could not be charged",
     'widgetsql: error: connection to frobnicator on socket "/var/run/w/.s.W.5432" failed: No such file or directory',
     "widgetd serve: error: frobnicator could not be charged",
-    "WIDGET error 9 at frobnicator.cu:6863: invalid charge argument",
+    "MUSA error 9 at frobnicator.cu:6863: invalid charge argument",
 ])
 def test_a_wider_error_line_is_listed_when_nothing_else_is_said(tmp_path: Path, compiled, line: str) -> None:
     classes, items = listed(tmp_path, compiled, f"starting widget server\n{line}\nwidget server stopped\n")
