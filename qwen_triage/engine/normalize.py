@@ -178,6 +178,10 @@ RAY_PID = _wrapper(r"\(pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)]*))?\) ?(?P<msg>.*)")
 # driver started), `(raylet, ip=10.0.0.2) …` on another node
 RAY_SYSTEM = _wrapper(r"\((?P<proc>raylet|gcs_server|autoscaler|dashboard_agent|dashboard|monitor|log_monitor)",
                       r"(?: \+[\dhms]{1,12})?(?:, ip=(?P<ip>[^)]*))?\) (?P<msg>.*)")
+# SkyPilot's multi-node prefix: `(head, rank=0, pid=3373) …`, `(worker1, rank=1, pid=3120, ip=10.0.0.3) …` (the rank
+# is the node's, SKYPILOT_NODE_RANK, not a process group's)
+SKYPILOT_NODE = _wrapper(r"\((?P<node>head|worker\d{1,4}), rank=(?P<rank>\d{1,6}), pid=(?P<pid>\d{1,9})",
+                         r"(?:, ip=(?P<ip>[^)]*))?\) (?P<msg>.*)")
 # talosctl dmesg: `10.0.0.2: kern: warning: [2026-04-22T21:25:20.458998481Z]: …`
 TALOS_KERN = _wrapper(r"(?P<host>[\w.:-]+): kern: +(?P<level>\w+): \[(?P<ts>[^\]]+)\]: (?P<msg>.*)")
 # torchrun's line prefixes: `[rank3]:` (the global rank: --log-line-prefix-template's default, on a worker's
@@ -248,6 +252,7 @@ WRAPPER_SAMPLES: tuple[tuple[str, str], ...] = (
     ("ray", "(pid=1234) {}"),
     ("ray", "(raylet) {}"),
     ("ray", "(autoscaler +1m7s) {}"),
+    ("skypilot", "(worker1, rank=1, pid=3120, ip=10.0.0.3) {}"),  # SkyPilot's multi-node runs
     ("vllm", "ERROR 11-29 10:00:01 [core.py:586] {}"),
     ("vllm", "INFO 11-29 10:00:01 config.py:1401] {}"),  # before 0.7
     ("nccl", "node1:1234:5678 [3] {}"),  # only around NCCL's own `NCCL WARN …` lines
@@ -560,12 +565,19 @@ def _logfmt(rec: LineRecord, m: re.Match[str]) -> str:
 
 
 def _strip_parenthesised(rec: LineRecord, msg: str) -> str | None:
-    """The process prefixes that open with ``(``: Ray's ``(pid=N, ip=…)`` and vLLM's ``(Worker_TP1 pid=N)`` /
-    ``(VllmWorker rank=N pid=P)``, whose process name may carry the rank, or the PP stage and TP rank."""
+    """The process prefixes that open with ``(``: Ray's ``(pid=N, ip=…)`` and its own processes', SkyPilot's
+    ``(head, rank=0, pid=N)``, and vLLM's ``(Worker_TP1 pid=N)`` / ``(VllmWorker rank=N pid=P)``, whose process name
+    may carry the rank, or the PP stage and TP rank."""
     if msg.startswith("(pid=") and (m := RAY_PID.match(msg)):
         rec.pid = bounded_int(m["pid"])
         rec.host = rec.host or m["ip"]
         rec.formats += ("ray",)
+        return m["msg"]
+    if msg.startswith(("(head, ", "(worker")) and (m := SKYPILOT_NODE.match(msg)) is not None:
+        rec.pid = bounded_int(m["pid"])
+        rec.host = rec.host or m["ip"]
+        rec.extra["node_rank"] = m["rank"]
+        rec.formats += ("skypilot",)
         return m["msg"]
     if (m := RAY_SYSTEM.match(msg)) is not None:
         rec.process = m["proc"]

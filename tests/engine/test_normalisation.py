@@ -333,6 +333,11 @@ CASES = [
         {"formats": ("journald",), "host": "host1", "program": "kernel",
          "message": "NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus."},
     ),
+    (  # SkyPilot's node prefix (the node's rank, not a process group's), then vLLM's line
+        "(worker1, rank=1, pid=3120, ip=10.0.0.3) ERROR 12-01 10:00:00 [core.py:586] EngineCore failed to start.",
+        {"formats": ("skypilot", "vllm"), "pid": 3120, "host": "10.0.0.3", "rank": None,
+         "message": "EngineCore failed to start."},
+    ),
     (  # Ray's own processes have no pid in their prefix
         "(autoscaler +1m7s) Error: No available node types can fulfill resource request {'CPU': 8.0, 'GPU': 8.0}.",
         {"formats": ("ray",), "process": "autoscaler",

@@ -34,6 +34,7 @@ CARRIERS = {
     "srun-label": (lambda n: " 1: ", 3),
     "pdsh": (lambda n: "worker-1: ", 3),
     "moreutils-ts": (lambda n: f"Dec 07 01:02:{n % 60:02d} ", 3),
+    "skypilot": (lambda n: "(worker1, rank=1, pid=3120, ip=10.0.0.3) ", 3),
 }
 
 
