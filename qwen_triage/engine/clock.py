@@ -3,8 +3,9 @@
 Files from several hosts carry their own clocks (skewed, another zone, no year). engine.normalize keeps each
 line's timestamp as the text printed it (``LineRecord.timestamp``); :func:`seconds` reads the formats it lifts
 (glog's ``1202 08:47:52.88``, vLLM's ``11-29 10:00:01``, syslog's ``Dec  2 10:00:01``, dmesg -T's, ISO-8601
-with or without a zone, the journal's ``__REALTIME_TIMESTAMP`` as ISO and its ``-o short-full``). A format without a year is read in
-one fixed year: only differences matter, and the offset estimate absorbs a zone that a format does not print.
+with or without a zone, the journal's ``__REALTIME_TIMESTAMP`` as ISO and its ``-o short-full``). A format without
+a year is read in one fixed year: only differences matter, and the offset estimate absorbs a zone that a format
+does not print.
 
 :func:`offsets` estimates each host's offset from events every host logs at the same moment (the process
 group's init, the rendezvous): for each such event, a host's first time minus the reference host's, the median

@@ -91,10 +91,14 @@ SYSLOG_STAMP = _wrapper(rf"(?P<ts>{_MONTH} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{{1,9}})
 # words (`python3: `, `collect2: `, `cc1: `), a device the kernel names (`loop0: `, `nvidia-nvswitch0: `), an error
 # code (CANN's `EI0006: `, `JBD2: `), a GPU or rank label or a container layer's id (`f7eb321dd245: Pull complete`)
 SLURM_LABEL = _wrapper(r" {0,5}(?P<task>\d{1,5}): (?P<msg>.*)")
+_NOT_HOSTS = (  # names that end in a number and are no host: tools, kernel devices, GPU / rank / layer labels, ISAs
+    "python", "pip", "cc", "collect", "gcc", "ld", "nvcc", "clang", "loop", "nvme", "sd", "md", "dm", "nbd", "eth", "ib",
+    "en", "wl", "tty", "usb", "card", "mlx", "bond", "veth", "br", "tun", "tap", "gpu", "GPU", "cuda", "CUDA", "rank",
+    "Rank", "RANK", "step", "Step", "epoch", "Epoch", "layer", "Layer", "avx", "AVX", "sse", "SSE", "sm", "gfx", "int",
+    "fp", "bf", "x86_", "arm", "cpu", "CPU",
+)
 PDSH_HOST = _wrapper(r"(?P<host>localhost|(?:\d{1,3}\.){3}\d{1,3}",
-                     r"|(?![0-9a-f]{12}:)(?!(?:python|pip|cc|collect|gcc|ld|nvcc|clang|loop|nvme|sd|md|dm|nbd|eth|ib|en|wl",
-                     r"|tty|usb|card|mlx|bond|veth|br|tun|tap|gpu|GPU|cuda|CUDA|rank|Rank|RANK|step|Step|epoch|Epoch|layer",
-                     r"|Layer|avx|AVX|sse|SSE|sm|gfx|int|fp|bf|x86_|arm|cpu|CPU)\d)(?!nvidia)[a-z][\w-]{0,62}?\d{1,5}): ",
+                     r"|(?![0-9a-f]{12}:)(?!(?:" + "|".join(_NOT_HOSTS) + r")\d)(?!nvidia)[a-z][\w-]{0,62}?\d{1,5}): ",
                      r"(?P<msg>.*)")
 KUBECTL_PREFIX = _wrapper(r"\[pod/(?P<pod>[^\s/\]]{1,253})/(?P<container>[^\s\]]{1,253})\] (?P<msg>.*)")
 # the kernel's `[%5lu.%06lu]`: seconds since boot, nine digits at most (31 years); a ten-digit stamp is the epoch
@@ -398,7 +402,8 @@ def _launcher_label(rec: LineRecord, msg: str) -> str | None:
         rec.extra["task"] = m["task"].strip()
         rec.formats += ("slurm-label",)
         return m["msg"]
-    if m := PDSH_HOST.match(msg):
+    colon = msg.find(": ")  # a host ends in a digit (a name, an address) or is localhost: the pattern runs only then
+    if (msg[colon - 1 : colon].isdigit() or msg.startswith("localhost: ")) and (m := PDSH_HOST.match(msg)):
         rec.host = m["host"]
         rec.formats += ("pdsh",)
         return m["msg"]

@@ -85,7 +85,8 @@ _LOUD = (
 _GLOG_HEAD = "(?:" + "|".join(f"{c}{m:02d}" for c in "EF" for m in range(1, 13)) + ")"
 # ggml's `CUDA error 9 at ggml-cuda.cu:6863: …` (a backend's code, then where): named by the backend, so the
 # literal prefilter has more than ` error ` to look for
-_BACKEND_ERROR_AT = r"\b(?:" + "|".join(f"{b} error" for b in ("CUDA", "ROCm", "HIP", "SYCL", "Vulkan", "Metal", "MUSA", "CANN")) + r") -?\d{1,6} at "
+_BACKENDS = ("CUDA", "ROCm", "HIP", "SYCL", "Vulkan", "Metal", "MUSA", "CANN")
+_BACKEND_ERROR_AT = r"\b(?:" + "|".join(f"{b} error" for b in _BACKENDS) + r") -?\d{1,6} at "
 # c10's logger (torch's `[rank1]:[E909 08:45:30.126…]`, in brackets) leaves the month unpadded: E909 is September 9,
 # so its head is spelled with the day's first digit (E90 … E93) and one digit follows
 _GLOG_HEAD_UNPADDED = "(?:" + "|".join(f"{c}{m}{d}" for c in "EF" for m in range(1, 10) for d in range(4)) + ")"
