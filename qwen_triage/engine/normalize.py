@@ -403,7 +403,7 @@ def _launcher_label(rec: LineRecord, msg: str) -> str | None:
         rec.formats += ("slurm-label",)
         return m["msg"]
     colon = msg.find(": ")  # a host ends in a digit (a name, an address) or is localhost: the pattern runs only then
-    if (msg[colon - 1 : colon].isdigit() or msg.startswith("localhost: ")) and (m := PDSH_HOST.match(msg)):
+    if ((colon > 0 and msg[colon - 1].isdigit()) or msg.startswith("localhost: ")) and (m := PDSH_HOST.match(msg)):
         rec.host = m["host"]
         rec.formats += ("pdsh",)
         return m["msg"]
