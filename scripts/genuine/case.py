@@ -65,6 +65,14 @@ class Program:
     dist: str | None = None  # distribution named in `program: NAME VERSION`; default: first requirement's
 
 
+def script_case(id: str, expect: list[str], script: str, note: str, *, exit: str = "fail", input: str = "mixed",
+                env: dict[str, str] | None = None, timeout: float = 180.0) -> Case:
+    """A case whose whole scenario is one Python script: written as ``run.py`` in the work directory and run with the
+    release's python (the shape most program modules share)."""
+    return Case(id=id, expect=expect, argv=["{python}", "run.py"], files={"run.py": script}, env=dict(env or {}),
+                input=input, note=note, exit=exit, timeout=timeout)
+
+
 # A script the scenarios of a port already taken run: it binds the port given first, then runs the rest of its
 # command line (the program under test) while holding it.
 PORT_HOLDER = '''\
