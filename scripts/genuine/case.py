@@ -66,11 +66,12 @@ class Program:
 
 
 def script_case(id: str, expect: list[str], script: str, note: str, *, exit: str = "fail", input: str = "mixed",
-                env: dict[str, str] | None = None, timeout: float = 180.0) -> Case:
+                env: dict[str, str] | None = None, timeout: float = 180.0, prelude: str = "") -> Case:
     """A case whose whole scenario is one Python script: written as ``run.py`` in the work directory and run with the
-    release's python (the shape most program modules share)."""
-    return Case(id=id, expect=expect, argv=["{python}", "run.py"], files={"run.py": script}, env=dict(env or {}),
-                input=input, note=note, exit=exit, timeout=timeout)
+    release's python (the shape most program modules share). ``prelude`` (a program's import) goes before it, so a
+    module binds its settings once: ``_case = partial(script_case, prelude="import paddle\\n", timeout=180)``."""
+    return Case(id=id, expect=expect, argv=["{python}", "run.py"], files={"run.py": prelude + script},
+                env=dict(env or {}), input=input, note=note, exit=exit, timeout=timeout)
 
 
 # A script the scenarios of a port already taken run: it binds the port given first, then runs the rest of its

@@ -2,7 +2,9 @@
 converted model, and the voice-activity filter run on a generated tone (healthy). No case downloads a model.
 """
 
-from case import OFFLINE_ENV, Case, Program, Release, script_case
+from functools import partial
+
+from case import OFFLINE_ENV, Program, Release, script_case
 
 TONE = """\
 import wave
@@ -25,9 +27,7 @@ print("decoded", audio.shape, audio.dtype)
 print("speech chunks", get_speech_timestamps(audio, VadOptions(min_silence_duration_ms=200)))
 """
 
-
-def _case(id: str, expect: list[str], script: str, note: str, exit: str = "fail") -> Case:
-    return script_case(id, expect, script, note, exit=exit, env=OFFLINE_ENV, timeout=120)
+_case = partial(script_case, env=OFFLINE_ENV, timeout=120)
 
 
 CASES = [

@@ -3,12 +3,11 @@ GPU, a crash inside the process that Paddle's signal handler reports, a host all
 and a small computation that works (healthy).
 """
 
-from case import Case, Program, Release, script_case
+from functools import partial
 
+from case import Program, Release, script_case
 
-def _case(id: str, expect: list[str], script: str, note: str, exit: str = "fail") -> Case:
-    return script_case(id, expect, "import paddle\n" + script, note, exit=exit, env={"OMP_NUM_THREADS": "1"},
-                       timeout=180)
+_case = partial(script_case, prelude="import paddle\n", env={"OMP_NUM_THREADS": "1"}, timeout=180)
 
 
 CASES = [

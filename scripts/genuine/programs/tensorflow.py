@@ -3,13 +3,13 @@ the start-up lines it prints there on a healthy run, a tensor larger than the ho
 placement that cannot be satisfied.
 """
 
-from case import Case, Program, Release, script_case
+from functools import partial
+
+from case import Program, Release, script_case
 
 QUIET = {"OMP_NUM_THREADS": "1", "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1"}
 
-
-def _case(id: str, expect: list[str], script: str, note: str, exit: str = "fail") -> Case:
-    return script_case(id, expect, "import tensorflow as tf\n" + script, note, exit=exit, env=QUIET, timeout=240)
+_case = partial(script_case, prelude="import tensorflow as tf\n", env=QUIET, timeout=240)
 
 
 CASES = [
