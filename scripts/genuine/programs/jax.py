@@ -6,19 +6,17 @@ The plugin wheels bring their own CUDA libraries, so what is missing here is onl
 what a container started without the NVIDIA runtime sees.
 """
 
-from dataclasses import replace
 from functools import partial
 
-from case import Program, Release, script_case
+from case import Program, Release, per_release, script_case
 
 _case = partial(script_case, prelude="import jax\nimport jax.numpy as jnp\n", env={"OMP_NUM_THREADS": "1"},
                 timeout=180)
 
 CASES = [
-    replace(_case("jit-cpu-fallback-healthy", [],
+    _case("jit-cpu-fallback-healthy", [],
           "x = jnp.ones((64, 64))\nprint(jax.__version__, jax.devices(), float(jax.jit(lambda a: a @ a)(x).sum()))\n",
           "healthy: with no GPU the CUDA plugin stays out of the way and the computation runs on the CPU", exit="ok"),
-            releases=("0.4.38",)),
     _case("devices-gpu-none-present", ["runtime.no_gpu_visible"], "print(jax.devices('gpu'))\n",
           "jax.devices('gpu') where no GPU backend came up (no driver, no GPU visible to the process)"),
     _case("make-mesh-more-than-devices", ["config.insufficient_gpus"],
@@ -35,10 +33,9 @@ PROGRAM = Program(
     name="jax",
     releases=[
         Release(label="0.4.38", requirements=["jax[cuda12]==0.4.38"]),
-        # 0.10 prints its CUDA plugin's failed initialisation (no driver: cuPTI cannot load) before any computation, so
-        # the CPU fallback is recorded on 0.4.38 only
         Release(label="0.10.2", requirements=["jax[cuda13]==0.10.2"]),
     ],
-    cases=CASES,
+    # 0.10 prints its CUDA plugin's failed initialisation before any computation: the CPU fallback runs on 0.4.38 only
+    cases=per_release(CASES, releases={"jit-cpu-fallback-healthy": ("0.4.38",)}),
     dist="jax",
 )

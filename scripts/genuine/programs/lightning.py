@@ -1,6 +1,6 @@
 """PyTorch Lightning's Trainer on a machine without GPUs: a healthy fit (one process, and DDP over two CPU
-processes with gloo), a strategy whose package is missing, a device count it
-refuses, a resume from a checkpoint that was never written, and a rank that misses a barrier.
+processes with gloo), a strategy whose package is missing, a device count it refuses, a resume from a checkpoint
+that was never written, and a rank that misses a barrier.
 
 Lightning launches the DDP ranks itself (it re-runs the script as child processes), so the two-process cases need
 only ``MASTER_PORT``: the case's free port.
