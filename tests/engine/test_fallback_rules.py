@@ -100,14 +100,14 @@ CUDA_OOM = ("ggml_backend_cuda_buffer_type_alloc_buffer: allocating 20480.00 MiB
 def test_a_fallback_relay_alone_is_the_diagnosis(compiled) -> None:
     """A real report (text-generation-webui's llama-cpp-python on a Gemma 2 GGUF newer than its build): the load
     failure is all the log says, so it stands for its class, at warning, and is neither its own relay nor an
-    unexplained line."""
+    unexplained line; the web UI's "Failed to load the model." above the traceback is that diagnosis' relay."""
     log = ROOT / "fixtures" / "wordings" / "llamacpp-21" / "c21-textgen-llamacpp-python-gemma2-failed-load-015.log"
     report = _scan(log, compiled)
     assert report.classes() == ["model.gguf_unsupported"]
     top = report.diagnoses[0]
     assert top.rule == "llamacpp.model-load-failed"
     assert top.severity.value == "warning"
-    assert top.relayed == []
+    assert [r.rule for r in top.relayed] == ["localrunners.textgen-webui-load-failed-relay"]
     assert [u for u in report.unrecognised if u.kind == "relay"] == []
 
 
