@@ -19,10 +19,12 @@ from qwen_triage.rulepack.pack import LoadedRule
 def triggers(lr: LoadedRule) -> list[tuple[Any, ...]]:
     """What makes the rule fire, as comparable keys: each `any` pattern alone (any one fires it), or the
     whole `all` set with its window, each with what else limits the lines it accepts (sources, `where`,
-    `count`, `multiline`, `unless`). Rules with one key in common fire on the same lines."""
+    `count`, `multiline`, `unless`, the raising site). Rules with one key in common fire on the same lines:
+    two `raised:` rules share the exception line's pattern, but rules on other modules never fire together."""
     m, rule = lr.rule.match, lr.rule
+    raised = (frozenset(m.raised_module), frozenset(m.raised_exception))
     limits = (frozenset(rule.sources), tuple(sorted(m.where.items())), m.count, m.multiline,
-              frozenset(m.unless), m.unless_after)
+              frozenset(m.unless), m.unless_after, raised)
     if m.all:
         return [("all", frozenset(m.all), m.window, limits)]
     return [("any", p, m.window if m.count > 1 else None, limits) for p in m.any]

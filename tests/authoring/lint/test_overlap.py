@@ -27,6 +27,19 @@ def test_the_same_pattern_on_other_sources_is_no_duplicate(tmp_path: Path) -> No
     assert _found(rules_dir(tmp_path, rule("local.a"), other)) == []
 
 
+def _raised(rid: str, module: str) -> str:
+    return rule(rid, match=f"raised: {{module: [{module}], exception: [ValueError]}}",
+                example=f'  File "/venv/lib/python3.11/site-packages/{module}a.py", line 1, in f\nValueError: bad')
+
+
+def test_raising_site_rules_on_other_modules_are_no_duplicates(tmp_path: Path) -> None:
+    """Two `raised:` rules key on the same exception line's pattern; the module tells them apart, so only two rules
+    on the same module are a duplicate."""
+    assert _found(rules_dir(tmp_path / "a", _raised("local.a", "frob/config/"), _raised("local.b", "frob/cli/"))) == []
+    found = _found(rules_dir(tmp_path / "b", _raised("local.a", "frob/config/"), _raised("local.b", "frob/config/")))
+    assert ("overlap-duplicate-pattern", "local.b") in found
+
+
 def test_a_contributed_rule_that_repeats_a_bundled_pattern_names_the_bundled_rule(tmp_path: Path) -> None:
     bundled = next(lr for lr in load_pack([]).rules if lr.rule.match.any and not lr.rule.match.where
                    and not lr.rule.match.unless and lr.rule.match.count == 1 and not lr.rule.match.multiline)
