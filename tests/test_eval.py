@@ -6,12 +6,12 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from qwen_triage.authoring.evaluate import evaluate
 from tests.conftest import CORPUS, FIXTURES, ROOT
-
 
 # The shared corpora of real logs, each with the number of cases it was handed over with: a corpus that
 # reads short (a cases.yaml that stopped parsing, a folder gone) must fail here, not score well on less.
