@@ -99,6 +99,16 @@ MAKE_TINY = (Path(__file__).resolve().parents[1] / "make_tiny_qwen.py").read_tex
 BUILD_TINY = "{python} make_tiny_qwen.py {work}/tiny >/dev/null 2>&1 || { echo 'tiny model build failed'; exit 97; }; "
 
 
+def tiny_model_case(id: str, expect: list[str], name: str, script: str, args: str, note: str, *,
+                    build: bool = True, exit: str = "fail", timeout: float = 420.0) -> Case:
+    """A case whose scenario is the user's script ``name`` run on the tiny model with ``args`` (the model path
+    first): it builds the tiny model quietly first, unless ``build`` is off (the scenario names a model that is
+    not there), and runs offline."""
+    line = (BUILD_TINY if build else "") + f"exec {{python}} {name} {args}"
+    return Case(id=id, expect=expect, argv=["bash", "-c", line], files={"make_tiny_qwen.py": MAKE_TINY, name: script},
+                env=dict(OFFLINE_ENV), input="transformers", note=note, exit=exit, timeout=timeout)
+
+
 def per_release(cases: list[Case], releases: dict[str, tuple[str, ...]] | None = None,
                 expect_by: dict[str, dict[str, list[str]]] | None = None) -> list[Case]:
     """``cases`` with a program's tables of what its releases differ in applied, by case id: ``releases`` (the

@@ -8,7 +8,7 @@ The model is the tiny random Qwen2 of ``make_tiny_qwen.py``; every case runs off
 earlier one pins a torch older than the CPU wheel the harness installs (0.8-0.12 ask for torch 2.7-2.9).
 """
 
-from case import BUILD_TINY, MAKE_TINY, OFFLINE_ENV, Case, Program, Release
+from case import Case, Program, Release, tiny_model_case
 
 # The user's script: argv[1] the model, argv[2] the scenario.
 ONESHOT = '''\
@@ -48,10 +48,7 @@ elif step == "smoothquant-no-data":
 
 def _oneshot(id: str, expect: list[str], step: str, note: str, *, model: str = "{work}/tiny", build: bool = True,
              exit: str = "fail") -> Case:
-    line = (BUILD_TINY if build else "") + f"exec {{python}} oneshot.py {model} {step}"
-    return Case(id=id, expect=expect, argv=["bash", "-c", line],
-                files={"make_tiny_qwen.py": MAKE_TINY, "oneshot.py": ONESHOT}, env=dict(OFFLINE_ENV),
-                input="transformers", note=note, exit=exit, timeout=420)
+    return tiny_model_case(id, expect, "oneshot.py", ONESHOT, f"{model} {step}", note, build=build, exit=exit)
 
 
 CASES = [

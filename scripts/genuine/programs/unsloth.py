@@ -10,7 +10,7 @@ CUDA (its ``torchvision::nms`` does not load, which Unsloth refuses at import); 
 CPU-only hosts users run this on have none, so every case reaches Unsloth's own code.
 """
 
-from case import BUILD_TINY, MAKE_TINY, OFFLINE_ENV, Case, Program, Release
+from case import OFFLINE_ENV, Case, Program, Release, tiny_model_case
 
 # The user's script: load the model (argv[1]) with FastLanguageModel, then what argv[2] asks for.
 TRAIN = '''\
@@ -39,10 +39,7 @@ elif step == "train":
 
 def _run(id: str, expect: list[str], step: str, note: str, *, model: str = "{work}/tiny", build: bool = True,
          exit: str = "fail") -> Case:
-    line = (BUILD_TINY if build else "") + f"exec {{python}} train.py {model} {step}"
-    return Case(id=id, expect=expect, argv=["bash", "-c", line],
-                files={"make_tiny_qwen.py": MAKE_TINY, "train.py": TRAIN}, env=dict(OFFLINE_ENV),
-                input="transformers", note=note, exit=exit, timeout=420)
+    return tiny_model_case(id, expect, "train.py", TRAIN, f"{model} {step}", note, build=build, exit=exit)
 
 
 CASES = [
