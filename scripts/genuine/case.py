@@ -136,6 +136,11 @@ def config_edit(**changes: object) -> str:
             + "(M / 'config.json').write_text(json.dumps(c))")
 
 
+# A release's ``after`` step for programs installed beside the CPU torch: pip resolves torchvision to a build for CUDA
+# whose ``torchvision::nms`` does not load, which breaks transformers' imports; CPU hosts users run them on have none.
+DROP_TORCHVISION = [["{python}", "-m", "pip", "uninstall", "-y", "-q", "torchvision"]]
+
+
 # The environment of scenarios that must never reach a hub and stay on one CPU thread.
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_DISABLE_TELEMETRY": "1",
                "OMP_NUM_THREADS": "1"}

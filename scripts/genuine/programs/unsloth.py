@@ -10,7 +10,7 @@ CUDA (its ``torchvision::nms`` does not load, which Unsloth refuses at import); 
 CPU-only hosts users run this on have none, so every case reaches Unsloth's own code.
 """
 
-from case import OFFLINE_ENV, Case, Program, Release, tiny_model_case
+from case import DROP_TORCHVISION, OFFLINE_ENV, Case, Program, Release, tiny_model_case
 
 # The user's script: load the model (argv[1]) with FastLanguageModel, then what argv[2] asks for.
 TRAIN = '''\
@@ -72,7 +72,7 @@ PROGRAM = Program(
     name="unsloth",
     releases=[
         Release(label="2026.10.9", requirements=["torch==2.13.0", "unsloth==2026.10.9"],
-                after=[["{python}", "-m", "pip", "uninstall", "-y", "-q", "torchvision"]]),
+                after=DROP_TORCHVISION),
     ],
     cases=CASES,
     dist="unsloth",

@@ -32,7 +32,7 @@ id), and a longer id pushes that path past the 107 bytes of AF_UNIX ("OSError: A
 cluster then fails to start).
 """
 
-from case import OFFLINE_ENV, PORT_HOLDER, Case, Program, Release, config_edit, tiny_files
+from case import DROP_TORCHVISION, OFFLINE_ENV, PORT_HOLDER, Case, Program, Release, config_edit, tiny_files
 
 NEW = "4.1.0"
 
@@ -153,6 +153,6 @@ PROGRAM = Program(
     dist="xinference",
     releases=[Release(label=NEW, requirements=["torch==2.13.0", f"xinference=={NEW}"],
                       pip_args=["-q", "--progress-bar", "off"],
-                      after=[["{python}", "-m", "pip", "uninstall", "-y", "-q", "torchvision"]])],
+                      after=DROP_TORCHVISION)],
     cases=CASES,
 )
