@@ -23,8 +23,9 @@ from typing import Callable, Iterator
 
 import pytest
 
-from .conftest import BootId, XID79, QUIET, run_check_cli
 from tests.timelimits import wait_until
+
+from .conftest import QUIET, XID79, BootId, run_check_cli
 
 pytestmark = [pytest.mark.components, pytest.mark.xdist_group("fleet-components")]  # one Slurm cluster per run
 ROOT = Path(__file__).resolve().parents[2]
@@ -129,8 +130,10 @@ def test_node_exporter_serves_the_textfile(node_exporter, tmp_path: Path, boot: 
     url, textdir = node_exporter
     log = tmp_path / "kern.log"
     log.write_text(QUIET + XID79)
+    # an explicit --timeout: the default 4 s is NPD's plugin budget, which a busy test machine can miss while loading
+    # the pack; these tests follow the metrics, and test_check_deadline.py tests the deadline itself
     cp = run_check_cli("--file", str(log), "--state", str(tmp_path / "st"), "--textfile",
-                       str(textdir / "qwen_triage.prom"), "--format", "npd")
+                       str(textdir / "qwen_triage.prom"), "--format", "npd", "--timeout", "120")
     assert cp.returncode == 1, cp.stderr
     metrics = http_get(url) or ""
     assert (f'qwen_triage_diagnosis{{class="hardware.xid_fatal",rule="kernel.xid",severity="critical",'
@@ -204,7 +207,7 @@ def test_xid79_fires_the_alert_and_it_resolves(prometheus, tmp_path: Path, boot:
     log = tmp_path / "kern.log"
     log.write_text(QUIET)
     args = ["--file", str(log), "--state", str(tmp_path / "st"), "--textfile", str(textdir / "qwen_triage.prom"),
-            "--hold", "2", "--format", "npd"]
+            "--hold", "2", "--format", "npd", "--timeout", "120"]  # a busy machine may miss the default 4 s
     assert run_check_cli(*args).returncode == 0
     up = wait_for(lambda: "qwen_triage_up" in (http_get(base + "/api/v1/query?query=qwen_triage_up") or "")
                   and json.loads(http_get(base + "/api/v1/query?query=qwen_triage_up") or "{}")["data"]["result"], 20, alive)
