@@ -12,9 +12,7 @@ architecture); every case runs offline. pip's torchvision beside the CPU torch i
 transformers' imports; the release removes it, as the CPU hosts users run this on have none.
 """
 
-from dataclasses import replace
-
-from case import DROP_TORCHVISION, MAKE_TINY, OFFLINE_ENV, Case, Program, Release
+from case import BUILD_TINY, DROP_TORCHVISION, MAKE_TINY, OFFLINE_ENV, Case, Program, Release
 
 # The user's scripts: OpenVINO GenAI (argv: model dir, device) and optimum-intel (argv: model dir, device).
 GENAI = '''\
@@ -49,29 +47,29 @@ for name in ("tokenizer.json", "tokenizer_config.json"):
 
 FILES = {"make_tiny_qwen.py": MAKE_TINY, "genai.py": GENAI, "optimum_run.py": OPTIMUM, "make_olmoe.py": MAKE_OLMOE}
 
-# Quiet set-up steps (only the user's last command is the case; a failed step exits 97, which no scenario expects).
-BUILD = "{python} make_tiny_qwen.py {work}/tiny >/dev/null 2>&1 || { echo 'tiny model build failed'; exit 97; }; "
+# The quiet export after BUILD_TINY (only the user's last command is the case; a failed step exits 97, which no
+# scenario expects).
 EXPORT = ("{bin}/optimum-cli export openvino --model {work}/tiny --task text-generation-with-past %s {work}/ov "
           ">/dev/null 2>&1 || { echo 'export failed'; exit 97; }; ")
 
 
-def _case(id: str, expect: list[str], line: str, note: str, *, exit: str = "fail") -> Case:
+def _case(id: str, expect: list[str], line: str, note: str, *, exit: str = "fail",
+          releases: tuple[str, ...] | None = None) -> Case:
     return Case(id=id, expect=expect, argv=["bash", "-c", line], files=dict(FILES), env=dict(OFFLINE_ENV),
-                input="transformers", note=note, exit=exit, timeout=420.0)
+                input="transformers", note=note, exit=exit, timeout=420.0, releases=releases)
 
 
 def _run(id: str, expect: list[str], script: str, model: str, device: str, note: str, *, export_args: str = "",
          prep: str = "", exit: str = "fail", releases: tuple[str, ...] | None = None) -> Case:
     """The tiny model built and exported quietly (``prep`` then damages the export), then the user's ``script``."""
-    case = _case(id, expect, BUILD + EXPORT % export_args + prep + f"exec {{python}} {script} {model} {device}", note,
-                 exit=exit)
-    return replace(case, releases=releases)
+    return _case(id, expect, BUILD_TINY + EXPORT % export_args + prep + f"exec {{python}} {script} {model} {device}",
+                 note, exit=exit, releases=releases)
 
 
 def _export(id: str, expect: list[str], args: str, note: str, *, model: str = "{work}/tiny", prep: str = "",
             exit: str = "fail") -> Case:
     """The user's ``optimum-cli export openvino`` of ``model`` with ``args``."""
-    return _case(id, expect, BUILD + prep + f"exec {{bin}}/optimum-cli export openvino --model {model} {args} "
+    return _case(id, expect, BUILD_TINY + prep + f"exec {{bin}}/optimum-cli export openvino --model {model} {args} "
                  "{work}/out", note, exit=exit)
 
 
