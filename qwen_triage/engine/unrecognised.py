@@ -115,7 +115,8 @@ _FRAME = lazy(r'^\s*File "(?P<file>[^"]{1,500})", line \d+, in \S')
 _EXCEPTION = lazy(
     r"^(?P<exc>(?:[A-Za-z_]\w{0,60}\.){0,8}(?:[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Failure|Fault|Abort)"
     r"|Exception))"  # Python's base class too: `raise Exception("…")`
-    r"(?::\s?(?P<msg>.{0,400}))?$"
+    # the first 400 characters of its text, however long the line runs (lm-eval lists every model name it has)
+    r"(?::\s?(?P<msg>.{0,400})|$)"
 )
 _ERROR = lazy(
     r"\b(?:ERROR|FATAL|CRITICAL|PANIC)\b|\blevel=(?:error|fatal|ERROR|FATAL)\b|^panic: |\bfatal error: "

@@ -98,6 +98,9 @@ MAKE_TINY = (Path(__file__).resolve().parents[1] / "make_tiny_qwen.py").read_tex
 # is the case, and a failed build exits 97, which no scenario expects.
 BUILD_TINY = "{python} make_tiny_qwen.py {work}/tiny >/dev/null 2>&1 || { echo 'tiny model build failed'; exit 97; }; "
 
+# ... and then damage it with the case's ``damage.py`` (``tiny_files``), as quietly: a failed step exits 97 as well.
+BUILD_DAMAGED_TINY = "{python} make_tiny_qwen.py {work}/tiny >/dev/null 2>&1 && {python} damage.py || exit 97; "
+
 
 def tiny_model_case(id: str, expect: list[str], name: str, script: str, args: str, note: str, *,
                     build: bool = True, exit: str = "fail", timeout: float = 420.0) -> Case:

@@ -211,6 +211,16 @@ def test_the_same_exception_raised_elsewhere_does_not_fire_it(bundled: CompiledP
     assert "families.transformers-auto-config-model-type" not in {r for r, _ in _classes(bundled, trace)}
 
 
+def test_a_raising_site_reads_an_exception_line_of_any_length(bundled: CompiledPack) -> None:
+    """An exception whose text runs past the 400 characters the message fact keeps (lm-eval's registry lists every
+    model name it has) is still that exception: its raising site is read, the fact is its first 400 characters."""
+    names = ", ".join(f"model-{i}" for i in range(80))
+    trace = ARG_UTILS_TRACE.replace("an option this test made up is not supported",
+                                    f"an option this test made up; the ones it has: {names}")
+    assert len(trace.splitlines()[-1]) > 600
+    assert ("families.vllm-config-validation", "config.bad_argument") in _classes(bundled, trace)
+
+
 def test_a_raising_site_needs_the_traceback(bundled: CompiledPack) -> None:
     assert _classes(bundled, "ValueError: an option this test made up is not supported") == []
 

@@ -32,7 +32,17 @@ id), and a longer id pushes that path past the 107 bytes of AF_UNIX ("OSError: A
 cluster then fails to start).
 """
 
-from case import DROP_TORCHVISION, OFFLINE_ENV, PORT_HOLDER, Case, Program, Release, config_edit, tiny_files
+from case import (
+    BUILD_DAMAGED_TINY,
+    DROP_TORCHVISION,
+    OFFLINE_ENV,
+    PORT_HOLDER,
+    Case,
+    Program,
+    Release,
+    config_edit,
+    tiny_files,
+)
 
 NEW = "4.1.0"
 
@@ -48,7 +58,6 @@ START = ("{ {bin}/xinference-local -H 127.0.0.1 -p {port} & } ; SRV=$!; "
 # stop the server (SIGINT, as Ctrl-C), wait for it, exit with the client's status
 STOP = "kill -INT $SRV; wait $SRV; exit $rc"
 
-TINY = "{python} make_tiny_qwen.py {work}/tiny >/dev/null 2>&1 && {python} damage.py || exit 97; "
 LLM = "-n qwen2.5-instruct -en transformers -s 0_5 -f pytorch"
 
 
@@ -58,7 +67,7 @@ def _served(id: str, expect: list[str], note: str, client: str, *, tiny: bool = 
     stopped. ``client`` is a shell fragment that leaves its status in ``$rc``."""
     return Case(id=id, expect=expect, input="mixed", env=ENV, note=note, timeout=300, exit=exit,
                 files=tiny_files(damage) if tiny else {},
-                argv=["bash", "-c", (TINY if tiny else "") + START + client + STOP])
+                argv=["bash", "-c", (BUILD_DAMAGED_TINY if tiny else "") + START + client + STOP])
 
 
 def _launch(id: str, expect: list[str], note: str, args: str, **kw) -> Case:
