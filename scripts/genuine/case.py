@@ -89,6 +89,19 @@ sys.exit(subprocess.call(sys.argv[2:]))
 '''
 
 
+def start_server(command: str, ready_url: str) -> str:
+    """A shell fragment that starts ``command`` in the background (its pid in ``$SRV``) and waits up to 150 s until
+    ``ready_url`` answers; if the server dies first, the case exits with its status. The client that follows leaves
+    its status in ``$rc`` and ``STOP_SERVER`` ends the case."""
+    return ("{ " + command + " & } ; SRV=$!; "
+            "for i in $(seq 150); do curl -sf " + ready_url + " >/dev/null && break; "
+            "kill -0 $SRV 2>/dev/null || { wait $SRV; exit $?; }; sleep 1; done; ")
+
+
+# stop the server (SIGINT, as Ctrl-C), wait for it, exit with the client's status
+STOP_SERVER = "kill -INT $SRV; wait $SRV; exit $rc"
+
+
 # The script that writes the tiny random Qwen2 the model-loading scenarios use (``make_tiny_qwen.py DIR``); a case
 # ships it in its ``files`` and runs it in its work directory.
 MAKE_TINY = (Path(__file__).resolve().parents[1] / "make_tiny_qwen.py").read_text()

@@ -25,40 +25,31 @@ back to the slow tokenizer and stops on a missing protobuf: the cause the user s
 from case import (
     BUILD_DAMAGED_TINY,
     DROP_TORCHVISION,
-    MAKE_TINY,
     OFFLINE_ENV,
     PORT_HOLDER,
+    STOP_SERVER,
     Case,
     Program,
     Release,
     config_edit,
-    damage_script,
+    start_server,
+    tiny_files,
 )
 
 ENV = {**OFFLINE_ENV, "DO_NOT_TRACK": "1", "INFINITY_ANONYMOUS_USAGE_STATS": "0", "CUDA_VISIBLE_DEVICES": ""}
 SERVE = "{bin}/infinity_emb v2 --host 127.0.0.1 --port {port} --model-id "
-# start the server in the background and wait (up to 150 s) for /health; if it dies first, exit with its status
-START = ("{ %s & } ; SRV=$!; "
-         "for i in $(seq 150); do curl -sf http://127.0.0.1:{port}/health >/dev/null && break; "
-         "kill -0 $SRV 2>/dev/null || { wait $SRV; exit $?; }; sleep 1; done; ")
-# stop the server (SIGINT, as Ctrl-C), wait for it, exit with the client's status
-STOP = "kill -INT $SRV; wait $SRV; exit $rc"
 EMBED = ("curl -sf http://127.0.0.1:{port}/embeddings -H 'Content-Type: application/json' "
          "-d '{\"model\": \"{work}/tiny\", \"input\": [\"hello\"]}' | head -c 200; rc=${PIPESTATUS[0]}; echo; ")
-
-
-def _files(damage: str = "") -> dict[str, str]:
-    """The tiny model's builder, its damage script and the port holder."""
-    return {"make_tiny_qwen.py": MAKE_TINY, "damage.py": damage_script(damage), "hold.py": PORT_HOLDER}
 
 
 def _serve(id: str, expect: list[str], note: str, args: str, *, damage: str = "", model: str = "{work}/tiny",
            exit: str = "fail", prefix: str = "", client: str = EMBED) -> Case:
     """The tiny model built (and damaged), ``infinity_emb v2`` started on ``model`` with ``args`` (after ``prefix``:
     the port holder), ``client`` run against it (it leaves its status in ``$rc``), the server stopped."""
-    line = BUILD_DAMAGED_TINY + START % (prefix + SERVE + model + " " + args) + client + STOP
+    line = (BUILD_DAMAGED_TINY + start_server(prefix + SERVE + model + " " + args, "http://127.0.0.1:{port}/health")
+            + client + STOP_SERVER)
     return Case(id=id, expect=expect, input="mixed", env=dict(ENV), note=note, timeout=300, exit=exit,
-                files=_files(damage), argv=["bash", "-c", line])
+                files={**tiny_files(damage), "hold.py": PORT_HOLDER}, argv=["bash", "-c", line])
 
 
 CASES = [

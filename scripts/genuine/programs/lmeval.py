@@ -21,7 +21,7 @@ lm-eval's own), and ``local-completions`` against a port where no server listens
 the server the user meant to evaluate is down, a cause no class of the pack names).
 """
 
-from case import BUILD_DAMAGED_TINY, DROP_TORCHVISION, MAKE_TINY, OFFLINE_ENV, Case, Program, Release, damage_script
+from case import BUILD_DAMAGED_TINY, DROP_TORCHVISION, OFFLINE_ENV, Case, Program, Release, tiny_files
 
 ENV = {**OFFLINE_ENV, "HF_DATASETS_OFFLINE": "1", "HF_HOME": "{work}/hf-home", "CUDA_VISIBLE_DEVICES": ""}
 
@@ -51,8 +51,7 @@ ON_TASK = " --tasks tiny_qa --include_path {work}/tasks --batch_size 1"
 def _case(id: str, expect: list[str], note: str, args: str, *, damage: str = "", exit: str = "fail",
           build: bool = True) -> Case:
     """The tiny model built (and damaged) unless ``build`` is off, then ``lm_eval`` with ``args``."""
-    files = {"make_tiny_qwen.py": MAKE_TINY, "damage.py": damage_script(damage), "tasks/tiny_qa.yaml": TASK,
-             "data.jsonl": DATA}
+    files = {**tiny_files(damage), "tasks/tiny_qa.yaml": TASK, "data.jsonl": DATA}
     return Case(id=id, expect=expect, input="transformers", env=dict(ENV), note=note, timeout=420, exit=exit,
                 files=files, argv=["bash", "-c", (BUILD_DAMAGED_TINY if build else "") + RUN + args])
 

@@ -18,7 +18,7 @@ config has an auto_map without trust_remote_code (transformers knows the model t
 ``prompt_name`` naming a prompt the model has not (6.2 encodes without it).
 """
 
-from case import BUILD_DAMAGED_TINY, DROP_TORCHVISION, MAKE_TINY, OFFLINE_ENV, Case, Program, Release, damage_script
+from case import BUILD_DAMAGED_TINY, DROP_TORCHVISION, OFFLINE_ENV, Case, Program, Release, tiny_files
 
 ENV = {**OFFLINE_ENV, "HF_HOME": "{work}/hf-home", "CUDA_VISIBLE_DEVICES": ""}
 
@@ -50,8 +50,7 @@ SentenceTransformer(sys.argv[1]).save(sys.argv[2])
 def _case(id: str, expect: list[str], note: str, script: str, args: str, *, prep: str = "", damage: str = "",
           exit: str = "fail", build: bool = True) -> Case:
     """The tiny model built (and damaged) unless ``build`` is off, ``prep`` run quietly, then the user's script."""
-    files = {"make_tiny_qwen.py": MAKE_TINY, "damage.py": damage_script(damage), "encode.py": ENCODE,
-             "rerank.py": RERANK, "save.py": SAVE}
+    files = {**tiny_files(damage), "encode.py": ENCODE, "rerank.py": RERANK, "save.py": SAVE}
     line = (BUILD_DAMAGED_TINY if build else "") + prep + f"exec {{python}} {script} {args}"
     return Case(id=id, expect=expect, input="transformers", env=dict(ENV), note=note, timeout=300, exit=exit,
                 files=files, argv=["bash", "-c", line])

@@ -37,10 +37,12 @@ from case import (
     DROP_TORCHVISION,
     OFFLINE_ENV,
     PORT_HOLDER,
+    STOP_SERVER,
     Case,
     Program,
     Release,
     config_edit,
+    start_server,
     tiny_files,
 )
 
@@ -50,13 +52,8 @@ ENV = {**OFFLINE_ENV, "XINFERENCE_HOME": "{work}/xinference-home", "XINFERENCE_E
        "XINFERENCE_AUTH_ADVANCED": "0", "XINFERENCE_MODEL_SRC": "huggingface", "CUDA_VISIBLE_DEVICES": ""}
 EP = "-e http://127.0.0.1:{port}"
 
-# start xinference-local on 127.0.0.1:{port} in the background and wait (up to 150 s) until /status answers; if the
-# server dies first, exit with its status
-START = ("{ {bin}/xinference-local -H 127.0.0.1 -p {port} & } ; SRV=$!; "
-         "for i in $(seq 150); do curl -sf http://127.0.0.1:{port}/status >/dev/null && break; "
-         "kill -0 $SRV 2>/dev/null || { wait $SRV; exit $?; }; sleep 1; done; ")
-# stop the server (SIGINT, as Ctrl-C), wait for it, exit with the client's status
-STOP = "kill -INT $SRV; wait $SRV; exit $rc"
+# xinference-local on 127.0.0.1:{port}, ready when /status answers
+START = start_server("{bin}/xinference-local -H 127.0.0.1 -p {port}", "http://127.0.0.1:{port}/status")
 
 LLM = "-n qwen2.5-instruct -en transformers -s 0_5 -f pytorch"
 
@@ -67,7 +64,7 @@ def _served(id: str, expect: list[str], note: str, client: str, *, tiny: bool = 
     stopped. ``client`` is a shell fragment that leaves its status in ``$rc``."""
     return Case(id=id, expect=expect, input="mixed", env=ENV, note=note, timeout=300, exit=exit,
                 files=tiny_files(damage) if tiny else {},
-                argv=["bash", "-c", (BUILD_DAMAGED_TINY if tiny else "") + START + client + STOP])
+                argv=["bash", "-c", (BUILD_DAMAGED_TINY if tiny else "") + START + client + STOP_SERVER])
 
 
 def _launch(id: str, expect: list[str], note: str, args: str, **kw) -> Case:
